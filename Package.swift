@@ -1,0 +1,49 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Navigator",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .library(name: "NavigatorCore", targets: ["NavigatorCore"]),
+        .library(name: "NavigatorWire", targets: ["NavigatorWire"]),
+        .library(name: "NavigatorClient", targets: ["NavigatorClient"]),
+        .executable(name: "navigatord", targets: ["navigatord"]),
+        .executable(name: "navctl", targets: ["navctl"]),
+        .executable(name: "navload", targets: ["navload"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+    ],
+    targets: [
+        // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
+        // krb5-gssapi's `-isystem` flags, which SwiftPM refuses with a warning on every build;
+        // zmq.h is in /usr/include and the modulemap links libzmq itself.
+        .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        .target(name: "NavigatorCore"),
+        .target(
+            name: "NavigatorWire",
+            dependencies: ["NavigatorCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["Generated/README.md"]
+        ),
+        .target(name: "NavigatorService", dependencies: ["NavigatorCore", "NavigatorWire", "ZeroMQ"]),
+        .target(name: "NavigatorClient", dependencies: ["NavigatorCore", "NavigatorWire", "ZeroMQ"]),
+        .executableTarget(
+            name: "navigatord",
+            dependencies: ["NavigatorService", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "navctl",
+            dependencies: ["NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "navload",
+            dependencies: ["NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire"]),
+    ]
+)

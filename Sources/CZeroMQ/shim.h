@@ -1,0 +1,37 @@
+#ifndef NAVIGATOR_CZEROMQ_SHIM_H
+#define NAVIGATOR_CZEROMQ_SHIM_H
+
+#include <zmq.h>
+#include <errno.h>
+#include <pthread.h>
+
+// libzmq defines its own errno values as arithmetic macros (ZMQ_HAUSNUMERO + n) and only when the
+// platform lacks them; Swift does not import such macros reliably, so they are re-exported here as
+// constants with one definition each.
+static const int czmq_ETERM = ETERM;
+static const int czmq_EFSM = EFSM;
+static const int czmq_ENOCOMPATPROTO = ENOCOMPATPROTO;
+static const int czmq_EMTHREAD = EMTHREAD;
+static const int czmq_ENOTSUP = ENOTSUP;
+static const int czmq_EPROTONOSUPPORT = EPROTONOSUPPORT;
+static const int czmq_EADDRINUSE = EADDRINUSE;
+static const int czmq_EADDRNOTAVAIL = EADDRNOTAVAIL;
+static const int czmq_ECONNREFUSED = ECONNREFUSED;
+static const int czmq_ENOTSOCK = ENOTSOCK;
+static const int czmq_EHOSTUNREACH = EHOSTUNREACH;
+
+#if defined(__linux__)
+// glibc declares it only under _GNU_SOURCE, which must not differ from the Glibc module's view.
+extern int pthread_setname_np(pthread_t thread, const char *name);
+#endif
+
+// Names the calling thread (Linux keeps 15 bytes); visible in top -H, gdb and perf.
+static inline void czmq_set_thread_name(const char *name) {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), name);
+#else
+    (void)name;
+#endif
+}
+
+#endif

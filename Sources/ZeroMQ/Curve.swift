@@ -1,0 +1,56 @@
+import CZeroMQ
+
+/// A CURVE (CurveZMQ) long-term key pair, each key as 40 characters of Z85 text.
+///
+/// A server sets ``SocketOption/curveServer`` and its secret key; a client sets its own pair and
+/// the server's public key as ``SocketOption/curveServerKey``. A client with the wrong server key
+/// never completes the handshake, so no message crosses.
+public struct CurveKeyPair: Sendable, Hashable {
+    public var publicKey: String
+    public var secretKey: String
+
+    public init(publicKey: String, secretKey: String) {
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+    }
+
+    /// Whether the loaded libzmq supports CURVE (built with libsodium).
+    public static var isSupported: Bool { zeroMQHas("curve") }
+
+    /// A fresh random key pair. Throws ``ZeroMQError/Code/notSupported`` without CURVE support.
+    public static func generate() throws(ZeroMQError) -> CurveKeyPair {
+        var publicKey = [CChar](repeating: 0, count: 41)
+        var secretKey = [CChar](repeating: 0, count: 41)
+        _ = try ZMQ.call("zmq_curve_keypair") { zmq_curve_keypair(&publicKey, &secretKey) }
+        return CurveKeyPair(publicKey: text(publicKey), secretKey: text(secretKey))
+    }
+
+    /// The public key that belongs to a Z85 secret key.
+    public static func publicKey(forSecretKey secretKey: String) throws(ZeroMQError) -> String {
+        var publicKey = [CChar](repeating: 0, count: 41)
+        _ = try ZMQ.call("zmq_curve_public", detail: "secret key must be 40 Z85 characters") {
+            zmq_curve_public(&publicKey, secretKey)
+        }
+        return text(publicKey)
+    }
+
+    private static func text(_ chars: [CChar]) -> String {
+        String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension Socket {
+    /// Makes this socket a CURVE server with the given key pair.
+    public func makeCurveServer(_ keys: CurveKeyPair) throws(ZeroMQError) {
+        try set(.curveServer, true)
+        try set(.curveSecretKey, keys.secretKey)
+        try set(.curvePublicKey, keys.publicKey)
+    }
+
+    /// Makes this socket a CURVE client of the server whose public key is `serverKey`.
+    public func makeCurveClient(_ keys: CurveKeyPair, serverKey: String) throws(ZeroMQError) {
+        try set(.curveServerKey, serverKey)
+        try set(.curvePublicKey, keys.publicKey)
+        try set(.curveSecretKey, keys.secretKey)
+    }
+}

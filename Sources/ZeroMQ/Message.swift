@@ -1,0 +1,114 @@
+import CZeroMQ
+
+/// One frame owned by libzmq (`zmq_msg_t`).
+///
+/// Receiving into a `Message` copies nothing: the bytes stay in libzmq's buffer and are read in
+/// place with ``withUnsafeBytes(_:)``; ``bytes`` makes the one copy a Swift array needs. A message
+/// can be reused for many receives, which saves an allocation per frame in a socket loop. It is
+/// released in `deinit`.
+///
+/// The `zmq_msg_t` lives at a fixed heap address: libzmq keeps small frames inside the struct
+/// itself, so it must never be copied bitwise.
+public final class Message {
+    @usableFromInline let raw: UnsafeMutablePointer<zmq_msg_t>
+
+    /// An empty message, ready to receive into.
+    public init() {
+        raw = .allocate(capacity: 1)
+        zmq_msg_init(raw)  // cannot fail
+    }
+
+    /// A message holding a copy of `bytes`, ready to send.
+    public convenience init(copying bytes: some FrameBytes) throws(ZeroMQError) {
+        self.init()
+        let raw = self.raw
+        try bytes.withFrameBytes { (buffer) throws(ZeroMQError) in
+            _ = try ZMQ.call("zmq_msg_init_size") { zmq_msg_init_size(raw, buffer.count) }
+            if let base = buffer.baseAddress, buffer.count > 0 {
+                zmq_msg_data(raw).copyMemory(from: base, byteCount: buffer.count)
+            }
+        }
+    }
+
+    deinit {
+        zmq_msg_close(raw)
+        raw.deallocate()
+    }
+
+    /// The frame's size in bytes.
+    public var count: Int { zmq_msg_size(raw) }
+
+    /// Whether more frames of the same multipart message follow this one.
+    public var hasMore: Bool { zmq_msg_more(raw) != 0 }
+
+    /// Reads the bytes in place, without copying. The buffer is valid only inside `body`.
+    @inlinable
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let count = zmq_msg_size(raw)
+        guard count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: zmq_msg_data(raw), count: count))
+    }
+
+    /// A copy of the bytes.
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// The bytes decoded as UTF-8 (invalid sequences are replaced).
+    public var string: String { withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// Whether the frame holds exactly these bytes (no copy).
+    public func hasContents(_ other: some FrameBytes) -> Bool {
+        withUnsafeBytes { mine in other.withFrameBytes { theirs in mine.elementsEqual(theirs) } }
+    }
+}
+
+/// Anything whose bytes can be handed to libzmq as one frame.
+public protocol FrameBytes {
+    /// Calls `body` with the frame's bytes, valid only during the call.
+    func withFrameBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R
+}
+
+extension Array: FrameBytes where Element == UInt8 {
+    @inlinable
+    public func withFrameBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = withUnsafeBytes { buffer in
+            do throws(E) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+extension ArraySlice: FrameBytes where Element == UInt8 {
+    @inlinable
+    public func withFrameBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = withUnsafeBytes { buffer in
+            do throws(E) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+extension String: FrameBytes {
+    /// The UTF-8 bytes, without a terminating NUL.
+    @inlinable
+    public func withFrameBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        var copy = self
+        let result: Result<R, E> = copy.withUTF8 { utf8 in
+            do throws(E) { return .success(try body(UnsafeRawBufferPointer(utf8))) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+extension UnsafeRawBufferPointer: FrameBytes {
+    @inlinable
+    public func withFrameBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(self)
+    }
+}
+
+extension Message: FrameBytes {
+    @inlinable
+    public func withFrameBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withUnsafeBytes(body)
+    }
+}

@@ -1,0 +1,66 @@
+import CZeroMQ
+
+/// A libzmq socket, owned by the thread that created it.
+///
+/// libzmq sockets are not thread-safe, so this class is deliberately not `Sendable`: create it on
+/// the thread that uses it (see ``DedicatedThread``) and let it die there. It keeps its
+/// ``Context`` alive and closes the socket in `deinit`.
+public final class Socket {
+    public let type: SocketType
+    public let context: Context
+    @usableFromInline let handle: UnsafeMutableRawPointer
+    private var isClosed = false
+
+    public init(_ context: Context, type: SocketType) throws(ZeroMQError) {
+        self.context = context
+        self.type = type
+        let ctx = context.handle
+        handle = try ZMQ.pointer("zmq_socket") { zmq_socket(ctx, type.rawValue) }
+    }
+
+    deinit { close() }
+
+    /// Closes the socket now; `deinit` does it otherwise. Unsent messages are kept for the
+    /// socket's ``SocketOption/linger`` period by libzmq. Further calls do nothing.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        zmq_close(handle)  // fails only with ENOTSOCK, which the flag rules out
+    }
+
+    /// Binds to an endpoint (`tcp://127.0.0.1:7401`, `tcp://127.0.0.1:*`, `ipc:///path`,
+    /// `inproc://name`). Read the port chosen for `*` from ``lastEndpoint``.
+    public func bind(_ endpoint: String) throws(ZeroMQError) {
+        _ = try ZMQ.call("zmq_bind", detail: endpoint) { zmq_bind(handle, endpoint) }
+    }
+
+    public func connect(_ endpoint: String) throws(ZeroMQError) {
+        _ = try ZMQ.call("zmq_connect", detail: endpoint) { zmq_connect(handle, endpoint) }
+    }
+
+    /// Stops listening on an endpoint bound earlier (for a wildcard bind, pass ``lastEndpoint``).
+    public func unbind(_ endpoint: String) throws(ZeroMQError) {
+        _ = try ZMQ.call("zmq_unbind", detail: endpoint) { zmq_unbind(handle, endpoint) }
+    }
+
+    public func disconnect(_ endpoint: String) throws(ZeroMQError) {
+        _ = try ZMQ.call("zmq_disconnect", detail: endpoint) { zmq_disconnect(handle, endpoint) }
+    }
+
+    /// The endpoint of the last bind or connect, with the actual port for a `*` bind.
+    public var lastEndpoint: String {
+        get throws(ZeroMQError) { try get(.lastEndpoint) }
+    }
+
+    /// Subscribes a SUB or XSUB socket to messages whose first frame starts with `prefix`.
+    public func subscribe(_ prefix: String) throws(ZeroMQError) {
+        try set(.subscribe, Array(prefix.utf8))
+    }
+
+    public func unsubscribe(_ prefix: String) throws(ZeroMQError) {
+        try set(.unsubscribe, Array(prefix.utf8))
+    }
+}
+
+@available(*, unavailable, message: "a ZeroMQ socket belongs to the thread that created it")
+extension Socket: Sendable {}

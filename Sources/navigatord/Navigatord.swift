@@ -1,0 +1,2 @@
+import ArgumentParser
+@main struct Main: ParsableCommand { func run() {} }
