@@ -1,1 +1,2 @@
-import NavigatorCore
+/// Namespace of the NavigatorClient module; its parts come with later issues.
+public enum NavigatorClientModule {}

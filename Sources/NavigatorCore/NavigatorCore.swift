@@ -1,1 +1,2 @@
-// Filled by issue 3.
+/// Namespace of the NavigatorCore module: the pure model, route map and resolver.
+public enum NavigatorCoreModule {}

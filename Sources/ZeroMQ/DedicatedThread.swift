@@ -1,10 +1,11 @@
 import CZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An operating-system thread of its own, for work that blocks (a ZeroMQ socket loop) and so must
@@ -25,21 +26,23 @@ public final class DedicatedThread: Sendable {
         }
         let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
         #if canImport(Darwin)
-        var handle: pthread_t? = nil
+            var handle: pthread_t? = nil
         #else
-        var handle = pthread_t()
+            var handle = pthread_t()
         #endif
-        let result = pthread_create(&handle, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            czmq_set_thread_name(String(box.name.utf8.prefix(15))!)
-            box.body()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &handle, nil,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                czmq_set_thread_name(String(box.name.utf8.prefix(15))!)
+                box.body()
+                return nil
+            }, box)
         precondition(result == 0, "pthread_create failed with \(result)")
         #if canImport(Darwin)
-        thread = handle!
+            thread = handle!
         #else
-        thread = handle
+            thread = handle
         #endif
     }
 

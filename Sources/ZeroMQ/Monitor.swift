@@ -20,7 +20,9 @@ public struct MonitorEvents: OptionSet, Sendable, Hashable, CustomStringConverti
     public static let handshakeSucceeded = MonitorEvents(rawValue: UInt32(ZMQ_EVENT_HANDSHAKE_SUCCEEDED))
     public static let handshakeFailedProtocol = MonitorEvents(rawValue: UInt32(ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL))
     public static let handshakeFailedAuth = MonitorEvents(rawValue: UInt32(ZMQ_EVENT_HANDSHAKE_FAILED_AUTH))
-    public static let handshakeFailed: MonitorEvents = [.handshakeFailedNoDetail, .handshakeFailedProtocol, .handshakeFailedAuth]
+    public static let handshakeFailed: MonitorEvents = [
+        .handshakeFailedNoDetail, .handshakeFailedProtocol, .handshakeFailedAuth,
+    ]
     public static let all = MonitorEvents(rawValue: UInt32(ZMQ_EVENT_ALL))
 
     public var description: String {
@@ -60,10 +62,14 @@ extension Socket {
     public func receiveMonitorEvent() throws(ZeroMQError) -> MonitorEvent {
         let frames = try receiveMultipart()
         guard frames.count == 2, frames[0].count == 6 else {
-            throw ZeroMQError(code: .invalidArgument, function: "zmq_socket_monitor", detail: "unexpected monitor frame layout")
+            throw ZeroMQError(
+                code: .invalidArgument, function: "zmq_socket_monitor", detail: "unexpected monitor frame layout")
         }
         let (event, value) = frames[0].withUnsafeBytes { raw in
-            (raw.loadUnaligned(fromByteOffset: 0, as: UInt16.self), raw.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+            (
+                raw.loadUnaligned(fromByteOffset: 0, as: UInt16.self),
+                raw.loadUnaligned(fromByteOffset: 2, as: UInt32.self)
+            )
         }
         return MonitorEvent(event: MonitorEvents(rawValue: UInt32(event)), value: value, endpoint: frames[1].string)
     }

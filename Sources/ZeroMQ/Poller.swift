@@ -45,9 +45,10 @@ public struct Poller {
     public mutating func poll(timeout: Duration?) throws(ZeroMQError) -> Int {
         let milliseconds: Int = timeout.map { Int($0.zmqMilliseconds) } ?? -1
         let count = Int32(items.count)
-        return Int(try items.withUnsafeMutableBufferPointer { (buffer) throws(ZeroMQError) in
-            try ZMQ.call("zmq_poll") { zmq_poll(buffer.baseAddress, count, milliseconds) }
-        })
+        return Int(
+            try items.withUnsafeMutableBufferPointer { (buffer) throws(ZeroMQError) in
+                try ZMQ.call("zmq_poll") { zmq_poll(buffer.baseAddress, count, milliseconds) }
+            })
     }
 
     /// What item `index` was found ready for by the last ``poll(timeout:)``.

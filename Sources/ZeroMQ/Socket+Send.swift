@@ -20,7 +20,8 @@ extension Socket {
         let handle = self.handle
         let flags: Int32 = ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)
         return try frame.withFrameBytes { (buffer) throws(ZeroMQError) in
-            try ZMQ.callUnlessWouldBlock("zmq_send") { zmq_send(handle, buffer.baseAddress, buffer.count, flags) } != nil
+            try ZMQ.callUnlessWouldBlock("zmq_send") { zmq_send(handle, buffer.baseAddress, buffer.count, flags) }
+                != nil
         }
     }
 

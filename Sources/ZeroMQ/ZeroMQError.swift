@@ -1,11 +1,11 @@
 import CZeroMQ
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An error reported by libzmq: the numeric code, the name of the C function that failed and the

@@ -21,7 +21,8 @@ struct BindPoint: Sendable {
             endpoint = "inproc://test-\(UUID().uuidString)"
             directory = nil
         case .ipc:
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("zmqt-\(UUID().uuidString.prefix(8))")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "zmqt-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             endpoint = "ipc://\(dir.path)/s.sock"
             directory = dir
