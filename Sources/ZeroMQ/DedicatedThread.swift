@@ -1,4 +1,5 @@
 import CZeroMQ
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -12,6 +13,7 @@ import CZeroMQ
 /// never run on Swift concurrency's cooperative pool, which has one thread per core.
 public final class DedicatedThread: Sendable {
     private let thread: pthread_t
+    private let joined = Mutex(false)
 
     /// Starts `body` on a new thread named `name` (at most 15 bytes are kept by Linux).
     public init(name: String, _ body: @escaping @Sendable () -> Void) {
@@ -46,9 +48,14 @@ public final class DedicatedThread: Sendable {
         #endif
     }
 
-    /// Waits for the thread to finish. Call it once, and never from the thread itself.
+    /// Waits for the thread to finish. Later calls return at once; never call it from the thread
+    /// itself.
     public func join() {
-        pthread_join(thread, nil)
+        joined.withLock { done in
+            guard !done else { return }
+            pthread_join(thread, nil)
+            done = true
+        }
     }
 
     /// Runs `body` on a new thread and resumes the caller with its result, without ever blocking
@@ -60,7 +67,10 @@ public final class DedicatedThread: Sendable {
             let thread = DedicatedThread(name: name) {
                 continuation.resume(with: Result { try body() })
             }
-            pthread_detach(thread.thread)
+            thread.joined.withLock { done in
+                pthread_detach(thread.thread)
+                done = true  // detached: nothing to join
+            }
         }
     }
 }

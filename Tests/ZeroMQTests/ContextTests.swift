@@ -37,7 +37,7 @@ struct ContextTests {
             #expect(error.code == .terminated)
             #expect(error.function == "zmq_msg_recv")
         }
-        thread.join()
+        thread.join()  // the socket is closed by now, so terminate cannot wait on it
         try context.terminate()
     }
 

@@ -1,0 +1,289 @@
+/// The active-screen tree of one session: a root (tab bar or single stack) and modals above it.
+///
+/// A value type whose only mutation path is ``apply(_:)-([Command])``: the service and every
+/// client shell mirroring it change a tree the same way, so equal batches give equal trees.
+public struct ScreenTree: Hashable, Sendable, Codable {
+    public private(set) var root: Root
+    /// Presentation order: the last is frontmost.
+    public private(set) var modals: [Modal]
+    /// Incremented by each command that changed the tree.
+    public private(set) var version: UInt64
+    /// The highest service-namespace id the tree has seen, so new ids are never reused.
+    public private(set) var lastServiceID: UInt64
+
+    /// A tree, validated: non-empty stacks, unique tab names, a selected tab that exists, valid
+    /// and unique ids.
+    public init(root: Root, modals: [Modal] = [], version: UInt64 = 0) throws(TreeError) {
+        self.root = root
+        self.modals = modals
+        self.version = version
+        self.lastServiceID = 0
+        try validate()
+        lastServiceID = allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        root = try container.decode(Root.self, forKey: .root)
+        modals = try container.decode([Modal].self, forKey: .modals)
+        version = try container.decode(UInt64.self, forKey: .version)
+        lastServiceID = try container.decode(UInt64.self, forKey: .lastServiceID)
+        do {
+            try validate()
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
+        }
+        let highest = allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0
+        lastServiceID = max(lastServiceID, highest)
+    }
+
+    // MARK: Queries
+
+    /// The screen the user sees: the top of the last modal's stack, else of the selected tab's
+    /// (or the root) stack.
+    public var top: Screen { stack(topStack)!.last! }
+
+    /// The stack holding the top screen.
+    public var topStack: StackRef {
+        if let modal = modals.last { return .modal(modal.id) }
+        switch root {
+        case .tabs(let bar): return .tab(bar.selected)
+        case .stack: return .root
+        }
+    }
+
+    /// The selected tab's name, if the root is a tab bar.
+    public var selectedTab: String? {
+        if case .tabs(let bar) = root { return bar.selected }
+        return nil
+    }
+
+    public var tabNames: [String] {
+        if case .tabs(let bar) = root { return bar.tabs.map(\.name) }
+        return []
+    }
+
+    /// The screens of a stack, bottom first; `nil` if the tree has no such stack.
+    public func stack(_ ref: StackRef) -> [Screen]? {
+        switch (ref, root) {
+        case (.tab(let name), .tabs(let bar)): return bar.index(of: name).map { bar.tabs[$0].stack }
+        case (.root, .stack(let screens)): return screens
+        case (.modal(let id), _): return modals.first { $0.id == id }?.stack
+        default: return nil
+        }
+    }
+
+    /// Every stack, bottom of the tree first: the tabs (or the root stack), then the modals.
+    public var stacks: [(ref: StackRef, screens: [Screen])] {
+        var result: [(StackRef, [Screen])] = []
+        switch root {
+        case .tabs(let bar): result = bar.tabs.map { (.tab($0.name), $0.stack) }
+        case .stack(let screens): result = [(.root, screens)]
+        }
+        return result + modals.map { (.modal($0.id), $0.stack) }
+    }
+
+    /// Where a screen is: its stack and its index there.
+    public func locate(_ id: NodeID) -> (stack: StackRef, index: Int, screen: Screen)? {
+        for (ref, screens) in stacks {
+            if let index = screens.firstIndex(where: { $0.id == id }) { return (ref, index, screens[index]) }
+        }
+        return nil
+    }
+
+    public func modalIndex(_ id: NodeID) -> Int? { modals.firstIndex { $0.id == id } }
+
+    /// Whether a screen or a modal has this id.
+    public func contains(_ id: NodeID) -> Bool { modalIndex(id) != nil || locate(id) != nil }
+
+    var allIDs: [NodeID] { stacks.flatMap { $0.screens.map(\.id) } + modals.map(\.id) }
+
+    // MARK: Invariants
+
+    private func validate() throws(TreeError) {
+        switch root {
+        case .tabs(let bar):
+            guard !bar.tabs.isEmpty else { throw TreeError(.invalidTree, "tab bar has no tabs; expected at least one") }
+            var names = Set<String>()
+            for tab in bar.tabs {
+                guard names.insert(tab.name).inserted else {
+                    throw TreeError(.invalidTree, "tab \(tab.name) appears twice; expected unique tab names")
+                }
+                guard !tab.stack.isEmpty else { throw TreeError(.emptyStack, "tab \(tab.name) has an empty stack") }
+            }
+            guard names.contains(bar.selected) else {
+                throw TreeError(.unknownTab, "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name))")
+            }
+        case .stack(let screens):
+            guard !screens.isEmpty else { throw TreeError(.emptyStack, "root stack is empty") }
+        }
+        var seen = Set<NodeID>()
+        for modal in modals {
+            guard !modal.stack.isEmpty else { throw TreeError(.emptyStack, "modal \(modal.id) has an empty stack") }
+        }
+        for id in allIDs {
+            guard id.isValid else { throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 is never an id") }
+            guard seen.insert(id).inserted else { throw TreeError(.duplicateID, "id \(id) appears twice in the tree") }
+        }
+    }
+}
+
+// MARK: - The one mutation path
+
+extension ScreenTree {
+    /// Applies commands in order, all or nothing: if one cannot be applied, the tree is left as
+    /// it was and the error names the command and the reason. Commands whose effect is already
+    /// there change nothing (and do not bump ``version``).
+    public mutating func apply(_ commands: [Command]) throws(TreeError) {
+        var copy = self
+        for (index, command) in commands.enumerated() {
+            do {
+                if try copy.applyOne(command) { copy.version &+= 1 }
+            } catch {
+                let position = commands.count > 1 ? "command \(index + 1) of \(commands.count), " : ""
+                throw TreeError(error.code, "\(position)\(command): \(error.message)")
+            }
+        }
+        self = copy
+    }
+
+    public mutating func apply(_ command: Command) throws(TreeError) {
+        try apply([command])
+    }
+
+    /// Returns a copy with the commands applied.
+    public func applying(_ commands: [Command]) throws(TreeError) -> ScreenTree {
+        var copy = self
+        try copy.apply(commands)
+        return copy
+    }
+
+    /// Applies one command; returns whether the tree changed.
+    private mutating func applyOne(_ command: Command) throws(TreeError) -> Bool {
+        switch command {
+        case .selectTab(let name):
+            guard case .tabs(var bar) = root else {
+                throw TreeError(.notTabBar, "the root is a single stack; expected a tab bar")
+            }
+            guard bar.index(of: name) != nil else {
+                throw TreeError(.unknownTab, "no tab named \(name); expected one of \(bar.tabs.map(\.name))")
+            }
+            guard bar.selected != name else { return false }
+            bar.selected = name
+            root = .tabs(bar)
+            return true
+
+        case .push(let screen, let ref):
+            guard !contains(screen.id) else { return false }
+            try checkNew(screen.id)
+            try mutateStack(ref) { $0.append(screen) }
+            note(screen.id)
+            return true
+
+        case .present(let modal):
+            if modalIndex(modal.id) != nil { return false }
+            guard !modal.stack.isEmpty else { throw TreeError(.emptyStack, "a modal needs at least one screen") }
+            try checkNew(modal.id)
+            var ids = Set<NodeID>()
+            for screen in modal.stack {
+                try checkNew(screen.id)
+                guard ids.insert(screen.id).inserted, screen.id != modal.id else {
+                    throw TreeError(.duplicateID, "id \(screen.id) appears twice in the modal")
+                }
+            }
+            modals.append(modal)
+            note(modal.id)
+            modal.stack.forEach { note($0.id) }
+            return true
+
+        case .popTo(let id):
+            guard let (ref, index, _) = locate(id) else {
+                throw TreeError(.unknownScreen, "no screen \(id) in the tree")
+            }
+            var changed = false
+            try mutateStack(ref) { stack in
+                changed = stack.count > index + 1
+                stack.removeSubrange((index + 1)...)
+            }
+            return changed
+
+        case .popToRoot(let ref):
+            var changed = false
+            try mutateStack(ref) { stack in
+                changed = stack.count > 1
+                stack.removeSubrange(1...)
+            }
+            return changed
+
+        case .dismissTo(nil):
+            guard !modals.isEmpty else { return false }
+            modals.removeAll()
+            return true
+
+        case .dismissTo(let id?):
+            guard let index = modalIndex(id) else {
+                throw TreeError(.unknownModal, "no modal \(id) is presented")
+            }
+            guard index < modals.count - 1 else { return false }
+            modals.removeSubrange((index + 1)...)
+            return true
+
+        case .setRoot(let newRoot):
+            guard newRoot != root || !modals.isEmpty else { return false }
+            let candidate = try ScreenTree(root: newRoot)
+            root = newRoot
+            modals = []
+            lastServiceID = max(lastServiceID, candidate.lastServiceID)
+            return true
+
+        case .replace(let id, let screen):
+            guard !contains(screen.id) else { return false }
+            try checkNew(screen.id)
+            guard let (ref, index, _) = locate(id) else {
+                throw TreeError(.unknownScreen, "no screen \(id) in the tree")
+            }
+            try mutateStack(ref) { $0[index] = screen }
+            note(screen.id)
+            return true
+
+        case .refresh(let id, let info):
+            guard let (ref, index, screen) = locate(id) else {
+                throw TreeError(.unknownScreen, "no screen \(id) in the tree")
+            }
+            let merged = screen.context.info.merging(info) { _, new in new }
+            guard merged != screen.context.info else { return false }
+            try mutateStack(ref) { $0[index].context.info = merged }
+            return true
+        }
+    }
+
+    private func checkNew(_ id: NodeID) throws(TreeError) {
+        guard id.isValid else { throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 is never an id") }
+        guard !contains(id) else { throw TreeError(.duplicateID, "id \(id) is already in the tree") }
+    }
+
+    private mutating func note(_ id: NodeID) {
+        if !id.isClientAssigned { lastServiceID = max(lastServiceID, id.rawValue) }
+    }
+
+    private mutating func mutateStack(_ ref: StackRef, _ body: (inout [Screen]) -> Void) throws(TreeError) {
+        switch (ref, root) {
+        case (.tab(let name), .tabs(var bar)):
+            guard let index = bar.index(of: name) else {
+                throw TreeError(.unknownStack, "no tab named \(name); expected one of \(bar.tabs.map(\.name))")
+            }
+            body(&bar.tabs[index].stack)
+            root = .tabs(bar)
+        case (.root, .stack(var screens)):
+            body(&screens)
+            root = .stack(screens)
+        case (.modal(let id), _):
+            guard let index = modalIndex(id) else { throw TreeError(.unknownStack, "no modal \(id) is presented") }
+            body(&modals[index].stack)
+        case (.tab, .stack):
+            throw TreeError(.unknownStack, "\(ref): the root is a single stack; expected a tab bar")
+        case (.root, .tabs):
+            throw TreeError(.unknownStack, "root stack: the root is a tab bar; name a tab")
+        }
+    }
+}

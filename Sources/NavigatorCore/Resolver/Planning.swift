@@ -1,0 +1,96 @@
+/// Hands out service-namespace ids above everything the tree has seen.
+public struct IDAllocator: Sendable {
+    public private(set) var next: UInt64
+
+    public init(after tree: ScreenTree) { next = tree.lastServiceID + 1 }
+
+    public mutating func take() -> NodeID {
+        defer { next += 1 }
+        return NodeID(rawValue: next)
+    }
+}
+
+/// A way to the target: the commands, and what to tell a person about them.
+public struct Plan: Hashable, Sendable {
+    public var commands: [Command]
+    public var detail: String
+    /// Parents built beneath the target (back-stack synthesis), outermost first.
+    public var synthesized: [ScreenContext]
+
+    public init(_ commands: [Command], _ detail: String, synthesized: [ScreenContext] = []) {
+        self.commands = commands
+        self.detail = detail
+        self.synthesized = synthesized
+    }
+}
+
+/// Finds a way to a target that is already somewhere in the tree (step 5 of the resolver).
+/// Switchers are asked in order; the first plan wins.
+public protocol ContextSwitcher: Sendable {
+    /// A plan that brings the target to the top, or `nil` if this switcher does not apply.
+    func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator) -> Plan?
+}
+
+extension ContextSwitcher {
+    /// The name shown in explanations.
+    public var name: String { String(describing: Self.self) }
+}
+
+/// Decides how a target that is not in the tree is shown (step 7 of the resolver).
+public protocol TransitionProvider: Sendable {
+    func plan(
+        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator
+    ) throws(ResolveError) -> Plan
+}
+
+/// What switchers and transition providers work with: the route map and helpers over it.
+public struct PlanningContext: Sendable {
+    public let map: RouteMap
+    let resolver: Resolver
+
+    public func spec(_ screen: String) -> ScreenSpec? { map.screens[screen] }
+
+    /// Whether a screen is an instance of the target: same screen, same identity values.
+    public func matches(_ screen: Screen, _ target: ScreenContext) -> Bool {
+        guard screen.context.screen == target.screen else { return false }
+        guard let spec = map.screens[target.screen] else { return false }
+        return spec.identity.allSatisfy { screen.context.info[$0] == target.info[$0] }
+    }
+
+    /// The info of `target` that differs from what `screen` shows (what a refresh must set).
+    public func changes(from screen: Screen, to target: ScreenContext) -> [String: String] {
+        target.info.filter { screen.context.info[$0.key] != $0.value }
+    }
+
+    /// The refresh command a found screen needs, if any.
+    public func refresh(_ screen: Screen, to target: ScreenContext) -> [Command] {
+        let changes = changes(from: screen, to: target)
+        return changes.isEmpty ? [] : [.refresh(screen.id, info: changes)]
+    }
+
+    /// The parent context of `target`, its info taken from the target's info.
+    public func parent(of target: ScreenContext) -> ScreenContext? {
+        guard let parentName = map.screens[target.screen]?.parent, let parentSpec = map.screens[parentName] else {
+            return nil
+        }
+        return ScreenContext(parentName, target.info.filter { parentSpec.info[$0.key] != nil })
+    }
+
+    /// Whether a modal must not be dismissed or covered by navigation.
+    public func isBlocking(_ modal: Modal) -> Bool {
+        modal.stack.contains { map.screens[$0.context.screen]?.blocking == true }
+    }
+
+    /// A fresh tab bar as the route map starts it, with new ids, selecting `tab`.
+    public func freshTabBar(selecting tab: String, ids: inout IDAllocator) -> Root {
+        let tabs = map.tabs.map { Tab(name: $0.name, stack: [Screen(id: ids.take(), ScreenContext($0.root))]) }
+        return .tabs(TabBar(tabs: tabs, selected: tab))
+    }
+
+    /// The commands that bring `target` to the top of `tree`, as the resolver would for one
+    /// step (already shown, switchers, transition), without guards or blocking. A transition
+    /// provider uses it to show a modal's parent before presenting the modal.
+    public func show(_ target: ScreenContext, in tree: ScreenTree, ids: inout IDAllocator) throws(ResolveError) -> Plan {
+        try resolver.planStep(to: target, in: tree, ids: &ids, context: self).plan
+    }
+}

@@ -1,0 +1,95 @@
+/// An intent the resolver refused, with what was wrong and what was expected.
+public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable, Codable, CaseIterable {
+        case invalidID = "invalid_id"
+        case invalidSession = "invalid_session"
+        case emptyPath = "empty_path"
+        case unknownScreen = "unknown_screen"
+        case missingInfo = "missing_info"
+        case invalidInfo = "invalid_info"
+        case unknownURL = "unknown_url"
+        case invalidEvent = "invalid_event"
+        case expired = "expired"
+        case internalError = "internal"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+/// One step of the resolver's reasoning, for people.
+public struct ExplanationStep: Hashable, Sendable, Codable, CustomStringConvertible {
+    public enum Step: String, Hashable, Sendable, Codable {
+        case validate, dedup, `guard`, alreadyShown = "already-shown", switcher, blocking, transition
+        case backStack = "back-stack", path, release, expiry, event
+    }
+
+    public var step: Step
+    public var detail: String
+    /// Whether this step decided the outcome.
+    public var decisive: Bool
+
+    public init(_ step: Step, _ detail: String, decisive: Bool = false) {
+        self.step = step
+        self.detail = detail
+        self.decisive = decisive
+    }
+
+    public var description: String { "\(decisive ? "*" : "-") \(step.rawValue): \(detail)" }
+}
+
+/// What resolving one intent did: the outcome, the session afterwards, and why.
+public struct Resolution: Hashable, Sendable {
+    public enum Outcome: Hashable, Sendable {
+        /// These commands take the tree to the target.
+        case resolved([Command])
+        /// The target was shown already; these commands refresh its info.
+        case refreshed([Command])
+        /// Nothing to do, and why.
+        case ignored(String)
+        /// The intent waits; `redirect` shows a guard's screen meanwhile (may be empty).
+        case parked(ParkReason, redirect: [Command])
+        /// The intent is invalid; nothing changed.
+        case rejected(ResolveError)
+    }
+
+    public var intent: Intent
+    public var outcome: Outcome
+    /// The session after the intent (and after any releases it caused).
+    public var state: SessionState
+    public var explanation: [ExplanationStep]
+    /// Parked intents this one released, in the order their batches are published.
+    public var released: [Resolution]
+
+    /// The commands to publish for this intent itself.
+    public var commands: [Command] {
+        switch outcome {
+        case .resolved(let commands), .refreshed(let commands), .parked(_, let commands): commands
+        case .ignored, .rejected: []
+        }
+    }
+
+    /// The decisive step's detail, in one line.
+    public var summary: String {
+        (explanation.last { $0.decisive } ?? explanation.last).map { "\($0.step.rawValue): \($0.detail)" } ?? ""
+    }
+}
+
+/// What applying a client event did.
+public struct EventResolution: Hashable, Sendable {
+    /// The session afterwards (unchanged if the event was refused).
+    public var state: SessionState
+    /// The commands that mirror the event, for the other shells of the session.
+    public var echo: [Command]
+    /// Parked intents the event released.
+    public var released: [Resolution]
+    /// Set when the event could not be applied.
+    public var error: ResolveError?
+}

@@ -1,0 +1,265 @@
+/// Decides, for one session, which commands make its tree show what an intent asks for.
+///
+/// A pure reducer: `resolve(intent, in: state, now:)` returns the outcome, the new session state
+/// and an explanation, and changes nothing else. The same call answers dry runs.
+///
+/// Steps, the first decisive one wins: validation, dedup, guards, already shown, context
+/// switchers, blocking modals, the transition provider, back-stack synthesis; a path intent goes
+/// through them context by context into one atomic batch.
+public struct Resolver: Sendable {
+    public struct Options: Hashable, Sendable {
+        /// How long an intent id is remembered for dedup, in nanoseconds.
+        public var dedupWindow: Int64 = 10 * 60 * 1_000_000_000
+        /// How many ids a session remembers at most.
+        public var dedupCapacity: Int = 256
+        /// How long an intent may stay parked when it does not say, in nanoseconds.
+        public var defaultTTL: Int64 = 5 * 60 * 1_000_000_000
+        /// The longest path an intent may give.
+        public var maxPathLength: Int = 16
+        /// The most intents one session may keep parked; ``Resolver/expire(_:now:)`` expires the
+        /// oldest beyond it.
+        public var maxParked: Int = 64
+
+        public init() {}
+    }
+
+    public let map: RouteMap
+    public var switchers: [any ContextSwitcher]
+    public var transitions: any TransitionProvider
+    public var options: Options
+    let urlPatterns: [(pattern: URLPattern, screen: String)]
+
+    public static let defaultSwitchers: [any ContextSwitcher] = [ExistingScreenSwitcher(), TabRootSwitcher()]
+
+    /// A resolver for a route map, which is validated first.
+    public init(
+        map: RouteMap, switchers: [any ContextSwitcher] = Resolver.defaultSwitchers,
+        transitions: any TransitionProvider = RouteMapTransitions(), options: Options = Options()
+    ) throws(RouteMapErrors) {
+        self.map = try map.validated()
+        self.switchers = switchers
+        self.transitions = transitions
+        self.options = options
+        urlPatterns = map.screens.keys.sorted().compactMap { name in
+            map.screens[name]!.url.flatMap { try? URLPattern($0) }.map { ($0, name) }
+        }
+    }
+
+    /// The state of a session nobody has navigated yet.
+    public func initialState() -> SessionState { SessionState(tree: map.initialTree()) }
+
+    var context: PlanningContext { PlanningContext(map: map, resolver: self) }
+
+    // MARK: Resolving an intent
+
+    /// Resolves an intent against a session. `now` is unix nanoseconds.
+    public func resolve(_ intent: Intent, in state: SessionState, now: Int64) -> Resolution {
+        var steps: [ExplanationStep] = []
+        let path: [ScreenContext]
+        do {
+            path = try validate(intent)
+        } catch {
+            steps.append(.init(.validate, error.message, decisive: true))
+            return Resolution(intent: intent, outcome: .rejected(error), state: state, explanation: steps, released: [])
+        }
+        steps.append(.init(.validate, "path \(path.map(\.description).joined(separator: " > ")) is valid"))
+
+        var state = state
+        state.pruneRecent(now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
+        if let seen = state.recentIntentIDs[intent.id], now - seen < options.dedupWindow {
+            steps.append(.init(.dedup, "intent id \(intent.id) was already seen \(Self.ago(now - seen))", decisive: true))
+            return Resolution(
+                intent: intent, outcome: .ignored("duplicate intent id \(intent.id)"), state: state, explanation: steps,
+                released: [])
+        }
+        state.recentIntentIDs[intent.id] = now
+        var normalized = intent
+        normalized.target = .path(path)
+        let conditionsChanged = !intent.setConditions.isEmpty
+            && intent.setConditions.contains { state.conditions[$0.key] != $0.value }
+        state.conditions.merge(intent.setConditions) { _, new in new }
+
+        var resolution = decide(normalized, path: path, state: state, now: now, steps: steps, releasing: nil)
+        if conditionsChanged || resolution.state.tree != state.tree {
+            resolution = releaseParked(after: resolution, now: now)
+        }
+        return resolution
+    }
+
+    /// Guards, then each context of the path in turn (already shown, switchers, blocking,
+    /// transition) into one batch — or a park, or a rejection, with the state untouched.
+    func decide(
+        _ intent: Intent, path: [ScreenContext], state: SessionState, now: Int64, steps: [ExplanationStep],
+        releasing parked: ParkedIntent?
+    ) -> Resolution {
+        var steps = steps
+        let context = self.context
+        func finish(_ outcome: Resolution.Outcome, _ state: SessionState) -> Resolution {
+            Resolution(intent: intent, outcome: outcome, state: state, explanation: steps, released: [])
+        }
+
+        // 3. Guards.
+        for element in path {
+            guard let guardSpec = map.screens[element.screen]?.guardCondition, !state.isMet(guardSpec.condition) else {
+                continue
+            }
+            let reason = ParkReason.guardUnmet(condition: guardSpec.condition, redirect: guardSpec.redirect)
+            var redirect: [Command] = []
+            var note = "\(element.screen) needs \(guardSpec.condition)"
+            var ids = IDAllocator(after: state.tree)
+            if let step = try? planStep(to: ScreenContext(guardSpec.redirect), in: state.tree, ids: &ids, context: context),
+                blocker(of: step.plan.commands, in: state.tree) == nil
+            {
+                redirect = step.plan.commands
+                note += redirect.isEmpty ? "; \(guardSpec.redirect) is already shown" : "; showing \(guardSpec.redirect): \(step.plan.detail)"
+            } else {
+                note += "; \(guardSpec.redirect) cannot be shown now"
+            }
+            steps.append(.init(.guard, note + "; the intent waits", decisive: true))
+            var newState = state
+            do {
+                try newState.tree.apply(redirect)
+            } catch {
+                return finish(.rejected(ResolveError(.internalError, "guard redirect: \(error.message)")), state)
+            }
+            newState.park(intent, reason: reason, now: now, previous: parked, options: options)
+            return finish(.parked(reason, redirect: redirect), newState)
+        }
+
+        // 4-8, for each context of the path.
+        var tree = state.tree
+        var ids = IDAllocator(after: tree)
+        var commands: [Command] = []
+        if case .guardUnmet(_, let redirectScreen)? = parked?.reason,
+            let index = tree.modals.firstIndex(where: { $0.stack[0].context.screen == redirectScreen })
+        {
+            // The guard is met now: the screen shown instead (login) has done its job.
+            let dismiss = Command.dismissTo(index == 0 ? nil : tree.modals[index - 1].id)
+            if (try? tree.apply(dismiss)) != nil {
+                commands.append(dismiss)
+                steps.append(.init(.release, "\(redirectScreen) is no longer needed; dismissing it"))
+            }
+        }
+        for (index, element) in path.enumerated() {
+            let label = path.count > 1 ? "step \(index + 1) of \(path.count), \(element): " : ""
+            var step: StepPlan
+            do {
+                step = try planStep(to: element, in: tree, ids: &ids, context: context)
+            } catch {
+                steps.append(.init(.transition, label + error.message, decisive: true))
+                return finish(.rejected(error), state)
+            }
+            steps.append(.init(step.kind, label + step.plan.detail))
+            if !step.plan.synthesized.isEmpty {
+                steps.append(.init(.backStack, label + "built \(step.plan.synthesized.map(\.description).joined(separator: ", ")) beneath"))
+            }
+            // 6. Blocking modals.
+            if let (blockIndex, modal) = blocker(of: step.plan.commands, in: tree) {
+                let blocking = modal.stack[0]
+                guard intent.priority == .critical else {
+                    steps.append(.init(
+                        .blocking, label + "that would dismiss or cover the blocking \(blocking); the intent waits until it is gone",
+                        decisive: true))
+                    var newState = state
+                    let reason = ParkReason.blocked(by: modal.id, screen: blocking.context.screen)
+                    newState.park(intent, reason: reason, now: now, previous: parked, options: options)
+                    return finish(.parked(reason, redirect: []), newState)
+                }
+                let dismiss = Command.dismissTo(blockIndex == 0 ? nil : tree.modals[blockIndex - 1].id)
+                do {
+                    try tree.apply(dismiss)
+                    commands.append(dismiss)
+                    step = try planStep(to: element, in: tree, ids: &ids, context: context)
+                } catch {
+                    steps.append(.init(.blocking, label + "\(error)", decisive: true))
+                    return finish(.rejected(ResolveError(.internalError, "\(error)")), state)
+                }
+                steps.append(.init(.blocking, label + "critical priority: dismissing the blocking \(blocking); then \(step.plan.detail)"))
+            }
+            do {
+                try tree.apply(step.plan.commands)
+            } catch {
+                steps.append(.init(step.kind, label + error.message, decisive: true))
+                return finish(.rejected(ResolveError(.internalError, "the planned commands do not apply: \(error.message)")), state)
+            }
+            commands += step.plan.commands
+        }
+
+        var newState = state
+        newState.tree = tree
+        if let parked { newState.parked.removeAll { $0.intent.id == parked.intent.id } }
+        if commands.isEmpty {
+            steps.append(.init(.alreadyShown, "\(path.last!) is already on top with the same info; nothing to do", decisive: true))
+            return finish(.ignored("\(path.last!) is already shown"), newState)
+        }
+        let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }
+        if let last = steps.indices.last(where: { steps[$0].step != .backStack }) { steps[last].decisive = true }
+        if path.count > 1 { steps.append(.init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands")) }
+        return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands), newState)
+    }
+
+    struct StepPlan {
+        var plan: Plan
+        var kind: ExplanationStep.Step
+    }
+
+    /// Steps 4, 5 and 7 for one context: already shown, switchers, transition.
+    func planStep(to target: ScreenContext, in tree: ScreenTree, ids: inout IDAllocator, context: PlanningContext)
+        throws(ResolveError) -> StepPlan
+    {
+        let top = tree.top
+        if context.matches(top, target) {
+            let refresh = context.refresh(top, to: target)
+            let detail = refresh.isEmpty ? "\(top) is already on top" : "\(top) is already on top; refreshing \(refresh.count == 1 ? "its info" : "")"
+            return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
+        }
+        for switcher in switchers {
+            if let plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
+                return StepPlan(plan: Plan(plan.commands, "\(switcher.name): \(plan.detail)", synthesized: plan.synthesized), kind: .switcher)
+            }
+        }
+        return StepPlan(plan: try transitions.plan(to: target, in: tree, context: context, ids: &ids), kind: .transition)
+    }
+
+    /// The first blocking modal the commands would dismiss or cover, if any. Changes inside or
+    /// above a blocking modal and refreshes are allowed; tab switches, set-root, presenting over
+    /// it, dismissing it and changes to stacks beneath it are not.
+    func blocker(of commands: [Command], in tree: ScreenTree) -> (index: Int, modal: Modal)? {
+        let context = self.context
+        guard let first = tree.modals.firstIndex(where: context.isBlocking) else { return nil }
+        let allowed = Set(tree.modals[first...].map(\.id))
+        func isAllowed(_ ref: StackRef) -> Bool {
+            if case .modal(let id) = ref { return allowed.contains(id) }
+            return false
+        }
+        for command in commands {
+            let violates: Bool
+            switch command {
+            case .selectTab, .setRoot, .present, .dismissTo(nil): violates = true
+            case .dismissTo(let id?): violates = (tree.modalIndex(id) ?? first) < first
+            case .push(_, let ref), .popToRoot(let ref): violates = !isAllowed(ref)
+            case .popTo(let id), .replace(let id, _): violates = tree.locate(id).map { !isAllowed($0.stack) } ?? false
+            case .refresh: violates = false
+            }
+            if violates { return (first, tree.modals[first]) }
+        }
+        return nil
+    }
+
+    static func ago(_ nanoseconds: Int64) -> String {
+        let milliseconds = nanoseconds / 1_000_000
+        return milliseconds < 1000 ? "\(milliseconds) ms ago" : "\(milliseconds / 1000) s ago"
+    }
+}
+
+extension SessionState {
+    /// Parks (or re-parks, keeping its place and expiry) an intent.
+    mutating func park(_ intent: Intent, reason: ParkReason, now: Int64, previous: ParkedIntent?, options: Resolver.Options) {
+        if let previous, let index = parked.firstIndex(where: { $0.intent.id == previous.intent.id }) {
+            parked[index].reason = reason
+            return
+        }
+        let ttl = intent.ttlMilliseconds > 0 ? Int64(intent.ttlMilliseconds) * 1_000_000 : options.defaultTTL
+        parked.append(ParkedIntent(intent: intent, reason: reason, parkedAt: now, expiresAt: now + ttl))
+    }
+}

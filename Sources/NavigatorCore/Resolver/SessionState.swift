@@ -1,0 +1,64 @@
+/// Everything the resolver knows about one session.
+public struct SessionState: Hashable, Sendable, Codable {
+    /// The active-screen tree; changed only through ``ScreenTree/apply(_:)-([Command])``.
+    public internal(set) var tree: ScreenTree
+    /// Conditions for guards, such as `authenticated`.
+    public internal(set) var conditions: [String: Bool]
+    /// Intents waiting for a guard to be met or a blocker to go, oldest first.
+    public internal(set) var parked: [ParkedIntent]
+    /// Intent ids seen within the dedup window, with when they were seen (unix ns).
+    public internal(set) var recentIntentIDs: [String: Int64]
+
+    public init(
+        tree: ScreenTree, conditions: [String: Bool] = [:], parked: [ParkedIntent] = [],
+        recentIntentIDs: [String: Int64] = [:]
+    ) {
+        self.tree = tree
+        self.conditions = conditions
+        self.parked = parked
+        self.recentIntentIDs = recentIntentIDs
+    }
+
+    public func isMet(_ condition: String) -> Bool { conditions[condition] == true }
+
+    /// Forgets ids older than the window, and the oldest beyond `capacity`.
+    mutating func pruneRecent(now: Int64, window: Int64, capacity: Int) {
+        guard recentIntentIDs.count > capacity else { return }
+        recentIntentIDs = recentIntentIDs.filter { now - $0.value < window }
+        if recentIntentIDs.count > capacity {
+            let keep = recentIntentIDs.sorted { $0.value > $1.value }.prefix(capacity / 2)
+            recentIntentIDs = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+        }
+    }
+}
+
+/// An intent waiting to be shown.
+public struct ParkedIntent: Hashable, Sendable, Codable {
+    /// The intent, its target already turned into a validated path.
+    public var intent: Intent
+    public var reason: ParkReason
+    public var parkedAt: Int64
+    public var expiresAt: Int64
+
+    public init(intent: Intent, reason: ParkReason, parkedAt: Int64, expiresAt: Int64) {
+        self.intent = intent
+        self.reason = reason
+        self.parkedAt = parkedAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Why an intent waits.
+public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// A screen on its path needs a condition the session does not meet; `redirect` is shown.
+    case guardUnmet(condition: String, redirect: String)
+    /// Reaching the target would dismiss or cover a blocking modal.
+    case blocked(by: NodeID, screen: String)
+
+    public var description: String {
+        switch self {
+        case .guardUnmet(let condition, let redirect): "waiting for \(condition) (showing \(redirect))"
+        case .blocked(let id, let screen): "blocked by \(screen)\(id)"
+        }
+    }
+}

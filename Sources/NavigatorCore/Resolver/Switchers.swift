@@ -1,0 +1,66 @@
+/// Built-in switcher: a screen with the target's identity anywhere in the tree — the frontmost
+/// one — is brought to the top: the modals above it are dismissed, its tab selected, its stack
+/// popped to it, and its info refreshed if the target's differs.
+public struct ExistingScreenSwitcher: ContextSwitcher {
+    public init() {}
+
+    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator) -> Plan? {
+        // Frontmost first: modals from the top down, then the selected tab, then the other tabs.
+        var candidates: [(ref: StackRef, screens: [Screen])] = tree.modals.reversed().map { (.modal($0.id), $0.stack) }
+        let rootStacks = tree.stacks.prefix(tree.stacks.count - tree.modals.count)
+        candidates += rootStacks.filter { $0.ref == tree.topStackIgnoringModals }
+        candidates += rootStacks.filter { $0.ref != tree.topStackIgnoringModals }
+        for (ref, screens) in candidates {
+            guard let index = screens.lastIndex(where: { context.matches($0, target) }) else { continue }
+            let screen = screens[index]
+            var commands: [Command] = []
+            switch ref {
+            case .modal(let id):
+                if tree.modals.last?.id != id { commands.append(.dismissTo(id)) }
+            case .tab(let name):
+                if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+                if tree.selectedTab != name { commands.append(.selectTab(name)) }
+            case .root:
+                if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+            }
+            if index < screens.count - 1 { commands.append(.popTo(screen.id)) }
+            commands += context.refresh(screen, to: target)
+            return Plan(commands, "\(screen) is already in \(ref); bringing it to the top")
+        }
+        return nil
+    }
+}
+
+/// Built-in switcher: a tab's root screen selects the tab and pops it to its root. When the root
+/// is not a tab bar (after a set-root screen such as a welcome flow), the tab bar comes back.
+public struct TabRootSwitcher: ContextSwitcher {
+    public init() {}
+
+    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator) -> Plan? {
+        guard let tab = context.map.tab(rootedAt: target.screen) else { return nil }
+        guard case .tabs = tree.root, let stack = tree.stack(.tab(tab.name)) else {
+            let root = context.freshTabBar(selecting: tab.name, ids: &ids)
+            var commands: [Command] = [.setRoot(root)]
+            if case .tabs(let bar) = root, let screen = bar.tabs.first(where: { $0.name == tab.name })?.stack[0] {
+                commands += context.refresh(screen, to: target)
+            }
+            return Plan(commands, "\(target.screen) is the root of tab \(tab.name); restoring the tab bar")
+        }
+        var commands: [Command] = []
+        if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+        if tree.selectedTab != tab.name { commands.append(.selectTab(tab.name)) }
+        if stack.count > 1 { commands.append(.popToRoot(.tab(tab.name))) }
+        commands += context.refresh(stack[0], to: target)
+        return Plan(commands, "\(target.screen) is the root of tab \(tab.name); selecting it and popping to its root")
+    }
+}
+
+extension ScreenTree {
+    /// The stack that would be on top if there were no modals.
+    var topStackIgnoringModals: StackRef {
+        switch root {
+        case .tabs(let bar): .tab(bar.selected)
+        case .stack: .root
+        }
+    }
+}

@@ -1,0 +1,125 @@
+/// Built-in transition provider: shows a target that is not in the tree the way the route map
+/// says, from wherever the user is.
+///
+/// - push: onto the top modal's stack if a (non-blocking) modal is up, else onto the target's
+///   home tab (selecting it, dismissing modals, restoring the tab bar after a set-root), else
+///   onto the current stack; missing parents are built beneath it (back-stack synthesis) and a
+///   unique-in-stack screen replaces its other instance;
+/// - modal: the parent is shown first (if the map names one), then a new modal is presented;
+/// - setRoot: a single-stack root with the target; modals go;
+/// - replace: the top screen is replaced (pushed instead if the top is a tab's root).
+public struct RouteMapTransitions: TransitionProvider {
+    public init() {}
+
+    public func plan(
+        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator
+    ) throws(ResolveError) -> Plan {
+        guard let spec = context.spec(target.screen) else {
+            throw ResolveError(.unknownScreen, "screen \(target.screen) is not in the route map")
+        }
+        switch spec.transition {
+        case .push:
+            return try push(target, spec, tree, context, &ids)
+        case .modal(let style):
+            var commands: [Command] = []
+            var synthesized: [ScreenContext] = []
+            var detail = ""
+            if let parent = context.parent(of: target) {
+                let parentPlan = try context.show(parent, in: tree, ids: &ids)
+                commands = parentPlan.commands
+                synthesized = parentPlan.synthesized + [parent]
+                if !commands.isEmpty { detail = "showing its parent \(parent) first (\(parentPlan.detail)); " }
+            }
+            let modal = Modal(id: ids.take(), style: style, stack: [Screen(id: ids.take(), target)])
+            commands.append(.present(modal))
+            return Plan(commands, detail + "presenting \(target) as a \(style.rawValue) modal", synthesized: synthesized)
+        case .setRoot:
+            let commands: [Command] = [.setRoot(.stack([Screen(id: ids.take(), target)]))]
+            return Plan(commands, "\(target) becomes the root\(tree.modals.isEmpty ? "" : "; modals are dismissed")")
+        case .replace:
+            let ref = tree.topStack
+            let top = tree.top
+            let isTabRoot: Bool
+            if case .modal = ref { isTabRoot = false } else { isTabRoot = tree.stack(ref)?.count == 1 }
+            if isTabRoot {
+                return Plan([.push(Screen(id: ids.take(), target), onto: ref)], "\(top) is the root of \(ref), so \(target) is pushed instead of replacing it")
+            }
+            return Plan([.replace(top.id, with: Screen(id: ids.take(), target))], "\(target) replaces \(top) in \(ref)")
+        }
+    }
+
+    private func push(
+        _ target: ScreenContext, _ spec: ScreenSpec, _ tree: ScreenTree, _ context: PlanningContext,
+        _ ids: inout IDAllocator
+    ) throws(ResolveError) -> Plan {
+        var commands: [Command] = []
+        let destination: StackRef
+        var place: String
+        if let modal = tree.modals.last, !context.isBlocking(modal) {
+            destination = .modal(modal.id)
+            place = "the top modal \(modal.id)"
+        } else if let home = spec.homeTab {
+            if case .tabs = tree.root {
+                if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+                if tree.selectedTab != home { commands.append(.selectTab(home)) }
+            } else {
+                commands.append(.setRoot(context.freshTabBar(selecting: home, ids: &ids)))
+            }
+            destination = .tab(home)
+            place = "its home tab \(home)"
+        } else {
+            if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+            destination = tree.topStackIgnoringModals
+            place = "the current \(destination)"
+        }
+        let working: ScreenTree
+        do {
+            working = try tree.applying(commands)
+        } catch {
+            throw ResolveError(.internalError, "planning a push of \(target): \(error.message)")
+        }
+        guard let stack = working.stack(destination) else {
+            throw ResolveError(.internalError, "planning a push of \(target): \(destination) does not exist")
+        }
+
+        // The chain the user would have walked: parents outermost first, then the target.
+        var chain = [target]
+        while let parent = context.parent(of: chain[0]), !chain.contains(parent) { chain.insert(parent, at: 0) }
+
+        // Keep the stack up to the deepest screen of the chain it already holds; what lies
+        // above goes, so Back leads through the chain. A unique-in-stack screen of the chain
+        // that the kept part holds with another identity is cut off too.
+        var kept = stack
+        var anchor: (chain: Int, stack: Int)? = nil
+        while true {
+            anchor = nil
+            for chainIndex in chain.indices.reversed() {
+                if let stackIndex = kept.lastIndex(where: { context.matches($0, chain[chainIndex]) }) {
+                    anchor = (chainIndex, stackIndex)
+                    break
+                }
+            }
+            let pending = chain[((anchor?.chain ?? -1) + 1)...]
+            let limit = anchor?.stack ?? kept.count - 1
+            let clash = pending.lazy.compactMap { element -> Int? in
+                guard context.spec(element.screen)?.uniqueInStack == true else { return nil }
+                return kept[...limit].lastIndex { $0.context.screen == element.screen }
+            }.filter { $0 >= 1 }.max()
+            guard let clash else { break }
+            kept = Array(kept[..<clash])
+        }
+        let keepIndex = anchor?.stack ?? kept.count - 1
+        if keepIndex < stack.count - 1 { commands.append(.popTo(stack[keepIndex].id)) }
+        if let anchor, anchor.chain == chain.count - 1 {
+            commands += context.refresh(stack[anchor.stack], to: target)
+            return Plan(commands, "\(target) is in \(destination); popping to it")
+        }
+        let pending = chain[((anchor?.chain ?? -1) + 1)...].filter { context.map.tab(rootedAt: $0.screen) == nil || $0 == target }
+        for element in pending {
+            commands.append(.push(Screen(id: ids.take(), element), onto: destination))
+        }
+        let synthesized = Array(pending.dropLast())
+        if !synthesized.isEmpty { place += ", with \(synthesized.map(\.description).joined(separator: ", ")) beneath" }
+        return Plan(commands, "pushing \(target) onto \(place)", synthesized: synthesized)
+    }
+}

@@ -1,0 +1,109 @@
+/// A deep-link pattern such as `app://chat/{conversationId}/thread/{threadId}`.
+///
+/// A URL matches when its scheme and every path segment match (literal segments exactly,
+/// `{key}` segments capture a non-empty value, percent-decoded). Query parameters
+/// (`?draft=hi`) become further info.
+public struct URLPattern: Hashable, Sendable {
+    enum Segment: Hashable, Sendable {
+        case literal(String)
+        case capture(String)
+    }
+
+    public let text: String
+    let scheme: String
+    let segments: [Segment]
+
+    /// Parses a pattern; the error says what is wrong with it.
+    public init(_ text: String) throws(RouteMapError) {
+        self.text = text
+        guard let (scheme, rest) = Self.split(text) else {
+            throw RouteMapError([], "url pattern \(text) has no scheme; expected scheme://path, e.g. app://chat/{conversationId}")
+        }
+        guard !rest.contains("?") else {
+            throw RouteMapError([], "url pattern \(text) has a query; expected a path only (query parameters are matched as info)")
+        }
+        self.scheme = scheme
+        var segments: [Segment] = []
+        var names = Set<String>()
+        for part in rest.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
+            if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 {
+                let name = String(part.dropFirst().dropLast())
+                guard names.insert(name).inserted else {
+                    throw RouteMapError([], "url pattern \(text) captures {\(name)} twice; expected each key once")
+                }
+                segments.append(.capture(name))
+            } else if part.contains("{") || part.contains("}") {
+                throw RouteMapError([], "url pattern \(text) has segment \(part); expected a literal or a whole {key}")
+            } else {
+                segments.append(.literal(part))
+            }
+        }
+        guard !segments.isEmpty else {
+            throw RouteMapError([], "url pattern \(text) has no path; expected at least one segment")
+        }
+        self.segments = segments
+    }
+
+    /// The keys the pattern captures.
+    public var captures: [String] {
+        segments.compactMap { if case .capture(let name) = $0 { name } else { nil } }
+    }
+
+    /// The info a URL yields, or `nil` if it does not match.
+    public func match(_ url: String) -> [String: String]? {
+        guard let (scheme, rest) = Self.split(url), scheme == self.scheme else { return nil }
+        let pathAndQuery = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = pathAndQuery[0].split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.count == segments.count else { return nil }
+        var info: [String: String] = [:]
+        if pathAndQuery.count == 2 {
+            for pair in pathAndQuery[1].split(separator: "&") {
+                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let key = Self.percentDecode(keyValue[0]), !key.isEmpty else { return nil }
+                info[key] = keyValue.count == 2 ? Self.percentDecode(keyValue[1]) : ""
+            }
+        }
+        for (segment, part) in zip(segments, parts) {
+            guard let value = Self.percentDecode(part) else { return nil }
+            switch segment {
+            case .literal(let literal): guard literal == value else { return nil }
+            case .capture(let name): info[name] = value
+            }
+        }
+        return info
+    }
+
+    private static func split(_ text: String) -> (String, Substring)? {
+        guard let range = text.firstRange(of: "://") else { return nil }
+        let scheme = String(text[..<range.lowerBound])
+        guard !scheme.isEmpty else { return nil }
+        return (scheme.lowercased(), text[range.upperBound...])
+    }
+
+    /// `%2F` -> `/`, `+` stays `+`; `nil` for a broken escape or invalid UTF-8.
+    static func percentDecode(_ text: Substring) -> String? {
+        guard text.contains("%") else { return String(text) }
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
