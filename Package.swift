@@ -45,5 +45,6 @@ let package = Package(
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire"]),
+        .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
     ]
 )

@@ -33,7 +33,8 @@ public enum Command: Hashable, Sendable, Codable, CustomStringConvertible {
         case .dismissTo(let id): id.map { "dismissTo(\($0))" } ?? "dismissAll"
         case .setRoot(let root): "setRoot(\(root.summary))"
         case .replace(let id, let screen): "replace(\(id) with \(screen))"
-        case .refresh(let id, let info): "refresh(\(id), \(ScreenContext("", info).description.dropFirst()))"
+        case .refresh(let id, let info):
+            "refresh(\(id), \(info.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")))"
         }
     }
 }

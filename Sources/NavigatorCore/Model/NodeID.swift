@@ -22,9 +22,9 @@ public struct NodeID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
 
     public static func < (lhs: NodeID, rhs: NodeID) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    /// `#12` for service ids, `c#3` for client ids.
+    /// `#12` for service ids, `#c3` for client ids.
     public var description: String {
-        isClientAssigned ? "c#\(rawValue & ~Self.clientBit)" : "#\(rawValue)"
+        isClientAssigned ? "#c\(rawValue & ~Self.clientBit)" : "#\(rawValue)"
     }
 
     public init(from decoder: any Decoder) throws {

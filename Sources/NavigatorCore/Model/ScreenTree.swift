@@ -131,9 +131,12 @@ public struct ScreenTree: Hashable, Sendable, Codable {
 // MARK: - The one mutation path
 
 extension ScreenTree {
-    /// Applies commands in order, all or nothing: if one cannot be applied, the tree is left as
-    /// it was and the error names the command and the reason. Commands whose effect is already
-    /// there change nothing (and do not bump ``version``).
+    /// Applies a batch of commands in order, all or nothing: if one cannot be applied, the tree
+    /// is left as it was and the error names the command and the reason.
+    ///
+    /// Commands whose effect is already there change nothing, and so does a batch whose net
+    /// effect is nothing (re-applying `[popTo(a), push(b)]` must not pop and push `b` again):
+    /// ``version`` counts the commands of batches that changed the tree.
     public mutating func apply(_ commands: [Command]) throws(TreeError) {
         var copy = self
         for (index, command) in commands.enumerated() {
@@ -143,6 +146,10 @@ extension ScreenTree {
                 let position = commands.count > 1 ? "command \(index + 1) of \(commands.count), " : ""
                 throw TreeError(error.code, "\(position)\(command): \(error.message)")
             }
+        }
+        if copy.root == root && copy.modals == modals {
+            lastServiceID = copy.lastServiceID
+            return
         }
         self = copy
     }

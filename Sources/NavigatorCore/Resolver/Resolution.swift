@@ -4,6 +4,7 @@ public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConv
         case invalidID = "invalid_id"
         case invalidSession = "invalid_session"
         case emptyPath = "empty_path"
+        case pathTooLong = "path_too_long"
         case unknownScreen = "unknown_screen"
         case missingInfo = "missing_info"
         case invalidInfo = "invalid_info"

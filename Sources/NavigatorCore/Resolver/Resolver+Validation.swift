@@ -21,7 +21,7 @@ extension Resolver {
                 throw ResolveError(.emptyPath, "the intent has an empty path and no url; expected at least one screen")
             }
             guard contexts.count <= options.maxPathLength else {
-                throw ResolveError(.emptyPath, "the path has \(contexts.count) screens; expected at most \(options.maxPathLength)")
+                throw ResolveError(.pathTooLong, "the path has \(contexts.count) screens; expected at most \(options.maxPathLength)")
             }
             path = contexts
         }

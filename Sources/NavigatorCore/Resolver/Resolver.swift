@@ -143,6 +143,7 @@ public struct Resolver: Sendable {
         for (index, element) in path.enumerated() {
             let label = path.count > 1 ? "step \(index + 1) of \(path.count), \(element): " : ""
             var step: StepPlan
+            let idsBefore = ids
             do {
                 step = try planStep(to: element, in: tree, ids: &ids, context: context)
             } catch {
@@ -169,6 +170,7 @@ public struct Resolver: Sendable {
                 do {
                     try tree.apply(dismiss)
                     commands.append(dismiss)
+                    ids = idsBefore  // the first plan is discarded, and so are its ids
                     step = try planStep(to: element, in: tree, ids: &ids, context: context)
                 } catch {
                     steps.append(.init(.blocking, label + "\(error)", decisive: true))
@@ -186,7 +188,12 @@ public struct Resolver: Sendable {
         }
 
         var newState = state
-        newState.tree = tree
+        do {
+            // The batch as a whole, exactly as a shell will apply it.
+            try newState.tree.apply(commands)
+        } catch {
+            return finish(.rejected(ResolveError(.internalError, "the batch does not apply: \(error.message)")), state)
+        }
         if let parked { newState.parked.removeAll { $0.intent.id == parked.intent.id } }
         if commands.isEmpty {
             steps.append(.init(.alreadyShown, "\(path.last!) is already on top with the same info; nothing to do", decisive: true))
