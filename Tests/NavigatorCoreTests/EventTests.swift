@@ -19,9 +19,10 @@ struct EventTests {
         #expect(result.error == nil)
         #expect(result.echo.map(\.description) == ["dismissAll"])
         #expect(result.released.map(\.intent.id) == ["chat-42"])
-        #expect(result.released.first?.commands.map(\.description) == [
-            "selectTab(chats)", "push(chat(conversationId=42)#7 onto tab chats)",
-        ])
+        #expect(
+            result.released.first?.commands.map(\.description) == [
+                "selectTab(chats)", "push(chat(conversationId=42)#7 onto tab chats)",
+            ])
         #expect(result.released.first?.explanation.first?.step == .release)
         #expect(session.state.parked.isEmpty)
         #expect(session.state.tree.top.context == chat(42))
@@ -36,7 +37,8 @@ struct EventTests {
         let result = session.event(.conditions(["authenticated": true]))
         #expect(result.echo.isEmpty)
         #expect(result.released.map(\.intent.id) == ["edit"])
-        #expect(result.released.first?.commands.map(\.description) == ["dismissAll", "present(sheet #7: editProfile#8)"])
+        #expect(
+            result.released.first?.commands.map(\.description) == ["dismissAll", "present(sheet #7: editProfile#8)"])
         #expect(session.outline == initialOutline + "\nmodal #7 sheet: editProfile#8")
     }
 
@@ -85,20 +87,24 @@ struct EventTests {
         options.maxParked = 2
         let resolver = try Resolver(map: .demo, options: options)
         var state = resolver.resolve(intent(incomingCall, id: "call"), in: resolver.initialState(), now: 1).state
-        for index in 1...3 { state = resolver.resolve(intent(chat(index), id: "c\(index)"), in: state, now: Int64(index) + 1).state }
+        for index in 1...3 {
+            state = resolver.resolve(intent(chat(index), id: "c\(index)"), in: state, now: Int64(index) + 1).state
+        }
         let (kept, evicted) = resolver.expire(state, now: 10)
         #expect(evicted.map(\.intent.id) == ["c1"])
         #expect(kept.parked.map(\.intent.id) == ["c2", "c3"])
     }
 
-    @Test("events the tree cannot take are refused and change nothing", arguments: [
-        ClientEvent.poppedTo(99),
-        .dismissedTo(99),
-        .tabSelected("nope"),
-        .pushed(Screen(id: 50, ScreenContext("chat", ["conversationId": "1"])), onto: .tab("chats")),
-        .pushed(Screen(id: .client(1), ScreenContext("x")), onto: .modal(77)),
-        .presented(Modal(id: 60, style: .sheet, stack: [Screen(id: 61, ScreenContext("x"))])),
-    ])
+    @Test(
+        "events the tree cannot take are refused and change nothing",
+        arguments: [
+            ClientEvent.poppedTo(99),
+            .dismissedTo(99),
+            .tabSelected("nope"),
+            .pushed(Screen(id: 50, ScreenContext("chat", ["conversationId": "1"])), onto: .tab("chats")),
+            .pushed(Screen(id: .client(1), ScreenContext("x")), onto: .modal(77)),
+            .presented(Modal(id: 60, style: .sheet, stack: [Screen(id: 61, ScreenContext("x"))])),
+        ])
     func refused(event: ClientEvent) {
         var session = Harness()
         session.show(chat(1))

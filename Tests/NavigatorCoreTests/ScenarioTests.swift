@@ -239,12 +239,18 @@ let scenarios: [Scenario] = [
 ]
 
 let rejections: [Scenario] = [
-    Scenario(name: "unknown screen", intent: intent(ScreenContext("chatt")), outcome: .rejected(.unknownScreen), commands: []),
-    Scenario(name: "missing required info", intent: intent(ScreenContext("chat")), outcome: .rejected(.missingInfo), commands: []),
+    Scenario(
+        name: "unknown screen", intent: intent(ScreenContext("chatt")), outcome: .rejected(.unknownScreen), commands: []
+    ),
+    Scenario(
+        name: "missing required info", intent: intent(ScreenContext("chat")), outcome: .rejected(.missingInfo),
+        commands: []),
     Scenario(
         name: "int info that is not a number", intent: intent(ScreenContext("chat", ["conversationId": "abc"])),
         outcome: .rejected(.invalidInfo), commands: []),
-    Scenario(name: "undeclared info key", intent: intent(chat(1, ["mood": "happy"])), outcome: .rejected(.invalidInfo), commands: []),
+    Scenario(
+        name: "undeclared info key", intent: intent(chat(1, ["mood": "happy"])), outcome: .rejected(.invalidInfo),
+        commands: []),
     Scenario(
         name: "enum value not allowed",
         intent: intent(ScreenContext("payment", ["conversationId": "1", "amount": "5", "currency": "JPY"])),
@@ -252,11 +258,16 @@ let rejections: [Scenario] = [
     Scenario(
         name: "malformed uuid", intent: intent(ScreenContext("incomingCall", ["callId": "not-a-uuid"])),
         outcome: .rejected(.invalidInfo), commands: []),
-    Scenario(name: "url no route matches", intent: link("app://nowhere/1"), outcome: .rejected(.unknownURL), commands: []),
-    Scenario(name: "url with another scheme", intent: link("https://chat/1"), outcome: .rejected(.unknownURL), commands: []),
-    Scenario(name: "empty path", intent: Intent(id: "i", session: "s", target: .path([])), outcome: .rejected(.emptyPath), commands: []),
     Scenario(
-        name: "path longer than allowed", intent: Intent(id: "i", session: "s", target: .path(Array(repeating: chat(1), count: 17))),
+        name: "url no route matches", intent: link("app://nowhere/1"), outcome: .rejected(.unknownURL), commands: []),
+    Scenario(
+        name: "url with another scheme", intent: link("https://chat/1"), outcome: .rejected(.unknownURL), commands: []),
+    Scenario(
+        name: "empty path", intent: Intent(id: "i", session: "s", target: .path([])), outcome: .rejected(.emptyPath),
+        commands: []),
+    Scenario(
+        name: "path longer than allowed",
+        intent: Intent(id: "i", session: "s", target: .path(Array(repeating: chat(1), count: 17))),
         outcome: .rejected(.pathTooLong), commands: []),
     Scenario(name: "empty intent id", intent: intent(chat(1), id: ""), outcome: .rejected(.invalidID), commands: []),
     Scenario(
@@ -299,7 +310,10 @@ struct ScenarioTests {
             (intent(ScreenContext("chatt")), "screen chatt is not in the route map; expected one of"),
             (intent(ScreenContext("chat")), "chat needs info conversationId (int); it is missing"),
             (intent(ScreenContext("chat", ["conversationId": "abc"])), "chat.conversationId is \"abc\"; expected int"),
-            (intent(chat(1, ["mood": "x"])), "chat has no info key mood; expected one of conversationId, draft, highlight"),
+            (
+                intent(chat(1, ["mood": "x"])),
+                "chat has no info key mood; expected one of conversationId, draft, highlight"
+            ),
             (link("app://nowhere"), "no route matches app://nowhere; expected one of"),
             (intent(ScreenContext("chatList"), ScreenContext("nope")), "path[1] screen nope is not in the route map"),
         ]
@@ -324,7 +338,8 @@ struct ScenarioTests {
         #expect(switched.summary.hasPrefix("switcher: ExistingScreenSwitcher"))
 
         let synthesized = session.send(intent(thread(9, 1), id: "e2"))
-        #expect(synthesized.explanation.contains { $0.step == .backStack && $0.detail.contains("chat(conversationId=9)") })
+        #expect(
+            synthesized.explanation.contains { $0.step == .backStack && $0.detail.contains("chat(conversationId=9)") })
 
         var blocked = Harness()
         blocked.show(incomingCall)

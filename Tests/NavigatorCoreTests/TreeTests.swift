@@ -33,22 +33,24 @@ struct TreeTests {
         #expect(tree == start)
     }
 
-    @Test("every inapplicable command throws a precise error", arguments: [
-        (Command.selectTab("nope"), TreeError.Code.unknownTab),
-        (.push(Screen(id: 9, chat(1)), onto: .tab("nope")), .unknownStack),
-        (.push(Screen(id: 9, chat(1)), onto: .modal(50)), .unknownStack),
-        (.push(Screen(id: 9, chat(1)), onto: .root), .unknownStack),
-        (.push(Screen(id: 0, chat(1)), onto: .tab("home")), .invalidID),
-        (.popTo(99), .unknownScreen),
-        (.popToRoot(.modal(9)), .unknownStack),
-        (.dismissTo(9), .unknownModal),
-        (.replace(99, with: Screen(id: 9, chat(1))), .unknownScreen),
-        (.refresh(99, info: [:]), .unknownScreen),
-        (.present(Modal(id: 9, style: .sheet, stack: [])), .emptyStack),
-        (.present(Modal(id: 9, style: .sheet, stack: [Screen(id: 1, chat(1))])), .duplicateID),
-        (.setRoot(.stack([])), .emptyStack),
-        (.setRoot(.tabs(TabBar(tabs: [], selected: "x"))), .invalidTree),
-    ])
+    @Test(
+        "every inapplicable command throws a precise error",
+        arguments: [
+            (Command.selectTab("nope"), TreeError.Code.unknownTab),
+            (.push(Screen(id: 9, chat(1)), onto: .tab("nope")), .unknownStack),
+            (.push(Screen(id: 9, chat(1)), onto: .modal(50)), .unknownStack),
+            (.push(Screen(id: 9, chat(1)), onto: .root), .unknownStack),
+            (.push(Screen(id: 0, chat(1)), onto: .tab("home")), .invalidID),
+            (.popTo(99), .unknownScreen),
+            (.popToRoot(.modal(9)), .unknownStack),
+            (.dismissTo(9), .unknownModal),
+            (.replace(99, with: Screen(id: 9, chat(1))), .unknownScreen),
+            (.refresh(99, info: [:]), .unknownScreen),
+            (.present(Modal(id: 9, style: .sheet, stack: [])), .emptyStack),
+            (.present(Modal(id: 9, style: .sheet, stack: [Screen(id: 1, chat(1))])), .duplicateID),
+            (.setRoot(.stack([])), .emptyStack),
+            (.setRoot(.tabs(TabBar(tabs: [], selected: "x"))), .invalidTree),
+        ])
     func errors(command: Command, code: TreeError.Code) {
         var tree = start
         #expect {
@@ -63,7 +65,10 @@ struct TreeTests {
             [.selectTab("chats"), .push(chat42, onto: .tab("chats"))],
             [.popTo(3), .push(Screen(id: 6, chat(43)), onto: .tab("chats"))],
             [.setRoot(.stack([Screen(id: 7, ScreenContext("welcome"))]))],
-            [.dismissTo(nil), .present(Modal(id: 8, style: .fullScreen, stack: [Screen(id: 9, ScreenContext("login"))]))],
+            [
+                .dismissTo(nil),
+                .present(Modal(id: 8, style: .fullScreen, stack: [Screen(id: 9, ScreenContext("login"))])),
+            ],
         ]
         var tree = start
         for batch in batches {
@@ -97,13 +102,25 @@ struct TreeTests {
         #expect(tree.topStack == .modal(6))
     }
 
-    @Test("invalid trees are refused", arguments: [
-        (Root.tabs(TabBar(tabs: [Tab(name: "a", stack: [Screen(id: 1, chat(1))])], selected: "b")), TreeError.Code.unknownTab),
-        (.tabs(TabBar(tabs: [Tab(name: "a", stack: [])], selected: "a")), .emptyStack),
-        (.tabs(TabBar(tabs: [Tab(name: "a", stack: [Screen(id: 1, chat(1))]), Tab(name: "a", stack: [Screen(id: 2, chat(1))])], selected: "a")), .invalidTree),
-        (.stack([Screen(id: 1, chat(1)), Screen(id: 1, chat(2))]), .duplicateID),
-        (.stack([Screen(id: 0, chat(1))]), .invalidID),
-    ])
+    @Test(
+        "invalid trees are refused",
+        arguments: [
+            (
+                Root.tabs(TabBar(tabs: [Tab(name: "a", stack: [Screen(id: 1, chat(1))])], selected: "b")),
+                TreeError.Code.unknownTab
+            ),
+            (.tabs(TabBar(tabs: [Tab(name: "a", stack: [])], selected: "a")), .emptyStack),
+            (
+                .tabs(
+                    TabBar(
+                        tabs: [
+                            Tab(name: "a", stack: [Screen(id: 1, chat(1))]),
+                            Tab(name: "a", stack: [Screen(id: 2, chat(1))]),
+                        ], selected: "a")), .invalidTree
+            ),
+            (.stack([Screen(id: 1, chat(1)), Screen(id: 1, chat(2))]), .duplicateID),
+            (.stack([Screen(id: 0, chat(1))]), .invalidID),
+        ])
     func invalid(root: Root, code: TreeError.Code) {
         #expect { _ = try ScreenTree(root: root) } throws: { ($0 as? TreeError)?.code == code }
     }
@@ -116,7 +133,8 @@ struct TreeTests {
         ])
         let data = try JSONEncoder().encode(tree)
         #expect(try JSONDecoder().decode(ScreenTree.self, from: data) == tree)
-        let broken = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\"selected\":\"chats\"", with: "\"selected\":\"zzz\"")
+        let broken = String(decoding: data, as: UTF8.self).replacingOccurrences(
+            of: "\"selected\":\"chats\"", with: "\"selected\":\"zzz\"")
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(ScreenTree.self, from: Data(broken.utf8)) }
     }
 }

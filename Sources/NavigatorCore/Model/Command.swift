@@ -18,7 +18,8 @@ public enum Command: Hashable, Sendable, Codable, CustomStringConvertible {
     case dismissTo(NodeID?)
     /// Replace the root; every modal is dismissed.
     case setRoot(Root)
-    /// Replace a screen in place (nothing if the new screen's id is already in the tree).
+    /// Put a new screen where a screen is. If the new screen is in the tree already, the old
+    /// one (if it lingers) is removed, so re-applying a batch never shows both.
     case replace(NodeID, with: Screen)
     /// Merge info into a screen's info.
     case refresh(NodeID, info: [String: String])
@@ -27,7 +28,8 @@ public enum Command: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .selectTab(let name): "selectTab(\(name))"
         case .push(let screen, let stack): "push(\(screen) onto \(stack))"
-        case .present(let modal): "present(\(modal.style) \(modal.id): \(modal.stack.map(\.description).joined(separator: ", ")))"
+        case .present(let modal):
+            "present(\(modal.style) \(modal.id): \(modal.stack.map(\.description).joined(separator: ", ")))"
         case .popTo(let id): "popTo(\(id))"
         case .popToRoot(let stack): "popToRoot(\(stack))"
         case .dismissTo(let id): id.map { "dismissTo(\($0))" } ?? "dismissAll"

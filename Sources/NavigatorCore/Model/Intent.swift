@@ -35,7 +35,8 @@ public struct Intent: Hashable, Sendable, Codable {
 
     public init(
         id: String, session: String, target: Target, animated: Bool = true, source: String = "",
-        priority: Priority = .normal, ttlMilliseconds: UInt32 = 0, sentAt: Int64 = 0, setConditions: [String: Bool] = [:]
+        priority: Priority = .normal, ttlMilliseconds: UInt32 = 0, sentAt: Int64 = 0,
+        setConditions: [String: Bool] = [:]
     ) {
         self.id = id
         self.session = session

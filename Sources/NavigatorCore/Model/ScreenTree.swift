@@ -112,7 +112,9 @@ public struct ScreenTree: Hashable, Sendable, Codable {
                 guard !tab.stack.isEmpty else { throw TreeError(.emptyStack, "tab \(tab.name) has an empty stack") }
             }
             guard names.contains(bar.selected) else {
-                throw TreeError(.unknownTab, "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name))")
+                throw TreeError(
+                    .unknownTab,
+                    "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name).joined(separator: ", "))")
             }
         case .stack(let screens):
             guard !screens.isEmpty else { throw TreeError(.emptyStack, "root stack is empty") }
@@ -173,7 +175,9 @@ extension ScreenTree {
                 throw TreeError(.notTabBar, "the root is a single stack; expected a tab bar")
             }
             guard bar.index(of: name) != nil else {
-                throw TreeError(.unknownTab, "no tab named \(name); expected one of \(bar.tabs.map(\.name))")
+                throw TreeError(
+                    .unknownTab, "no tab named \(name); expected one of \(bar.tabs.map(\.name).joined(separator: ", "))"
+                )
             }
             guard bar.selected != name else { return false }
             bar.selected = name
@@ -244,7 +248,13 @@ extension ScreenTree {
             return true
 
         case .replace(let id, let screen):
-            guard !contains(screen.id) else { return false }
+            if contains(screen.id) {
+                // The new screen is in place already; an old one that lingers (a batch re-applied
+                // after it pushed the old one again) goes.
+                guard let (ref, index, _) = locate(id), id != screen.id else { return false }
+                try mutateStack(ref) { $0.remove(at: index) }
+                return true
+            }
             try checkNew(screen.id)
             guard let (ref, index, _) = locate(id) else {
                 throw TreeError(.unknownScreen, "no screen \(id) in the tree")
@@ -277,7 +287,9 @@ extension ScreenTree {
         switch (ref, root) {
         case (.tab(let name), .tabs(var bar)):
             guard let index = bar.index(of: name) else {
-                throw TreeError(.unknownStack, "no tab named \(name); expected one of \(bar.tabs.map(\.name))")
+                throw TreeError(
+                    .unknownStack,
+                    "no tab named \(name); expected one of \(bar.tabs.map(\.name).joined(separator: ", "))")
             }
             body(&bar.tabs[index].stack)
             root = .tabs(bar)

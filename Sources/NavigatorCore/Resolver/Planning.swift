@@ -90,7 +90,8 @@ public struct PlanningContext: Sendable {
     /// The commands that bring `target` to the top of `tree`, as the resolver would for one
     /// step (already shown, switchers, transition), without guards or blocking. A transition
     /// provider uses it to show a modal's parent before presenting the modal.
-    public func show(_ target: ScreenContext, in tree: ScreenTree, ids: inout IDAllocator) throws(ResolveError) -> Plan {
+    public func show(_ target: ScreenContext, in tree: ScreenTree, ids: inout IDAllocator) throws(ResolveError) -> Plan
+    {
         try resolver.planStep(to: target, in: tree, ids: &ids, context: self).plan
     }
 }

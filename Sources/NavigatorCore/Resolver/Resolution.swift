@@ -28,8 +28,11 @@ public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConv
 /// One step of the resolver's reasoning, for people.
 public struct ExplanationStep: Hashable, Sendable, Codable, CustomStringConvertible {
     public enum Step: String, Hashable, Sendable, Codable {
-        case validate, dedup, `guard`, alreadyShown = "already-shown", switcher, blocking, transition
-        case backStack = "back-stack", path, release, expiry, event
+        case validate, dedup, `guard`
+        case alreadyShown = "already-shown"
+        case switcher, blocking, transition
+        case backStack = "back-stack"
+        case path, release, expiry, event
     }
 
     public var step: Step

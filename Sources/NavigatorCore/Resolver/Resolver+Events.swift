@@ -16,7 +16,9 @@ extension Resolver {
             echo = [.selectTab(name)]
         case .pushed(let screen, let ref):
             guard screen.id.isClientAssigned else {
-                return refused(state, "pushed screen id \(screen.id) is in the service namespace; expected a client id (top bit set)")
+                return refused(
+                    state,
+                    "pushed screen id \(screen.id) is in the service namespace; expected a client id (top bit set)")
             }
             echo = [.push(screen, onto: ref)]
         case .presented(let modal):
@@ -25,7 +27,7 @@ extension Resolver {
             }
             echo = [.present(modal)]
         case .sync(let tree):
-            echo = [.setRoot(tree.root)] + tree.modals.map { .present($0) }
+            echo = state.tree.commands(to: tree)
         case .conditions(let conditions):
             newState.conditions.merge(conditions) { _, new in new }
             echo = []
@@ -66,10 +68,15 @@ extension Resolver {
         }.map(\.element)
         for parked in order where parked.intent.id != skipped && parked.expiresAt > now {
             guard case .path(let path) = parked.intent.target else { continue }
-            let note = ExplanationStep(.release, "parked \(Self.ago(now - parked.parkedAt)) (\(parked.reason)); trying again")
+            let note = ExplanationStep(
+                .release, "parked \(Self.ago(now - parked.parkedAt)) (\(parked.reason)); trying again")
             let attempt = decide(parked.intent, path: path, state: state, now: now, steps: [note], releasing: parked)
-            if case .parked = attempt.outcome {
-                state = attempt.state  // still waiting; the reason may have changed
+            if case .parked(let reason, _) = attempt.outcome {
+                // Still waiting. Nothing else changes: a guard's screen the user has left is not
+                // shown again on every change of the session.
+                if let index = state.parked.firstIndex(where: { $0.intent.id == parked.intent.id }) {
+                    state.parked[index].reason = reason
+                }
                 continue
             }
             state = attempt.state

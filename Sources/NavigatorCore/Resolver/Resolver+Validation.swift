@@ -3,7 +3,10 @@ extension Resolver {
     /// brought to canonical form; or what is wrong with it.
     public func validate(_ intent: Intent) throws(ResolveError) -> [ScreenContext] {
         guard !intent.id.isEmpty, intent.id.utf8.count <= 128 else {
-            throw ResolveError(.invalidID, "intent id \(intent.id.isEmpty ? "is empty" : "has \(intent.id.utf8.count) bytes"); expected 1 to 128 bytes")
+            throw ResolveError(
+                .invalidID,
+                "intent id \(intent.id.isEmpty ? "is empty" : "has \(intent.id.utf8.count) bytes"); expected 1 to 128 bytes"
+            )
         }
         guard !intent.session.isEmpty else {
             throw ResolveError(.invalidSession, "session is empty; expected a session id")
@@ -11,7 +14,10 @@ extension Resolver {
         let path: [ScreenContext]
         switch intent.target {
         case .url(let url):
-            guard let match = urlPatterns.lazy.compactMap({ entry in entry.pattern.match(url).map { (entry.screen, $0) } }).first else {
+            guard
+                let match = urlPatterns.lazy.compactMap({ entry in entry.pattern.match(url).map { (entry.screen, $0) } }
+                ).first
+            else {
                 let known = urlPatterns.map(\.pattern.text).joined(separator: ", ")
                 throw ResolveError(.unknownURL, "no route matches \(url); expected one of \(known)")
             }
@@ -21,7 +27,8 @@ extension Resolver {
                 throw ResolveError(.emptyPath, "the intent has an empty path and no url; expected at least one screen")
             }
             guard contexts.count <= options.maxPathLength else {
-                throw ResolveError(.pathTooLong, "the path has \(contexts.count) screens; expected at most \(options.maxPathLength)")
+                throw ResolveError(
+                    .pathTooLong, "the path has \(contexts.count) screens; expected at most \(options.maxPathLength)")
             }
             path = contexts
         }
@@ -38,20 +45,27 @@ extension Resolver {
     public func validate(_ context: ScreenContext, at position: String = "") throws(ResolveError) -> ScreenContext {
         guard let spec = map.screens[context.screen] else {
             throw ResolveError(
-                .unknownScreen, "\(position)screen \(context.screen.isEmpty ? "(empty)" : context.screen) is not in the route map; expected one of \(map.screens.keys.sorted().joined(separator: ", "))")
+                .unknownScreen,
+                "\(position)screen \(context.screen.isEmpty ? "(empty)" : context.screen) is not in the route map; expected one of \(map.screens.keys.sorted().joined(separator: ", "))"
+            )
         }
         for key in spec.requiredInfo where context.info[key] == nil {
-            throw ResolveError(.missingInfo, "\(position)\(context.screen) needs info \(key) (\(spec.info[key]!.type.name)); it is missing")
+            throw ResolveError(
+                .missingInfo,
+                "\(position)\(context.screen) needs info \(key) (\(spec.info[key]!.type.name)); it is missing")
         }
         var info: [String: String] = [:]
         for (key, value) in context.info {
             guard let declared = spec.info[key] else {
                 let known = spec.info.keys.sorted()
                 throw ResolveError(
-                    .invalidInfo, "\(position)\(context.screen) has no info key \(key); expected \(known.isEmpty ? "no info" : "one of \(known.joined(separator: ", "))")")
+                    .invalidInfo,
+                    "\(position)\(context.screen) has no info key \(key); expected \(known.isEmpty ? "no info" : "one of \(known.joined(separator: ", "))")"
+                )
             }
             guard let normalized = declared.type.normalize(value) else {
-                throw ResolveError(.invalidInfo, "\(position)\(context.screen).\(key) is \"\(value)\"; expected \(declared.type.name)")
+                throw ResolveError(
+                    .invalidInfo, "\(position)\(context.screen).\(key) is \"\(value)\"; expected \(declared.type.name)")
             }
             info[key] = normalized
         }

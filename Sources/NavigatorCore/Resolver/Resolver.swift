@@ -67,7 +67,8 @@ public struct Resolver: Sendable {
         var state = state
         state.pruneRecent(now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
         if let seen = state.recentIntentIDs[intent.id], now - seen < options.dedupWindow {
-            steps.append(.init(.dedup, "intent id \(intent.id) was already seen \(Self.ago(now - seen))", decisive: true))
+            steps.append(
+                .init(.dedup, "intent id \(intent.id) was already seen \(Self.ago(now - seen))", decisive: true))
             return Resolution(
                 intent: intent, outcome: .ignored("duplicate intent id \(intent.id)"), state: state, explanation: steps,
                 released: [])
@@ -75,7 +76,8 @@ public struct Resolver: Sendable {
         state.recentIntentIDs[intent.id] = now
         var normalized = intent
         normalized.target = .path(path)
-        let conditionsChanged = !intent.setConditions.isEmpty
+        let conditionsChanged =
+            !intent.setConditions.isEmpty
             && intent.setConditions.contains { state.conditions[$0.key] != $0.value }
         state.conditions.merge(intent.setConditions) { _, new in new }
 
@@ -107,11 +109,15 @@ public struct Resolver: Sendable {
             var redirect: [Command] = []
             var note = "\(element.screen) needs \(guardSpec.condition)"
             var ids = IDAllocator(after: state.tree)
-            if let step = try? planStep(to: ScreenContext(guardSpec.redirect), in: state.tree, ids: &ids, context: context),
+            if let step = try? planStep(
+                to: ScreenContext(guardSpec.redirect), in: state.tree, ids: &ids, context: context),
                 blocker(of: step.plan.commands, in: state.tree) == nil
             {
                 redirect = step.plan.commands
-                note += redirect.isEmpty ? "; \(guardSpec.redirect) is already shown" : "; showing \(guardSpec.redirect): \(step.plan.detail)"
+                note +=
+                    redirect.isEmpty
+                    ? "; \(guardSpec.redirect) is already shown"
+                    : "; showing \(guardSpec.redirect): \(step.plan.detail)"
             } else {
                 note += "; \(guardSpec.redirect) cannot be shown now"
             }
@@ -130,6 +136,7 @@ public struct Resolver: Sendable {
         var tree = state.tree
         var ids = IDAllocator(after: tree)
         var commands: [Command] = []
+        var composed = path.count > 1  // several plans in one batch: publish their net effect
         if case .guardUnmet(_, let redirectScreen)? = parked?.reason,
             let index = tree.modals.firstIndex(where: { $0.stack[0].context.screen == redirectScreen })
         {
@@ -137,6 +144,7 @@ public struct Resolver: Sendable {
             let dismiss = Command.dismissTo(index == 0 ? nil : tree.modals[index - 1].id)
             if (try? tree.apply(dismiss)) != nil {
                 commands.append(dismiss)
+                composed = true
                 steps.append(.init(.release, "\(redirectScreen) is no longer needed; dismissing it"))
             }
         }
@@ -152,15 +160,21 @@ public struct Resolver: Sendable {
             }
             steps.append(.init(step.kind, label + step.plan.detail))
             if !step.plan.synthesized.isEmpty {
-                steps.append(.init(.backStack, label + "built \(step.plan.synthesized.map(\.description).joined(separator: ", ")) beneath"))
+                steps.append(
+                    .init(
+                        .backStack,
+                        label + "built \(step.plan.synthesized.map(\.description).joined(separator: ", ")) beneath"))
             }
             // 6. Blocking modals.
             if let (blockIndex, modal) = blocker(of: step.plan.commands, in: tree) {
                 let blocking = modal.stack[0]
                 guard intent.priority == .critical else {
-                    steps.append(.init(
-                        .blocking, label + "that would dismiss or cover the blocking \(blocking); the intent waits until it is gone",
-                        decisive: true))
+                    steps.append(
+                        .init(
+                            .blocking,
+                            label
+                                + "that would dismiss or cover the blocking \(blocking); the intent waits until it is gone",
+                            decisive: true))
                     var newState = state
                     let reason = ParkReason.blocked(by: modal.id, screen: blocking.context.screen)
                     newState.park(intent, reason: reason, now: now, previous: parked, options: options)
@@ -170,23 +184,34 @@ public struct Resolver: Sendable {
                 do {
                     try tree.apply(dismiss)
                     commands.append(dismiss)
+                    composed = true
                     ids = idsBefore  // the first plan is discarded, and so are its ids
                     step = try planStep(to: element, in: tree, ids: &ids, context: context)
                 } catch {
                     steps.append(.init(.blocking, label + "\(error)", decisive: true))
                     return finish(.rejected(ResolveError(.internalError, "\(error)")), state)
                 }
-                steps.append(.init(.blocking, label + "critical priority: dismissing the blocking \(blocking); then \(step.plan.detail)"))
+                steps.append(
+                    .init(
+                        .blocking,
+                        label + "critical priority: dismissing the blocking \(blocking); then \(step.plan.detail)"))
             }
             do {
                 try tree.apply(step.plan.commands)
             } catch {
                 steps.append(.init(step.kind, label + error.message, decisive: true))
-                return finish(.rejected(ResolveError(.internalError, "the planned commands do not apply: \(error.message)")), state)
+                return finish(
+                    .rejected(ResolveError(.internalError, "the planned commands do not apply: \(error.message)")),
+                    state)
             }
             commands += step.plan.commands
         }
 
+        if composed {
+            // Later steps may undo earlier ones (a push into a sheet that the next step
+            // dismisses): publish the way from where the user is to where the path ends.
+            commands = state.tree.commands(to: tree)
+        }
         var newState = state
         do {
             // The batch as a whole, exactly as a shell will apply it.
@@ -196,12 +221,16 @@ public struct Resolver: Sendable {
         }
         if let parked { newState.parked.removeAll { $0.intent.id == parked.intent.id } }
         if commands.isEmpty {
-            steps.append(.init(.alreadyShown, "\(path.last!) is already on top with the same info; nothing to do", decisive: true))
+            steps.append(
+                .init(
+                    .alreadyShown, "\(path.last!) is already on top with the same info; nothing to do", decisive: true))
             return finish(.ignored("\(path.last!) is already shown"), newState)
         }
         let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }
         if let last = steps.indices.last(where: { steps[$0].step != .backStack }) { steps[last].decisive = true }
-        if path.count > 1 { steps.append(.init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands")) }
+        if path.count > 1 {
+            steps.append(.init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands"))
+        }
         return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands), newState)
     }
 
@@ -217,38 +246,44 @@ public struct Resolver: Sendable {
         let top = tree.top
         if context.matches(top, target) {
             let refresh = context.refresh(top, to: target)
-            let detail = refresh.isEmpty ? "\(top) is already on top" : "\(top) is already on top; refreshing \(refresh.count == 1 ? "its info" : "")"
+            let detail =
+                refresh.isEmpty
+                ? "\(top) is already on top"
+                : "\(top) is already on top; refreshing \(refresh.count == 1 ? "its info" : "")"
             return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
         }
         for switcher in switchers {
             if let plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
-                return StepPlan(plan: Plan(plan.commands, "\(switcher.name): \(plan.detail)", synthesized: plan.synthesized), kind: .switcher)
+                return StepPlan(
+                    plan: Plan(plan.commands, "\(switcher.name): \(plan.detail)", synthesized: plan.synthesized),
+                    kind: .switcher)
             }
         }
-        return StepPlan(plan: try transitions.plan(to: target, in: tree, context: context, ids: &ids), kind: .transition)
+        return StepPlan(
+            plan: try transitions.plan(to: target, in: tree, context: context, ids: &ids), kind: .transition)
     }
 
-    /// The first blocking modal the commands would dismiss or cover, if any. Changes inside or
-    /// above a blocking modal and refreshes are allowed; tab switches, set-root, presenting over
-    /// it, dismissing it and changes to stacks beneath it are not.
+    /// The first blocking modal the commands would dismiss, cover or change beneath, if any.
+    ///
+    /// Decided on the result, not command by command: the commands may change stacks inside
+    /// the blocking modal (or a modal above it) and refresh info, but not the root, not the
+    /// modals beneath it, not present anything over it, and not remove or replace a blocking
+    /// screen.
     func blocker(of commands: [Command], in tree: ScreenTree) -> (index: Int, modal: Modal)? {
         let context = self.context
         guard let first = tree.modals.firstIndex(where: context.isBlocking) else { return nil }
-        let allowed = Set(tree.modals[first...].map(\.id))
-        func isAllowed(_ ref: StackRef) -> Bool {
-            if case .modal(let id) = ref { return allowed.contains(id) }
-            return false
+        let verdict = (first, tree.modals[first])
+        guard !commands.isEmpty else { return nil }
+        guard let after = try? tree.applying(commands) else { return verdict }
+        if after.root != tree.root || after.modals.count > tree.modals.count { return verdict }
+        if after.modals.count < first || Array(after.modals.prefix(first)) != Array(tree.modals.prefix(first)) {
+            return verdict
         }
-        for command in commands {
-            let violates: Bool
-            switch command {
-            case .selectTab, .setRoot, .present, .dismissTo(nil): violates = true
-            case .dismissTo(let id?): violates = (tree.modalIndex(id) ?? first) < first
-            case .push(_, let ref), .popToRoot(let ref): violates = !isAllowed(ref)
-            case .popTo(let id), .replace(let id, _): violates = tree.locate(id).map { !isAllowed($0.stack) } ?? false
-            case .refresh: violates = false
-            }
-            if violates { return (first, tree.modals[first]) }
+        let blockingScreens = tree.modals[first...].flatMap(\.stack).filter {
+            map.screens[$0.context.screen]?.blocking == true
+        }
+        for screen in blockingScreens where after.locate(screen.id)?.screen.context.screen != screen.context.screen {
+            return verdict
         }
         return nil
     }
@@ -261,7 +296,9 @@ public struct Resolver: Sendable {
 
 extension SessionState {
     /// Parks (or re-parks, keeping its place and expiry) an intent.
-    mutating func park(_ intent: Intent, reason: ParkReason, now: Int64, previous: ParkedIntent?, options: Resolver.Options) {
+    mutating func park(
+        _ intent: Intent, reason: ParkReason, now: Int64, previous: ParkedIntent?, options: Resolver.Options
+    ) {
         if let previous, let index = parked.firstIndex(where: { $0.intent.id == previous.intent.id }) {
             parked[index].reason = reason
             return

@@ -4,7 +4,9 @@
 public struct ExistingScreenSwitcher: ContextSwitcher {
     public init() {}
 
-    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator) -> Plan? {
+    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
+        -> Plan?
+    {
         // Frontmost first: modals from the top down, then the selected tab, then the other tabs.
         var candidates: [(ref: StackRef, screens: [Screen])] = tree.modals.reversed().map { (.modal($0.id), $0.stack) }
         let rootStacks = tree.stacks.prefix(tree.stacks.count - tree.modals.count)
@@ -36,7 +38,9 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
 public struct TabRootSwitcher: ContextSwitcher {
     public init() {}
 
-    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator) -> Plan? {
+    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
+        -> Plan?
+    {
         guard let tab = context.map.tab(rootedAt: target.screen) else { return nil }
         guard case .tabs = tree.root, let stack = tree.stack(.tab(tab.name)) else {
             let root = context.freshTabBar(selecting: tab.name, ids: &ids)

@@ -32,7 +32,8 @@ public struct RouteMapTransitions: TransitionProvider {
             }
             let modal = Modal(id: ids.take(), style: style, stack: [Screen(id: ids.take(), target)])
             commands.append(.present(modal))
-            return Plan(commands, detail + "presenting \(target) as a \(style.rawValue) modal", synthesized: synthesized)
+            return Plan(
+                commands, detail + "presenting \(target) as a \(style.rawValue) modal", synthesized: synthesized)
         case .setRoot:
             let commands: [Command] = [.setRoot(.stack([Screen(id: ids.take(), target)]))]
             return Plan(commands, "\(target) becomes the root\(tree.modals.isEmpty ? "" : "; modals are dismissed")")
@@ -42,7 +43,9 @@ public struct RouteMapTransitions: TransitionProvider {
             let isTabRoot: Bool
             if case .modal = ref { isTabRoot = false } else { isTabRoot = tree.stack(ref)?.count == 1 }
             if isTabRoot {
-                return Plan([.push(Screen(id: ids.take(), target), onto: ref)], "\(top) is the root of \(ref), so \(target) is pushed instead of replacing it")
+                return Plan(
+                    [.push(Screen(id: ids.take(), target), onto: ref)],
+                    "\(top) is the root of \(ref), so \(target) is pushed instead of replacing it")
             }
             return Plan([.replace(top.id, with: Screen(id: ids.take(), target))], "\(target) replaces \(top) in \(ref)")
         }
@@ -114,7 +117,9 @@ public struct RouteMapTransitions: TransitionProvider {
             commands += context.refresh(stack[anchor.stack], to: target)
             return Plan(commands, "\(target) is in \(destination); popping to it")
         }
-        let pending = chain[((anchor?.chain ?? -1) + 1)...].filter { context.map.tab(rootedAt: $0.screen) == nil || $0 == target }
+        let pending = chain[((anchor?.chain ?? -1) + 1)...].filter {
+            context.map.tab(rootedAt: $0.screen) == nil || $0 == target
+        }
         for element in pending {
             commands.append(.push(Screen(id: ids.take(), element), onto: destination))
         }

@@ -40,7 +40,8 @@ public enum InfoType: Hashable, Sendable {
                 if [8, 13, 18, 23].contains(index) {
                     guard byte == UInt8(ascii: "-") else { return nil }
                 } else {
-                    let isHex = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    let isHex =
+                        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
                         || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
                     guard isHex else { return nil }
                 }
@@ -93,7 +94,8 @@ public struct InfoSpec: Hashable, Sendable, Codable {
         case "uuid": return .uuid
         case "bool": return .bool
         default:
-            throw corrupted(decoder, key, "info type \(name) is unknown; expected int, string, uuid, bool or an enum list")
+            throw corrupted(
+                decoder, key, "info type \(name) is unknown; expected int, string, uuid, bool or an enum list")
         }
     }
 

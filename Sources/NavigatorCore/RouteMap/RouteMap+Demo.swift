@@ -16,7 +16,8 @@ extension RouteMap {
         screens: [
             "home": ScreenSpec(url: "app://home"),
             "search": ScreenSpec(info: ["query": .optional(.string)], url: "app://search"),
-            "chatList": ScreenSpec(info: ["filter": .optional(.oneOf(["all", "unread", "groups"]))], url: "app://chats"),
+            "chatList": ScreenSpec(
+                info: ["filter": .optional(.oneOf(["all", "unread", "groups"]))], url: "app://chats"),
             "myProfile": ScreenSpec(url: "app://me"),
             "chat": ScreenSpec(
                 homeTab: "chats", parent: "chatList", identity: ["conversationId"],
@@ -43,7 +44,10 @@ extension RouteMap {
             "login": ScreenSpec(transition: .modal(.fullScreen), url: "app://login"),
             "payment": ScreenSpec(
                 transition: .modal(.sheet), parent: "chat", identity: ["conversationId"],
-                info: ["conversationId": InfoSpec(.int), "amount": InfoSpec(.int), "currency": InfoSpec(.oneOf(["EUR", "USD", "GBP"]))],
+                info: [
+                    "conversationId": InfoSpec(.int), "amount": InfoSpec(.int),
+                    "currency": InfoSpec(.oneOf(["EUR", "USD", "GBP"])),
+                ],
                 guard: .init(condition: "authenticated", redirect: "login"),
                 url: "app://chat/{conversationId}/pay"),
             "paymentReceipt": ScreenSpec(

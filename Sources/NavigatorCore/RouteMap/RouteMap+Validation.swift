@@ -3,7 +3,9 @@ extension RouteMap {
     public func validate() -> [RouteMapError] {
         var errors: [RouteMapError] = []
         func fail(_ path: [String], _ message: String) { errors.append(RouteMapError(path, message)) }
-        let declared = screens.keys.sorted()
+        let names = screens.keys.sorted()
+        let declared = names.joined(separator: ", ")
+        let tabList = tabs.map(\.name).joined(separator: ", ")
         func known(_ name: String) -> Bool { screens[name] != nil }
 
         // The root: tabs or a single root screen.
@@ -21,33 +23,42 @@ extension RouteMap {
             if !tabNames.insert(tab.name).inserted { fail(path + ["name"], "tab \(tab.name) is declared twice") }
             if let spec = screens[tab.root] {
                 if !spec.requiredInfo.isEmpty {
-                    fail(path + ["root"], "tab root \(tab.root) requires info \(spec.requiredInfo); a tab root can need none")
+                    fail(
+                        path + ["root"],
+                        "tab root \(tab.root) requires info \(spec.requiredInfo.joined(separator: ", ")); expected a tab root that needs none"
+                    )
                 }
             } else {
                 fail(path + ["root"], "screen \(tab.root) is not declared under screens; expected one of \(declared)")
             }
         }
         if let initialTab, !tabNames.contains(initialTab) {
-            fail(["initialTab"], "tab \(initialTab) is not declared; expected one of \(tabs.map(\.name))")
+            fail(["initialTab"], "tab \(initialTab) is not declared; expected one of \(tabList)")
         }
         if screens.isEmpty { fail(["screens"], "no screens are declared") }
 
         var patterns: [String: String] = [:]
-        for name in declared {
+        for name in names {
             let spec = screens[name]!
             let path = ["screens", name]
-            if name.isEmpty || name.contains("/") { fail(path, "screen name \"\(name)\" must be non-empty without \"/\"") }
+            if name.isEmpty || name.contains("/") {
+                fail(path, "screen name \"\(name)\" must be non-empty without \"/\"")
+            }
             if let home = spec.homeTab, !tabNames.contains(home) {
-                fail(path + ["homeTab"], "tab \(home) is not declared; expected one of \(tabs.map(\.name))")
+                fail(path + ["homeTab"], "tab \(home) is not declared; expected one of \(tabList)")
             }
             for key in spec.identity {
                 if let info = spec.info[key] {
-                    if !info.required { fail(path + ["identity"], "identity key \(key) is optional; identity keys must be required") }
+                    if !info.required {
+                        fail(path + ["identity"], "identity key \(key) is optional; identity keys must be required")
+                    }
                 } else {
                     fail(path + ["identity"], "identity key \(key) is not declared under info; expected a declared key")
                 }
             }
-            if Set(spec.identity).count != spec.identity.count { fail(path + ["identity"], "identity lists a key twice") }
+            if Set(spec.identity).count != spec.identity.count {
+                fail(path + ["identity"], "identity lists a key twice")
+            }
             for (key, info) in spec.info {
                 if case .oneOf(let values) = info.type, values.isEmpty {
                     fail(path + ["info", key], "enum has no values; expected at least one")
@@ -56,8 +67,10 @@ extension RouteMap {
             if let parent = spec.parent {
                 if let parentSpec = screens[parent] {
                     for key in parentSpec.requiredInfo where spec.info[key]?.required != true {
-                        fail(path + ["parent"], "parent \(parent) requires info \(key), which \(name) does not require; "
-                            + "expected \(name) to carry every key its parent needs")
+                        fail(
+                            path + ["parent"],
+                            "parent \(parent) requires info \(key), which \(name) does not require; "
+                                + "expected \(name) to carry every key its parent needs")
                     }
                 } else {
                     fail(path + ["parent"], "screen \(parent) is not declared; expected one of \(declared)")
@@ -76,13 +89,19 @@ extension RouteMap {
                 if guardSpec.condition.isEmpty { fail(path + ["guard", "condition"], "condition is empty") }
                 if let redirect = screens[guardSpec.redirect] {
                     if !redirect.requiredInfo.isEmpty {
-                        fail(path + ["guard", "redirect"], "redirect screen \(guardSpec.redirect) requires info; expected one that needs none")
+                        fail(
+                            path + ["guard", "redirect"],
+                            "redirect screen \(guardSpec.redirect) requires info; expected one that needs none")
                     }
                     if redirect.guardCondition != nil {
-                        fail(path + ["guard", "redirect"], "redirect screen \(guardSpec.redirect) has a guard itself; expected an unguarded screen")
+                        fail(
+                            path + ["guard", "redirect"],
+                            "redirect screen \(guardSpec.redirect) has a guard itself; expected an unguarded screen")
                     }
                 } else {
-                    fail(path + ["guard", "redirect"], "screen \(guardSpec.redirect) is not declared; expected one of \(declared)")
+                    fail(
+                        path + ["guard", "redirect"],
+                        "screen \(guardSpec.redirect) is not declared; expected one of \(declared)")
                 }
             }
             if let url = spec.url {
@@ -91,11 +110,15 @@ extension RouteMap {
                     for key in pattern.captures where spec.info[key] == nil {
                         fail(path + ["url"], "url captures {\(key)}, which is not declared under info")
                     }
-                    let shape = pattern.scheme + "://" + pattern.segments.map {
-                        if case .literal(let text) = $0 { text } else { "{}" }
-                    }.joined(separator: "/")
+                    let shape =
+                        pattern.scheme + "://"
+                        + pattern.segments.map {
+                            if case .literal(let text) = $0 { text } else { "{}" }
+                        }.joined(separator: "/")
                     if let other = patterns[shape] {
-                        fail(path + ["url"], "url \(url) matches the same links as the url of \(other); expected distinct patterns")
+                        fail(
+                            path + ["url"],
+                            "url \(url) matches the same links as the url of \(other); expected distinct patterns")
                     } else {
                         patterns[shape] = name
                     }

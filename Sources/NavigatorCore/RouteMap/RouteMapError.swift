@@ -39,9 +39,12 @@ extension KeyedDecodingContainer where K == AnyKey {
     /// must not silently mean "no home tab").
     func rejectUnknownKeys(_ allowed: [String], in what: String) throws {
         for key in allKeys where !allowed.contains(key.stringValue) {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: codingPath + [key],
-                debugDescription: "unknown key \(key.stringValue) in \(what); expected one of \(allowed.joined(separator: ", "))"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: codingPath + [key],
+                    debugDescription:
+                        "unknown key \(key.stringValue) in \(what); expected one of \(allowed.joined(separator: ", "))")
+            )
         }
     }
 

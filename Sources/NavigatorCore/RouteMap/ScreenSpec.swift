@@ -80,16 +80,22 @@ public struct ScreenSpec: Hashable, Sendable, Codable {
         case "modal":
             let name = styleName ?? "sheet"
             guard let style = PresentationStyle(rawValue: name) else {
-                throw corrupted(decoder, "style", "style \(name) is unknown; expected sheet, fullScreen, overCurrent or popover")
+                throw corrupted(
+                    decoder, "style", "style \(name) is unknown; expected sheet, fullScreen, overCurrent or popover")
             }
             transition = .modal(style)
         case "setRoot": transition = .setRoot
         case "replace": transition = .replace
         default:
-            throw corrupted(decoder, "transition", "transition \(transitionName) is unknown; expected push, modal, setRoot or replace")
+            throw corrupted(
+                decoder, "transition",
+                "transition \(transitionName) is unknown; expected push, modal, setRoot or replace")
         }
-        if styleName != nil, case .modal = transition {} else if styleName != nil {
-            throw corrupted(decoder, "style", "style is given for a \(transitionName) transition; expected it only with transition: modal")
+        if styleName != nil, case .modal = transition {
+        } else if styleName != nil {
+            throw corrupted(
+                decoder, "style",
+                "style is given for a \(transitionName) transition; expected it only with transition: modal")
         }
         homeTab = try container.optional(String.self, "homeTab")
         parent = try container.optional(String.self, "parent")

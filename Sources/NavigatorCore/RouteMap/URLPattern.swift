@@ -17,10 +17,12 @@ public struct URLPattern: Hashable, Sendable {
     public init(_ text: String) throws(RouteMapError) {
         self.text = text
         guard let (scheme, rest) = Self.split(text) else {
-            throw RouteMapError([], "url pattern \(text) has no scheme; expected scheme://path, e.g. app://chat/{conversationId}")
+            throw RouteMapError(
+                [], "url pattern \(text) has no scheme; expected scheme://path, e.g. app://chat/{conversationId}")
         }
         guard !rest.contains("?") else {
-            throw RouteMapError([], "url pattern \(text) has a query; expected a path only (query parameters are matched as info)")
+            throw RouteMapError(
+                [], "url pattern \(text) has a query; expected a path only (query parameters are matched as info)")
         }
         self.scheme = scheme
         var segments: [Segment] = []

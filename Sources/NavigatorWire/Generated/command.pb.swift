@@ -338,8 +338,9 @@ public nonisolated struct Navigator_V1_SetRoot: Sendable {
   fileprivate var _root: Navigator_V1_Root? = nil
 }
 
-/// Replace the screen with id screen_id by another screen in the same place. No effect if the
-/// new screen's id is already in the tree.
+/// Put a new screen where the screen with id screen_id is. If the new screen's id is already in
+/// the tree, the old screen (if it is still there) is removed instead, so re-applying a batch
+/// never shows both.
 public nonisolated struct Navigator_V1_Replace: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

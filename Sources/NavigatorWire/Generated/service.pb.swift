@@ -148,6 +148,9 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
 
   /// a fault in the service; nothing was changed
   case `internal` // = 17
+
+  /// more screens in the path than the service allows
+  case pathTooLong // = 18
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -174,6 +177,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 15: self = .overloaded
     case 16: self = .shuttingDown
     case 17: self = .internal
+    case 18: self = .pathTooLong
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -198,6 +202,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .overloaded: return 15
     case .shuttingDown: return 16
     case .internal: return 17
+    case .pathTooLong: return 18
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -222,6 +227,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .overloaded,
     .shuttingDown,
     .internal,
+    .pathTooLong,
   ]
 
 }
@@ -823,7 +829,7 @@ nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {

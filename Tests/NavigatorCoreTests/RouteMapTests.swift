@@ -1,0 +1,235 @@
+import Foundation
+import NavigatorCore
+import Testing
+
+/// A small valid map to break one way at a time.
+func baseMap() -> RouteMap {
+    RouteMap(
+        tabs: [.init(name: "home", root: "home"), .init(name: "chats", root: "chatList")],
+        screens: [
+            "home": ScreenSpec(),
+            "chatList": ScreenSpec(),
+            "chat": ScreenSpec(
+                homeTab: "chats", parent: "chatList", identity: ["id"], info: ["id": InfoSpec(.int)],
+                url: "app://chat/{id}"),
+            "login": ScreenSpec(transition: .modal(.fullScreen)),
+        ])
+}
+
+struct MapDefect: Sendable, CustomTestStringConvertible {
+    let name: String
+    let path: String
+    let message: String
+    let breakIt: @Sendable (inout RouteMap) -> Void
+    var testDescription: String { name }
+}
+
+let mapDefects: [MapDefect] = [
+    MapDefect(name: "no tabs and no root", path: "(top level)", message: "neither tabs nor root") { $0.tabs = [] },
+    MapDefect(name: "root and tabs", path: "root", message: "together with tabs") { $0.rootScreen = "home" },
+    MapDefect(name: "unknown root screen", path: "root", message: "screen nowhere is not declared") {
+        $0.tabs = []
+        $0.rootScreen = "nowhere"
+    },
+    MapDefect(name: "duplicate tab", path: "tabs.1.name", message: "tab home is declared twice") {
+        $0.tabs[1].name = "home"
+    },
+    MapDefect(name: "tab root not declared", path: "tabs.0.root", message: "screen start is not declared") {
+        $0.tabs[0].root = "start"
+    },
+    MapDefect(
+        name: "tab root needing info", path: "tabs.1.root",
+        message: "requires info id; expected a tab root that needs none"
+    ) { $0.tabs[1].root = "chat" },
+    MapDefect(name: "unknown initial tab", path: "initialTab", message: "tab inbox is not declared") {
+        $0.initialTab = "inbox"
+    },
+    MapDefect(name: "unknown home tab", path: "screens.chat.homeTab", message: "tab inbox is not declared") {
+        $0.screens["chat"]!.homeTab = "inbox"
+    },
+    MapDefect(
+        name: "identity key not declared", path: "screens.chat.identity", message: "identity key room is not declared"
+    ) {
+        $0.screens["chat"]!.identity = ["room"]
+    },
+    MapDefect(name: "optional identity key", path: "screens.chat.identity", message: "identity key id is optional") {
+        $0.screens["chat"]!.info["id"] = .optional(.int)
+    },
+    MapDefect(name: "empty enum", path: "screens.chat.info.mood", message: "enum has no values") {
+        $0.screens["chat"]!.info["mood"] = .optional(.oneOf([]))
+    },
+    MapDefect(name: "unknown parent", path: "screens.chat.parent", message: "screen inbox is not declared") {
+        $0.screens["chat"]!.parent = "inbox"
+    },
+    MapDefect(
+        name: "parent needs info the child lacks", path: "screens.thread.parent",
+        message: "parent chat requires info id"
+    ) {
+        $0.screens["thread"] = ScreenSpec(
+            homeTab: "chats", parent: "chat", identity: ["t"], info: ["t": InfoSpec(.int)])
+    },
+    MapDefect(name: "parent cycle", path: "screens.a.parent", message: "parent chain loops back") {
+        $0.screens["a"] = ScreenSpec(parent: "b")
+        $0.screens["b"] = ScreenSpec(parent: "a")
+    },
+    MapDefect(
+        name: "guard redirect unknown", path: "screens.chat.guard.redirect", message: "screen signin is not declared"
+    ) {
+        $0.screens["chat"]!.guardCondition = .init(condition: "authenticated", redirect: "signin")
+    },
+    MapDefect(
+        name: "guard redirect needing info", path: "screens.home.guard.redirect",
+        message: "redirect screen chat requires info"
+    ) {
+        $0.screens["home"]!.guardCondition = .init(condition: "authenticated", redirect: "chat")
+    },
+    MapDefect(
+        name: "guard redirect with its own guard", path: "screens.chat.guard.redirect", message: "has a guard itself"
+    ) {
+        $0.screens["login"]!.guardCondition = .init(condition: "x", redirect: "home")
+        $0.screens["chat"]!.guardCondition = .init(condition: "authenticated", redirect: "login")
+    },
+    MapDefect(name: "empty guard condition", path: "screens.chat.guard.condition", message: "condition is empty") {
+        $0.screens["chat"]!.guardCondition = .init(condition: "", redirect: "login")
+    },
+    MapDefect(name: "url without scheme", path: "screens.chat.url", message: "has no scheme") {
+        $0.screens["chat"]!.url = "chat/{id}"
+    },
+    MapDefect(name: "url capturing an undeclared key", path: "screens.chat.url", message: "captures {room}") {
+        $0.screens["chat"]!.url = "app://chat/{room}"
+    },
+    MapDefect(name: "url with a query", path: "screens.chat.url", message: "has a query") {
+        $0.screens["chat"]!.url = "app://chat/{id}?x=1"
+    },
+    MapDefect(name: "url with a broken segment", path: "screens.chat.url", message: "has segment c{id}") {
+        $0.screens["chat"]!.url = "app://chat/c{id}"
+    },
+    MapDefect(
+        name: "two urls matching the same links", path: "screens.login.url",
+        message: "matches the same links as the url of chat"
+    ) {
+        $0.screens["login"]!.url = "app://chat/{x}"
+        $0.screens["login"]!.info = ["x": InfoSpec(.string)]
+    },
+    MapDefect(name: "screen name with a slash", path: "screens.a/b", message: "without \"/\"") {
+        $0.screens["a/b"] = ScreenSpec()
+    },
+]
+
+@Suite("Route map")
+struct RouteMapTests {
+    @Test("the demo map is valid and uses every feature")
+    func demo() throws {
+        #expect(RouteMap.demo.validate() == [])
+        let specs = Array(RouteMap.demo.screens.values)
+        #expect(specs.contains { $0.parent != nil })
+        #expect(specs.contains { $0.uniqueInStack })
+        #expect(specs.contains { $0.blocking })
+        #expect(specs.contains { $0.guardCondition != nil })
+        #expect(specs.contains { $0.transition == .setRoot })
+        #expect(specs.contains { $0.transition == .replace })
+        for style in PresentationStyle.allCases {
+            #expect(specs.contains { $0.transition == .modal(style) }, "\(style)")
+        }
+        let types = specs.flatMap { $0.info.values.map(\.type) }
+        #expect(types.contains(.int) && types.contains(.uuid) && types.contains(.string) && types.contains(.bool))
+        #expect(types.contains { if case .oneOf = $0 { true } else { false } })
+        #expect(specs.contains { $0.info.values.contains { !$0.required } })
+        #expect(specs.contains { $0.url?.contains("}/thread/{") == true })
+    }
+
+    @Test("the base map for the defect tests is valid")
+    func base() { #expect(baseMap().validate() == []) }
+
+    @Test("each defect is reported at its key with its reason", arguments: mapDefects)
+    func defect(_ defect: MapDefect) {
+        var map = baseMap()
+        defect.breakIt(&map)
+        let errors = map.validate()
+        #expect(
+            errors.contains { $0.keyPath == defect.path && $0.message.contains(defect.message) },
+            "got: \(errors.map(\.description))")
+        #expect(throws: RouteMapErrors.self) { try Resolver(map: map) }
+    }
+
+    @Test("all problems are reported at once")
+    func allAtOnce() {
+        var map = baseMap()
+        map.initialTab = "inbox"
+        map.screens["chat"]!.homeTab = "nowhere"
+        map.screens["chat"]!.parent = "nobody"
+        #expect(map.validate().count == 3)
+        #expect(RouteMapErrors(map.validate()).description.hasPrefix("route map has 3 problems:"))
+    }
+
+    @Test("the demo map round-trips through JSON")
+    func roundTrip() throws {
+        let data = try JSONEncoder().encode(RouteMap.demo)
+        #expect(try JSONDecoder().decode(RouteMap.self, from: data) == RouteMap.demo)
+    }
+
+    @Test(
+        "decoding refuses unknown keys and values, naming them",
+        arguments: [
+            (#"{"tabs":[{"name":"a","root":"a"}],"screens":{"a":{"homeTap":"a"}}}"#, "unknown key homeTap in a screen"),
+            (
+                #"{"tabs":[{"name":"a","root":"a"}],"screens":{"a":{"transition":"slide"}}}"#,
+                "transition slide is unknown"
+            ),
+            (
+                #"{"tabs":[{"name":"a","root":"a"}],"screens":{"a":{"transition":"modal","style":"card"}}}"#,
+                "style card is unknown"
+            ),
+            (
+                #"{"tabs":[{"name":"a","root":"a"}],"screens":{"a":{"style":"sheet"}}}"#,
+                "expected it only with transition: modal"
+            ),
+            (
+                #"{"tabs":[{"name":"a","root":"a"}],"screens":{"a":{"info":{"x":"float"}}}}"#,
+                "info type float is unknown"
+            ),
+            (
+                #"{"tabs":[{"name":"a","root":"a"}],"screens":{"a":{"info":{"x":{"type":"int","enum":["1"]}}}}}"#,
+                "either type or enum"
+            ),
+            (#"{"tabs":[{"name":"a","root":"a","icon":"x"}],"screens":{"a":{}}}"#, "unknown key icon in a tab"),
+            (#"{"tab":[],"screens":{}}"#, "unknown key tab in the route map"),
+        ])
+    func decodingErrors(json: String, message: String) {
+        #expect {
+            _ = try JSONDecoder().decode(RouteMap.self, from: Data(json.utf8))
+        } throws: { error in
+            guard case DecodingError.dataCorrupted(let context) = error else { return false }
+            return context.debugDescription.contains(message)
+        }
+    }
+
+    @Test(
+        "info types check and canonicalize values",
+        arguments: [
+            (InfoType.int, "42", "42"), (.int, "+042", "42"), (.int, "-7", "-7"), (.int, "4.2", nil), (.int, "", nil),
+            (.int, "99999999999999999999", nil), (.bool, "YES", "true"), (.bool, "0", "false"), (.bool, "maybe", nil),
+            (.uuid, "ABCDEF00-0000-4000-8000-000000000001", "abcdef00-0000-4000-8000-000000000001"),
+            (.uuid, "abcdef00-0000-4000-8000-00000000000", nil), (.uuid, "abcdef00x0000-4000-8000-000000000001", nil),
+            (.oneOf(["EUR", "USD"]), "USD", "USD"), (.oneOf(["EUR", "USD"]), "usd", nil), (.string, "", ""),
+        ] as [(InfoType, String, String?)])
+    func infoTypes(type: InfoType, value: String, expected: String?) {
+        #expect(type.normalize(value) == expected)
+    }
+
+    @Test("URL patterns capture, percent-decode and read query parameters")
+    func urlPatterns() throws {
+        let pattern = try URLPattern("app://chat/{conversationId}/thread/{threadId}")
+        #expect(pattern.match("app://chat/42/thread/7") == ["conversationId": "42", "threadId": "7"])
+        #expect(pattern.match("APP://chat/42/thread/7") == ["conversationId": "42", "threadId": "7"])
+        #expect(
+            pattern.match("app://chat/a%2Fb/thread/7?x=1&y") == [
+                "conversationId": "a/b", "threadId": "7", "x": "1", "y": "",
+            ])
+        #expect(pattern.match("app://chat/42") == nil)
+        #expect(pattern.match("app://chat/42/thread/7/more") == nil)
+        #expect(pattern.match("app://chats/42/thread/7") == nil)
+        #expect(pattern.match("app://chat/%ZZ/thread/7") == nil)
+        #expect(pattern.match("other://chat/42/thread/7") == nil)
+    }
+}
