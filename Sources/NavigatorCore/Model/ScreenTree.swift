@@ -204,7 +204,7 @@ extension ScreenTree {
             }
             modals.append(modal)
             note(modal.id)
-            modal.stack.forEach { note($0.id) }
+            for screen in modal.stack { note(screen.id) }
             return true
 
         case .popTo(let id):
