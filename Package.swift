@@ -16,6 +16,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
@@ -24,6 +25,8 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
         .target(name: "NavigatorCore"),
+        // Route maps (and service configuration) from YAML, with errors that give the line.
+        .target(name: "NavigatorYAML", dependencies: ["NavigatorCore", "Yams"]),
         .target(
             name: "NavigatorWire",
             dependencies: ["NavigatorCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -46,5 +49,6 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
+        .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
     ]
 )

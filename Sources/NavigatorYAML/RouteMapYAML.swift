@@ -1,0 +1,170 @@
+import NavigatorCore
+import Yams
+
+/// Reads and writes route maps as YAML (JSON, a subset of YAML, reads too).
+///
+/// Every problem is reported with the line and column it is at: syntax errors, unknown or
+/// mistyped keys, and everything ``RouteMap/validate()`` finds, all at once.
+public enum RouteMapYAML {
+    /// Parses and validates a route map. `source` names it in messages (a file path).
+    public static func load(_ text: String, source: String = "route map") throws(RouteMapLoadError) -> RouteMap {
+        let node: Node
+        do {
+            guard let root = try Yams.compose(yaml: text) else {
+                throw RouteMapLoadError(source: source, [.init(line: nil, column: nil, keyPath: "", message: "the document is empty; expected a route map with tabs (or root) and screens")])
+            }
+            node = root
+        } catch let error as RouteMapLoadError {
+            throw error
+        } catch {
+            throw RouteMapLoadError(source: source, [syntaxProblem(error)])
+        }
+        let map: RouteMap
+        do {
+            map = try YAMLDecoder().decode(RouteMap.self, from: node)
+        } catch let error as DecodingError {
+            throw RouteMapLoadError(source: source, [decodingProblem(error, in: node)])
+        } catch {
+            throw RouteMapLoadError(source: source, [syntaxProblem(error)])
+        }
+        let problems = map.validate().map { error in
+            let mark = NodePath.mark(for: error.path, in: node)
+            return RouteMapLoadError.Problem(line: mark?.line, column: mark?.column, keyPath: error.keyPath, message: error.message)
+        }
+        guard problems.isEmpty else { throw RouteMapLoadError(source: source, problems) }
+        return map
+    }
+
+    /// Reads a route map file.
+    public static func load(contentsOfFile path: String) throws(RouteMapLoadError) -> RouteMap {
+        let text: String
+        do {
+            text = try TextFile.read(path)
+        } catch {
+            throw RouteMapLoadError(source: path, [.init(line: nil, column: nil, keyPath: "", message: error.description)])
+        }
+        return try load(text, source: path)
+    }
+
+    /// The map as YAML, keys sorted, defaults left out.
+    public static func encode(_ map: RouteMap) -> String {
+        let encoder = YAMLEncoder()
+        encoder.options.sortKeys = true
+        encoder.options.indent = 2
+        // Encoding a RouteMap (strings, bools, lists and maps) cannot fail.
+        return (try? encoder.encode(map)) ?? ""
+    }
+
+    static func syntaxProblem(_ error: any Error) -> RouteMapLoadError.Problem {
+        if let yaml = error as? YamlError {
+            switch yaml {
+            case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+                .composer(let context, let problem, let mark, _):
+                let detail = [context?.text, problem].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ": ")
+                return .init(line: mark.line, column: mark.column, keyPath: "", message: "YAML syntax: \(detail)")
+            default:
+                return .init(line: nil, column: nil, keyPath: "", message: "YAML: \(yaml)")
+            }
+        }
+        return .init(line: nil, column: nil, keyPath: "", message: "\(error)")
+    }
+
+    static func decodingProblem(_ error: DecodingError, in node: Node) -> RouteMapLoadError.Problem {
+        let path: [String]
+        let message: String
+        switch error {
+        case .keyNotFound(let key, let context):
+            path = context.codingPath.map(NodePath.component)
+            message = "missing key \(key.stringValue)"
+        case .typeMismatch(let type, let context):
+            path = context.codingPath.map(NodePath.component)
+            message = "expected \(NodePath.describe(type)); \(context.debugDescription)"
+        case .valueNotFound(let type, let context):
+            path = context.codingPath.map(NodePath.component)
+            message = "expected \(NodePath.describe(type)), found nothing"
+        case .dataCorrupted(let context):
+            path = context.codingPath.map(NodePath.component)
+            message = context.debugDescription
+        @unknown default:
+            path = []
+            message = "\(error)"
+        }
+        let mark = NodePath.mark(for: path, in: node)
+        return .init(line: mark?.line, column: mark?.column, keyPath: path.joined(separator: "."), message: message)
+    }
+}
+
+/// A route map that could not be loaded: every problem, each with where it is.
+public struct RouteMapLoadError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Problem: Hashable, Sendable, CustomStringConvertible {
+        /// 1-based, when known.
+        public var line: Int?
+        public var column: Int?
+        /// The key it is about, e.g. `screens.chat.parent` (empty for the whole document).
+        public var keyPath: String
+        public var message: String
+
+        /// `12:5: screens.chat.parent: screen chatt is not declared; ...`
+        public var description: String {
+            let place = line.map { "\($0):\(column ?? 1): " } ?? ""
+            return place + (keyPath.isEmpty ? "" : "\(keyPath): ") + message
+        }
+    }
+
+    public var source: String
+    public var problems: [Problem]
+
+    public init(source: String, _ problems: [Problem]) {
+        self.source = source
+        self.problems = problems
+    }
+
+    /// One line per problem, each starting with `source:line:column:`.
+    public var description: String {
+        problems.map { "\(source):\($0)" }.joined(separator: "\n")
+    }
+}
+
+/// Finds the node a key path names, for its position in the text.
+enum NodePath {
+    /// The mark of the deepest node along `path` (the parent's, when a key is missing).
+    static func mark(for path: [String], in root: Node) -> Mark? {
+        var node = root
+        var mark = root.mark
+        for component in path {
+            let next: Node?
+            switch node {
+            case .mapping(let mapping):
+                // Point at the key itself: that is where a reader looks for a key's problem.
+                if let pair = mapping.first(where: { $0.key.string == component }) {
+                    mark = pair.key.mark ?? mark
+                    next = pair.value
+                } else {
+                    next = nil
+                }
+            case .sequence(let sequence):
+                next = Int(component).flatMap { sequence.indices.contains($0) ? sequence[$0] : nil }
+                mark = next?.mark ?? mark
+            default:
+                next = nil
+            }
+            guard let next else { break }
+            node = next
+        }
+        return mark
+    }
+
+    /// A coding key as it reads in a key path: `tabs.0`, not `tabs.Index 0`.
+    static func component(_ key: any CodingKey) -> String {
+        key.intValue.map(String.init) ?? key.stringValue
+    }
+
+    static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is [String].Type: "a list of strings"
+        default: "\(type)"
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import NavigatorCore
+import NavigatorYAML
+import Testing
+
+@Suite("Route maps in YAML")
+struct RouteMapYAMLTests {
+    static let exampleFile = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("deploy/routes.example.yaml").path
+
+    @Test("the documented example file is exactly the built-in demo map")
+    func exampleIsDemo() throws {
+        #expect(try RouteMapYAML.load(contentsOfFile: Self.exampleFile) == RouteMap.demo)
+    }
+
+    @Test("the demo map round-trips through YAML")
+    func roundTrip() throws {
+        let yaml = RouteMapYAML.encode(.demo)
+        #expect(yaml.contains("incomingCall:"))
+        #expect(try RouteMapYAML.load(yaml) == RouteMap.demo)
+        #expect(RouteMapYAML.encode(try RouteMapYAML.load(yaml)) == yaml)
+    }
+
+    @Test("JSON reads too")
+    func json() throws {
+        let data = try JSONEncoder().encode(RouteMap.demo)
+        #expect(try RouteMapYAML.load(String(decoding: data, as: UTF8.self)) == RouteMap.demo)
+    }
+
+    struct Broken: Sendable, CustomTestStringConvertible {
+        let name: String
+        let yaml: String
+        let expected: [String]
+        var testDescription: String { name }
+    }
+
+    static let broken: [Broken] = [
+        Broken(
+            name: "syntax error", yaml: "tabs:\n  - name: home\n    root: [home\n",
+            expected: ["routes.yaml:4:1: YAML syntax"]),
+        Broken(name: "empty document", yaml: "", expected: ["routes.yaml:the document is empty"]),
+        Broken(
+            name: "unknown key on its line",
+            yaml: "tabs:\n  - name: home\n    root: home\nscreens:\n  home:\n    homeTap: home\n",
+            expected: ["routes.yaml:6:5: screens.home.homeTap: unknown key homeTap in a screen; expected one of"]),
+        Broken(
+            name: "unknown transition",
+            yaml: "tabs:\n  - {name: home, root: home}\nscreens:\n  home:\n    transition: slide\n",
+            expected: ["routes.yaml:5:5: screens.home.transition: transition slide is unknown"]),
+        Broken(
+            name: "missing key", yaml: "tabs:\n  - name: home\nscreens:\n  home: {}\n",
+            expected: ["routes.yaml:2:5: tabs.0: missing key root"]),
+        Broken(
+            name: "wrong type", yaml: "tabs:\n  - {name: home, root: home}\nscreens:\n  home:\n    blocking: sometimes\n",
+            expected: ["routes.yaml:5:5: screens.home.blocking: expected true or false"]),
+        Broken(
+            name: "every validation problem, each on its line",
+            yaml: """
+                tabs:
+                  - name: home
+                    root: home
+                initialTab: inbox
+                screens:
+                  home: {}
+                  chat:
+                    homeTab: chats
+                    parent: nobody
+
+                """,
+            expected: [
+                "routes.yaml:4:1: initialTab: tab inbox is not declared; expected one of home",
+                "routes.yaml:8:5: screens.chat.homeTab: tab chats is not declared",
+                "routes.yaml:9:5: screens.chat.parent: screen nobody is not declared; expected one of chat, home",
+            ]),
+    ]
+
+    @Test("problems come with file, line, column, key and reason", arguments: broken)
+    func errors(_ broken: Broken) {
+        do {
+            _ = try RouteMapYAML.load(broken.yaml, source: "routes.yaml")
+            Issue.record("loaded a broken map")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines.count == broken.expected.count, "\(error.description)")
+            for (line, expected) in zip(lines, broken.expected) {
+                #expect(line.hasPrefix(expected), "\(line)")
+            }
+        }
+    }
+
+    @Test("a missing file is reported with its path and the system's reason")
+    func missingFile() {
+        #expect {
+            _ = try RouteMapYAML.load(contentsOfFile: "/nonexistent/routes.yaml")
+        } throws: { error in
+            "\(error)".contains("/nonexistent/routes.yaml:cannot open /nonexistent/routes.yaml: No such file or directory")
+        }
+    }
+}
