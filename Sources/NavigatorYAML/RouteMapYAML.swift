@@ -11,7 +11,13 @@ public enum RouteMapYAML {
         let node: Node
         do {
             guard let root = try Yams.compose(yaml: text) else {
-                throw RouteMapLoadError(source: source, [.init(line: nil, column: nil, keyPath: "", message: "the document is empty; expected a route map with tabs (or root) and screens")])
+                throw RouteMapLoadError(
+                    source: source,
+                    [
+                        .init(
+                            line: nil, column: nil, keyPath: "",
+                            message: "the document is empty; expected a route map with tabs (or root) and screens")
+                    ])
             }
             node = root
         } catch let error as RouteMapLoadError {
@@ -29,7 +35,8 @@ public enum RouteMapYAML {
         }
         let problems = map.validate().map { error in
             let mark = NodePath.mark(for: error.path, in: node)
-            return RouteMapLoadError.Problem(line: mark?.line, column: mark?.column, keyPath: error.keyPath, message: error.message)
+            return RouteMapLoadError.Problem(
+                line: mark?.line, column: mark?.column, keyPath: error.keyPath, message: error.message)
         }
         guard problems.isEmpty else { throw RouteMapLoadError(source: source, problems) }
         return map
@@ -41,7 +48,8 @@ public enum RouteMapYAML {
         do {
             text = try TextFile.read(path)
         } catch {
-            throw RouteMapLoadError(source: path, [.init(line: nil, column: nil, keyPath: "", message: error.description)])
+            throw RouteMapLoadError(
+                source: path, [.init(line: nil, column: nil, keyPath: "", message: error.description)])
         }
         return try load(text, source: path)
     }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads small text files without Foundation, with errors that say which file and why.
@@ -23,10 +23,14 @@ enum TextFile {
             let count = fread(&buffer, 1, buffer.count, file)
             if count > 0 { bytes += buffer[0..<count] }
             if count < buffer.count {
-                if ferror(file) != 0 { throw ReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))") }
+                if ferror(file) != 0 {
+                    throw ReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+                }
                 break
             }
-            if bytes.count > 16 * 1024 * 1024 { throw ReadError(description: "\(path) is over 16 MiB; expected a route map") }
+            if bytes.count > 16 * 1024 * 1024 {
+                throw ReadError(description: "\(path) is over 16 MiB; expected a route map")
+            }
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ReadError(description: "\(path) is not valid UTF-8 text")

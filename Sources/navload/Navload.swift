@@ -1,19 +1,72 @@
 import ArgumentParser
+import NavigatorClient
+import NavigatorCore
 
 @main
 struct Navload: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "navload",
-        abstract: "Load-test publisher for Navigator: open-loop intents at a target rate, end-to-end latency report.",
+        abstract: "Load-test publisher for Navigator, and benchmarks.",
         discussion: """
-            This build carries the foundation only; the load generator is not in it yet, so \
-            navload exits with status 1 after saying so.
+            navload resolver measures the resolver alone: resolutions per second on one core for a \
+            realistic mix of intents and client events over many sessions, without sockets.
+
+            The end-to-end load test against a running navigatord (open-loop publishing, latency \
+            report) is not part of this build yet.
             """,
-        version: "0.1.0"
+        version: "0.1.0",
+        subcommands: [ResolverCommand.self]
+    )
+}
+
+struct ResolverCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resolver",
+        abstract: "Resolutions per second on one core for a realistic mix on the demo map (no sockets)."
     )
 
-    func run() throws {
-        print("navload: the load generator is not part of this build yet (see --help)")
-        throw ExitCode(1)
+    @Option(help: "How long to measure, in seconds.")
+    var duration: Double = 5
+
+    @Option(help: "How many sessions the mix is spread over.")
+    var sessions: Int = 1000
+
+    @Option(help: "Seed of the intent mix (the same seed gives the same mix).")
+    var seed: UInt64 = 1
+
+    func validate() throws {
+        guard duration > 0, duration <= 3600 else {
+            throw ValidationError("--duration \(duration) is out of range; expected 0 < seconds <= 3600")
+        }
+        guard sessions > 0, sessions <= 10_000_000 else {
+            throw ValidationError("--sessions \(sessions) is out of range; expected 1 to 10,000,000")
+        }
     }
+
+    func run() throws {
+        let benchmark = ResolverBenchmark(
+            map: .demo, sessions: sessions, duration: .milliseconds(Int(duration * 1000)), seed: seed)
+        print("resolver: demo map, \(sessions) sessions, \(duration) s, seed \(seed), one thread")
+        let report = try benchmark.run()
+        let rate = Int(report.perSecond.rounded())
+        print("operations: \(report.operations) in \(String(format3(report.seconds))) s")
+        print("rate:       \(rate) operations/s (\(String(format3(report.nanosecondsEach))) ns each)")
+        let outcomes = report.outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+            separator: ", ")
+        print("outcomes:   \(outcomes); client events \(report.events); released \(report.released)")
+        print(
+            "sessions:   \(format3(report.meanScreens)) screens and \(format3(report.meanParked)) parked intents each at the end"
+        )
+    }
+}
+
+/// Three decimals, without Foundation.
+func format3(_ value: Double) -> String {
+    let scaled = (value * 1000).rounded()
+    let whole = Int(scaled / 1000)
+    let fraction = Int(abs(scaled).truncatingRemainder(dividingBy: 1000))
+    let padded =
+        String(fraction).count < 3
+        ? String(repeating: "0", count: 3 - String(fraction).count) + String(fraction) : String(fraction)
+    return "\(whole).\(padded)"
 }

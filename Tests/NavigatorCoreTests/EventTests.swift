@@ -75,7 +75,8 @@ struct EventTests {
         session.send(short)
         session.send(intent(chat(2), id: "default"))
         let later = session.now + 600_000_000
-        let (state, expired) = session.resolver.expire(session.state, now: later)
+        var state = session.state
+        let expired = session.resolver.expire(&state, now: later)
         #expect(expired.map(\.intent.id) == ["short"])
         #expect(state.parked.map(\.intent.id) == ["default"])
         #expect(expired.first?.expiresAt == expired.first!.parkedAt + 500_000_000)
@@ -86,13 +87,14 @@ struct EventTests {
         var options = Resolver.Options()
         options.maxParked = 2
         let resolver = try Resolver(map: .demo, options: options)
-        var state = resolver.resolve(intent(incomingCall, id: "call"), in: resolver.initialState(), now: 1).state
+        var state = resolver.initialState()
+        _ = resolver.resolve(intent(incomingCall, id: "call"), into: &state, now: 1)
         for index in 1...3 {
-            state = resolver.resolve(intent(chat(index), id: "c\(index)"), in: state, now: Int64(index) + 1).state
+            _ = resolver.resolve(intent(chat(index), id: "c\(index)"), into: &state, now: Int64(index) + 1)
         }
-        let (kept, evicted) = resolver.expire(state, now: 10)
+        let evicted = resolver.expire(&state, now: 10)
         #expect(evicted.map(\.intent.id) == ["c1"])
-        #expect(kept.parked.map(\.intent.id) == ["c2", "c3"])
+        #expect(state.parked.map(\.intent.id) == ["c2", "c3"])
     }
 
     @Test(

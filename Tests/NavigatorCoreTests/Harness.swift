@@ -16,8 +16,7 @@ struct Harness {
 
     @discardableResult
     mutating func send(_ intent: Intent) -> Resolution {
-        let resolution = resolver.resolve(intent, in: state, now: now)
-        state = resolution.state
+        let resolution = resolver.resolve(intent, into: &state, now: now)
         now += 1_000_000
         return resolution
     }
@@ -42,8 +41,7 @@ struct Harness {
 
     @discardableResult
     mutating func event(_ event: ClientEvent) -> EventResolution {
-        let result = resolver.apply(event, to: state, now: now)
-        state = result.state
+        let result = resolver.apply(event, to: &state, now: now)
         now += 1_000_000
         return result
     }

@@ -52,7 +52,8 @@ struct RouteMapYAMLTests {
             name: "missing key", yaml: "tabs:\n  - name: home\nscreens:\n  home: {}\n",
             expected: ["routes.yaml:2:5: tabs.0: missing key root"]),
         Broken(
-            name: "wrong type", yaml: "tabs:\n  - {name: home, root: home}\nscreens:\n  home:\n    blocking: sometimes\n",
+            name: "wrong type",
+            yaml: "tabs:\n  - {name: home, root: home}\nscreens:\n  home:\n    blocking: sometimes\n",
             expected: ["routes.yaml:5:5: screens.home.blocking: expected true or false"]),
         Broken(
             name: "every validation problem, each on its line",
@@ -94,7 +95,8 @@ struct RouteMapYAMLTests {
         #expect {
             _ = try RouteMapYAML.load(contentsOfFile: "/nonexistent/routes.yaml")
         } throws: { error in
-            "\(error)".contains("/nonexistent/routes.yaml:cannot open /nonexistent/routes.yaml: No such file or directory")
+            "\(error)".contains(
+                "/nonexistent/routes.yaml:cannot open /nonexistent/routes.yaml: No such file or directory")
         }
     }
 }

@@ -85,8 +85,21 @@ public struct ScreenTree: Hashable, Sendable, Codable {
 
     /// Where a screen is: its stack and its index there.
     public func locate(_ id: NodeID) -> (stack: StackRef, index: Int, screen: Screen)? {
-        for (ref, screens) in stacks {
-            if let index = screens.firstIndex(where: { $0.id == id }) { return (ref, index, screens[index]) }
+        // No intermediate arrays: this runs several times per resolution.
+        switch root {
+        case .tabs(let bar):
+            for tab in bar.tabs {
+                if let index = tab.stack.firstIndex(where: { $0.id == id }) {
+                    return (.tab(tab.name), index, tab.stack[index])
+                }
+            }
+        case .stack(let screens):
+            if let index = screens.firstIndex(where: { $0.id == id }) { return (.root, index, screens[index]) }
+        }
+        for modal in modals {
+            if let index = modal.stack.firstIndex(where: { $0.id == id }) {
+                return (.modal(modal.id), index, modal.stack[index])
+            }
         }
         return nil
     }

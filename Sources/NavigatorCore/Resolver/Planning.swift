@@ -43,19 +43,36 @@ public protocol TransitionProvider: Sendable {
     ) throws(ResolveError) -> Plan
 }
 
+/// Facts about the route map that resolution asks for again and again, computed once. A class,
+/// so handing it around costs one reference count, not a copy of every spec's fields.
+final class RouteIndex: Sendable {
+    let identity: [String: [String]]
+    let blocking: Set<String>
+    let tabRoots: [String: String]
+
+    init(_ map: RouteMap) {
+        identity = map.screens.mapValues(\.identity)
+        blocking = Set(map.screens.filter(\.value.blocking).keys)
+        tabRoots = Dictionary(map.tabs.map { ($0.root, $0.name) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
 /// What switchers and transition providers work with: the route map and helpers over it.
 public struct PlanningContext: Sendable {
     public let map: RouteMap
     let resolver: Resolver
+    let index: RouteIndex
 
     public func spec(_ screen: String) -> ScreenSpec? { map.screens[screen] }
 
     /// Whether a screen is an instance of the target: same screen, same identity values.
     public func matches(_ screen: Screen, _ target: ScreenContext) -> Bool {
-        guard screen.context.screen == target.screen else { return false }
-        guard let spec = map.screens[target.screen] else { return false }
-        return spec.identity.allSatisfy { screen.context.info[$0] == target.info[$0] }
+        guard screen.context.screen == target.screen, let keys = index.identity[target.screen] else { return false }
+        return keys.allSatisfy { screen.context.info[$0] == target.info[$0] }
     }
+
+    /// The tab whose root is `screen`, if any.
+    public func tab(rootedAt screen: String) -> String? { index.tabRoots[screen] }
 
     /// The info of `target` that differs from what `screen` shows (what a refresh must set).
     public func changes(from screen: Screen, to target: ScreenContext) -> [String: String] {
@@ -78,8 +95,10 @@ public struct PlanningContext: Sendable {
 
     /// Whether a modal must not be dismissed or covered by navigation.
     public func isBlocking(_ modal: Modal) -> Bool {
-        modal.stack.contains { map.screens[$0.context.screen]?.blocking == true }
+        !index.blocking.isEmpty && modal.stack.contains { index.blocking.contains($0.context.screen) }
     }
+
+    public func isBlocking(_ screen: Screen) -> Bool { index.blocking.contains(screen.context.screen) }
 
     /// A fresh tab bar as the route map starts it, with new ids, selecting `tab`.
     public func freshTabBar(selecting tab: String, ids: inout IDAllocator) -> Root {

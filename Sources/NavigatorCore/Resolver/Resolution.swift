@@ -49,7 +49,7 @@ public struct ExplanationStep: Hashable, Sendable, Codable, CustomStringConverti
     public var description: String { "\(decisive ? "*" : "-") \(step.rawValue): \(detail)" }
 }
 
-/// What resolving one intent did: the outcome, the session afterwards, and why.
+/// What resolving one intent did: the outcome, its commands, and why.
 public struct Resolution: Hashable, Sendable {
     public enum Outcome: Hashable, Sendable {
         /// These commands take the tree to the target.
@@ -66,8 +66,6 @@ public struct Resolution: Hashable, Sendable {
 
     public var intent: Intent
     public var outcome: Outcome
-    /// The session after the intent (and after any releases it caused).
-    public var state: SessionState
     public var explanation: [ExplanationStep]
     /// Parked intents this one released, in the order their batches are published.
     public var released: [Resolution]
@@ -88,8 +86,6 @@ public struct Resolution: Hashable, Sendable {
 
 /// What applying a client event did.
 public struct EventResolution: Hashable, Sendable {
-    /// The session afterwards (unchanged if the event was refused).
-    public var state: SessionState
     /// The commands that mirror the event, for the other shells of the session.
     public var echo: [Command]
     /// Parked intents the event released.

@@ -14,9 +14,10 @@ extension Resolver {
         let path: [ScreenContext]
         switch intent.target {
         case .url(let url):
-            guard
-                let match = urlPatterns.lazy.compactMap({ entry in entry.pattern.match(url).map { (entry.screen, $0) } }
-                ).first
+            guard let parsed = URLPattern.Parsed(url),
+                let match = urlPatterns.lazy.compactMap({ entry in
+                    entry.pattern.match(parsed).map { (entry.screen, $0) }
+                }).first
             else {
                 let known = urlPatterns.map(\.pattern.text).joined(separator: ", ")
                 throw ResolveError(.unknownURL, "no route matches \(url); expected one of \(known)")

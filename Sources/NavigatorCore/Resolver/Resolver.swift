@@ -1,7 +1,8 @@
 /// Decides, for one session, which commands make its tree show what an intent asks for.
 ///
-/// A pure reducer: `resolve(intent, in: state, now:)` returns the outcome, the new session state
-/// and an explanation, and changes nothing else. The same call answers dry runs.
+/// A pure reducer: `resolve(intent, into: &state, now:)` changes the session state and returns the
+/// outcome, the commands and an explanation; it does no I/O and keeps no state of its own.
+/// ``explain(_:in:now:)`` answers dry runs on a copy.
 ///
 /// Steps, the first decisive one wins: validation, dedup, guards, already shown, context
 /// switchers, blocking modals, the transition provider, back-stack synthesis; a path intent goes
@@ -24,10 +25,13 @@ public struct Resolver: Sendable {
     }
 
     public let map: RouteMap
-    public var switchers: [any ContextSwitcher]
-    public var transitions: any TransitionProvider
+    public let switchers: [any ContextSwitcher]
+    public let transitions: any TransitionProvider
     public var options: Options
     let urlPatterns: [(pattern: URLPattern, screen: String)]
+    let index: RouteIndex
+    /// The switchers' names, for explanations, worked out once.
+    let switcherNames: [String]
 
     public static let defaultSwitchers: [any ContextSwitcher] = [ExistingScreenSwitcher(), TabRootSwitcher()]
 
@@ -40,6 +44,8 @@ public struct Resolver: Sendable {
         self.switchers = switchers
         self.transitions = transitions
         self.options = options
+        index = RouteIndex(map)
+        switcherNames = switchers.map(\.name)
         urlPatterns = map.screens.keys.sorted().compactMap { name in
             map.screens[name]!.url.flatMap { try? URLPattern($0) }.map { ($0, name) }
         }
@@ -48,56 +54,71 @@ public struct Resolver: Sendable {
     /// The state of a session nobody has navigated yet.
     public func initialState() -> SessionState { SessionState(tree: map.initialTree()) }
 
-    var context: PlanningContext { PlanningContext(map: map, resolver: self) }
+    var context: PlanningContext { PlanningContext(map: map, resolver: self, index: index) }
 
     // MARK: Resolving an intent
 
-    /// Resolves an intent against a session. `now` is unix nanoseconds.
-    public func resolve(_ intent: Intent, in state: SessionState, now: Int64) -> Resolution {
+    /// Resolves an intent, changing the session: the reducer. `now` is unix nanoseconds.
+    ///
+    /// A rejected intent leaves `state` exactly as it was. The state is changed in place, so a
+    /// caller that owns it uniquely pays no copy.
+    public func resolve(_ intent: Intent, into state: inout SessionState, now: Int64) -> Resolution {
         var steps: [ExplanationStep] = []
         let path: [ScreenContext]
         do {
             path = try validate(intent)
         } catch {
             steps.append(.init(.validate, error.message, decisive: true))
-            return Resolution(intent: intent, outcome: .rejected(error), state: state, explanation: steps, released: [])
+            return Resolution(intent: intent, outcome: .rejected(error), explanation: steps, released: [])
         }
         steps.append(.init(.validate, "path \(path.map(\.description).joined(separator: " > ")) is valid"))
 
-        var state = state
         state.pruneRecent(now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
         if let seen = state.recentIntentIDs[intent.id], now - seen < options.dedupWindow {
             steps.append(
                 .init(.dedup, "intent id \(intent.id) was already seen \(Self.ago(now - seen))", decisive: true))
             return Resolution(
-                intent: intent, outcome: .ignored("duplicate intent id \(intent.id)"), state: state, explanation: steps,
-                released: [])
+                intent: intent, outcome: .ignored("duplicate intent id \(intent.id)"), explanation: steps, released: [])
         }
-        state.recentIntentIDs[intent.id] = now
         var normalized = intent
         normalized.target = .path(path)
-        let conditionsChanged =
-            !intent.setConditions.isEmpty
-            && intent.setConditions.contains { state.conditions[$0.key] != $0.value }
-        state.conditions.merge(intent.setConditions) { _, new in new }
-
-        var resolution = decide(normalized, path: path, state: state, now: now, steps: steps, releasing: nil)
-        if conditionsChanged || resolution.state.tree != state.tree {
-            resolution = releaseParked(after: resolution, now: now)
+        var previousConditions: [String: Bool]? = nil
+        let conditionsChanged = intent.setConditions.contains { state.conditions[$0.key] != $0.value }
+        if conditionsChanged {
+            previousConditions = state.conditions
+            state.conditions.merge(intent.setConditions) { _, new in new }
+        }
+        let version = state.tree.version
+        var resolution = decide(normalized, path: path, state: &state, now: now, steps: steps, releasing: nil)
+        if case .rejected = resolution.outcome {
+            if let previousConditions { state.conditions = previousConditions }
+            return resolution
+        }
+        state.recentIntentIDs[intent.id] = now
+        if conditionsChanged || state.tree.version != version {
+            resolution.released = release(in: &state, now: now, except: intent.id)
         }
         return resolution
     }
 
+    /// What resolving `intent` would do now, without changing anything (a dry run).
+    public func explain(_ intent: Intent, in state: SessionState, now: Int64) -> Resolution {
+        var copy = state
+        return resolve(intent, into: &copy, now: now)
+    }
+
     /// Guards, then each context of the path in turn (already shown, switchers, blocking,
-    /// transition) into one batch — or a park, or a rejection, with the state untouched.
+    /// transition) into one batch applied to `state` — or a park, or a rejection that leaves
+    /// `state` as it was. When `parked` is being released and must wait again, only its reason
+    /// changes: a guard's screen the user has left is not shown again.
     func decide(
-        _ intent: Intent, path: [ScreenContext], state: SessionState, now: Int64, steps: [ExplanationStep],
+        _ intent: Intent, path: [ScreenContext], state: inout SessionState, now: Int64, steps: [ExplanationStep],
         releasing parked: ParkedIntent?
     ) -> Resolution {
         var steps = steps
         let context = self.context
-        func finish(_ outcome: Resolution.Outcome, _ state: SessionState) -> Resolution {
-            Resolution(intent: intent, outcome: outcome, state: state, explanation: steps, released: [])
+        func finish(_ outcome: Resolution.Outcome) -> Resolution {
+            Resolution(intent: intent, outcome: outcome, explanation: steps, released: [])
         }
 
         // 3. Guards.
@@ -109,7 +130,9 @@ public struct Resolver: Sendable {
             var redirect: [Command] = []
             var note = "\(element.screen) needs \(guardSpec.condition)"
             var ids = IDAllocator(after: state.tree)
-            if let step = try? planStep(
+            if parked != nil {
+                note += "; still not met"
+            } else if let step = try? planStep(
                 to: ScreenContext(guardSpec.redirect), in: state.tree, ids: &ids, context: context),
                 blocker(of: step.plan.commands, in: state.tree) == nil
             {
@@ -122,17 +145,16 @@ public struct Resolver: Sendable {
                 note += "; \(guardSpec.redirect) cannot be shown now"
             }
             steps.append(.init(.guard, note + "; the intent waits", decisive: true))
-            var newState = state
             do {
-                try newState.tree.apply(redirect)
+                try state.tree.apply(redirect)
             } catch {
-                return finish(.rejected(ResolveError(.internalError, "guard redirect: \(error.message)")), state)
+                return finish(.rejected(ResolveError(.internalError, "guard redirect: \(error.message)")))
             }
-            newState.park(intent, reason: reason, now: now, previous: parked, options: options)
-            return finish(.parked(reason, redirect: redirect), newState)
+            state.park(intent, reason: reason, now: now, previous: parked, options: options)
+            return finish(.parked(reason, redirect: redirect))
         }
 
-        // 4-8, for each context of the path.
+        // 4-8, for each context of the path, planned on a working copy of the tree.
         var tree = state.tree
         var ids = IDAllocator(after: tree)
         var commands: [Command] = []
@@ -156,7 +178,7 @@ public struct Resolver: Sendable {
                 step = try planStep(to: element, in: tree, ids: &ids, context: context)
             } catch {
                 steps.append(.init(.transition, label + error.message, decisive: true))
-                return finish(.rejected(error), state)
+                return finish(.rejected(error))
             }
             steps.append(.init(step.kind, label + step.plan.detail))
             if !step.plan.synthesized.isEmpty {
@@ -175,10 +197,9 @@ public struct Resolver: Sendable {
                             label
                                 + "that would dismiss or cover the blocking \(blocking); the intent waits until it is gone",
                             decisive: true))
-                    var newState = state
                     let reason = ParkReason.blocked(by: modal.id, screen: blocking.context.screen)
-                    newState.park(intent, reason: reason, now: now, previous: parked, options: options)
-                    return finish(.parked(reason, redirect: []), newState)
+                    state.park(intent, reason: reason, now: now, previous: parked, options: options)
+                    return finish(.parked(reason, redirect: []))
                 }
                 let dismiss = Command.dismissTo(blockIndex == 0 ? nil : tree.modals[blockIndex - 1].id)
                 do {
@@ -189,7 +210,7 @@ public struct Resolver: Sendable {
                     step = try planStep(to: element, in: tree, ids: &ids, context: context)
                 } catch {
                     steps.append(.init(.blocking, label + "\(error)", decisive: true))
-                    return finish(.rejected(ResolveError(.internalError, "\(error)")), state)
+                    return finish(.rejected(ResolveError(.internalError, "\(error)")))
                 }
                 steps.append(
                     .init(
@@ -201,8 +222,7 @@ public struct Resolver: Sendable {
             } catch {
                 steps.append(.init(step.kind, label + error.message, decisive: true))
                 return finish(
-                    .rejected(ResolveError(.internalError, "the planned commands do not apply: \(error.message)")),
-                    state)
+                    .rejected(ResolveError(.internalError, "the planned commands do not apply: \(error.message)")))
             }
             commands += step.plan.commands
         }
@@ -212,26 +232,25 @@ public struct Resolver: Sendable {
             // dismisses): publish the way from where the user is to where the path ends.
             commands = state.tree.commands(to: tree)
         }
-        var newState = state
         do {
             // The batch as a whole, exactly as a shell will apply it.
-            try newState.tree.apply(commands)
+            try state.tree.apply(commands)
         } catch {
-            return finish(.rejected(ResolveError(.internalError, "the batch does not apply: \(error.message)")), state)
+            return finish(.rejected(ResolveError(.internalError, "the batch does not apply: \(error.message)")))
         }
-        if let parked { newState.parked.removeAll { $0.intent.id == parked.intent.id } }
+        if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
         if commands.isEmpty {
             steps.append(
                 .init(
                     .alreadyShown, "\(path.last!) is already on top with the same info; nothing to do", decisive: true))
-            return finish(.ignored("\(path.last!) is already shown"), newState)
+            return finish(.ignored("\(path.last!) is already shown"))
         }
         let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }
         if let last = steps.indices.last(where: { steps[$0].step != .backStack }) { steps[last].decisive = true }
         if path.count > 1 {
             steps.append(.init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands"))
         }
-        return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands), newState)
+        return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands))
     }
 
     struct StepPlan {
@@ -252,10 +271,10 @@ public struct Resolver: Sendable {
                 : "\(top) is already on top; refreshing \(refresh.count == 1 ? "its info" : "")"
             return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
         }
-        for switcher in switchers {
+        for (switcher, name) in zip(switchers, switcherNames) {
             if let plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
                 return StepPlan(
-                    plan: Plan(plan.commands, "\(switcher.name): \(plan.detail)", synthesized: plan.synthesized),
+                    plan: Plan(plan.commands, "\(name): \(plan.detail)", synthesized: plan.synthesized),
                     kind: .switcher)
             }
         }
@@ -279,9 +298,7 @@ public struct Resolver: Sendable {
         if after.modals.count < first || Array(after.modals.prefix(first)) != Array(tree.modals.prefix(first)) {
             return verdict
         }
-        let blockingScreens = tree.modals[first...].flatMap(\.stack).filter {
-            map.screens[$0.context.screen]?.blocking == true
-        }
+        let blockingScreens = tree.modals[first...].flatMap(\.stack).filter(context.isBlocking)
         for screen in blockingScreens where after.locate(screen.id)?.screen.context.screen != screen.context.screen {
             return verdict
         }

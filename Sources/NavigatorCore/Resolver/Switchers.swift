@@ -7,29 +7,51 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
     public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
         -> Plan?
     {
-        // Frontmost first: modals from the top down, then the selected tab, then the other tabs.
-        var candidates: [(ref: StackRef, screens: [Screen])] = tree.modals.reversed().map { (.modal($0.id), $0.stack) }
-        let rootStacks = tree.stacks.prefix(tree.stacks.count - tree.modals.count)
-        candidates += rootStacks.filter { $0.ref == tree.topStackIgnoringModals }
-        candidates += rootStacks.filter { $0.ref != tree.topStackIgnoringModals }
-        for (ref, screens) in candidates {
-            guard let index = screens.lastIndex(where: { context.matches($0, target) }) else { continue }
-            let screen = screens[index]
-            var commands: [Command] = []
-            switch ref {
-            case .modal(let id):
-                if tree.modals.last?.id != id { commands.append(.dismissTo(id)) }
-            case .tab(let name):
-                if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
-                if tree.selectedTab != name { commands.append(.selectTab(name)) }
-            case .root:
-                if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+        // Frontmost first: modals from the top down, then the selected tab, then the other tabs
+        // in order. No intermediate arrays: this runs for most intents.
+        for modal in tree.modals.reversed() {
+            if let index = modal.stack.lastIndex(where: { context.matches($0, target) }) {
+                return plan(.modal(modal.id), modal.stack, index, target, tree, context)
             }
-            if index < screens.count - 1 { commands.append(.popTo(screen.id)) }
-            commands += context.refresh(screen, to: target)
-            return Plan(commands, "\(screen) is already in \(ref); bringing it to the top")
+        }
+        switch tree.root {
+        case .stack(let screens):
+            if let index = screens.lastIndex(where: { context.matches($0, target) }) {
+                return plan(.root, screens, index, target, tree, context)
+            }
+        case .tabs(let bar):
+            if let tab = bar.tabs.first(where: { $0.name == bar.selected }),
+                let index = tab.stack.lastIndex(where: { context.matches($0, target) })
+            {
+                return plan(.tab(tab.name), tab.stack, index, target, tree, context)
+            }
+            for tab in bar.tabs where tab.name != bar.selected {
+                if let index = tab.stack.lastIndex(where: { context.matches($0, target) }) {
+                    return plan(.tab(tab.name), tab.stack, index, target, tree, context)
+                }
+            }
         }
         return nil
+    }
+
+    private func plan(
+        _ ref: StackRef, _ screens: [Screen], _ index: Int, _ target: ScreenContext, _ tree: ScreenTree,
+        _ context: PlanningContext
+    ) -> Plan {
+        let screen = screens[index]
+        var commands: [Command] = []
+        switch ref {
+        case .modal(let id):
+            if tree.modals.last?.id != id { commands.append(.dismissTo(id)) }
+        case .tab(let name):
+            if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+            if tree.selectedTab != name { commands.append(.selectTab(name)) }
+        case .root:
+            if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+        }
+        if index < screens.count - 1 { commands.append(.popTo(screen.id)) }
+        commands += context.refresh(screen, to: target)
+        return Plan(commands, "\(screen) is already in \(ref); bringing it to the top")
     }
 }
 

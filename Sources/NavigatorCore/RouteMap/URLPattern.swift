@@ -51,25 +51,44 @@ public struct URLPattern: Hashable, Sendable {
         segments.compactMap { if case .capture(let name) = $0 { name } else { nil } }
     }
 
+    /// A URL taken apart once, to be matched against many patterns.
+    public struct Parsed: Sendable {
+        let scheme: String
+        let segments: [Substring]
+        let query: Substring?
+
+        /// `nil` when the text has no `scheme://`.
+        public init?(_ url: String) {
+            guard let (scheme, rest) = URLPattern.split(url) else { return nil }
+            self.scheme = scheme
+            let pathAndQuery = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            segments = pathAndQuery[0].split(separator: "/", omittingEmptySubsequences: true)
+            query = pathAndQuery.count == 2 ? pathAndQuery[1] : nil
+        }
+    }
+
     /// The info a URL yields, or `nil` if it does not match.
     public func match(_ url: String) -> [String: String]? {
-        guard let (scheme, rest) = Self.split(url), scheme == self.scheme else { return nil }
-        let pathAndQuery = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let parts = pathAndQuery[0].split(separator: "/", omittingEmptySubsequences: true)
-        guard parts.count == segments.count else { return nil }
+        Parsed(url).flatMap(match)
+    }
+
+    public func match(_ url: Parsed) -> [String: String]? {
+        guard url.scheme == scheme, url.segments.count == segments.count else { return nil }
         var info: [String: String] = [:]
-        if pathAndQuery.count == 2 {
-            for pair in pathAndQuery[1].split(separator: "&") {
-                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let key = Self.percentDecode(keyValue[0]), !key.isEmpty else { return nil }
-                info[key] = keyValue.count == 2 ? Self.percentDecode(keyValue[1]) : ""
+        for (segment, part) in zip(segments, url.segments) {
+            switch segment {
+            case .literal(let literal):
+                guard part == literal[...] else { return nil }
+            case .capture(let name):
+                guard let value = Self.percentDecode(part) else { return nil }
+                info[name] = value
             }
         }
-        for (segment, part) in zip(segments, parts) {
-            guard let value = Self.percentDecode(part) else { return nil }
-            switch segment {
-            case .literal(let literal): guard literal == value else { return nil }
-            case .capture(let name): info[name] = value
+        if let query = url.query {
+            for pair in query.split(separator: "&") {
+                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let key = Self.percentDecode(keyValue[0]), !key.isEmpty else { return nil }
+                if info[key] == nil { info[key] = keyValue.count == 2 ? Self.percentDecode(keyValue[1]) : "" }
             }
         }
         return info

@@ -1,2 +1,0 @@
-/// Namespace of the NavigatorClient module; its parts come with later issues.
-public enum NavigatorClientModule {}

@@ -1,0 +1,103 @@
+import NavigatorCore
+
+/// Resolutions per second on one thread for a realistic mix (``IntentMix``) over many sessions:
+/// the resolver alone, no sockets, no encoding.
+public struct ResolverBenchmark: Sendable {
+    public struct Report: Hashable, Sendable {
+        public var sessions: Int
+        public var operations: Int
+        public var seconds: Double
+        public var outcomes: [String: Int]
+        public var events: Int
+        public var released: Int
+        /// Screens per session tree at the end, on average (how big the trees grew).
+        public var meanScreens: Double
+        /// Parked intents per session at the end, on average.
+        public var meanParked: Double
+
+        public var perSecond: Double { Double(operations) / seconds }
+        public var nanosecondsEach: Double { seconds * 1e9 / Double(operations) }
+    }
+
+    public var map: RouteMap
+    public var sessions: Int
+    public var duration: Duration
+    public var seed: UInt64
+
+    public init(map: RouteMap, sessions: Int = 1000, duration: Duration = .seconds(5), seed: UInt64 = 1) {
+        self.map = map
+        self.sessions = sessions
+        self.duration = duration
+        self.seed = seed
+    }
+
+    /// Runs on the calling thread until `duration` has passed (checked every 1,024 operations).
+    public func run() throws -> Report {
+        let resolver = try Resolver(map: map)
+        var mix = IntentMix(map: map, seed: seed)
+        // The actions are made first, so the figure is the resolver's alone.
+        let poolSize = 200_000
+        var actions: [(session: Int, action: IntentMix.Action)] = []
+        actions.reserveCapacity(poolSize)
+        var random = SplitMix64(seed: seed &+ 1)
+        for _ in 0..<poolSize {
+            let session = Int(random.next() % UInt64(sessions))
+            actions.append((session, mix.next(session: "s\(session)")))
+        }
+        // Sessions of signed-in users, as most are; the mix signs some out now and then.
+        var signedIn = resolver.initialState()
+        _ = resolver.apply(.conditions(["authenticated": true]), to: &signedIn, now: 0)
+        var states = [SessionState](repeating: signedIn, count: sessions)
+        var outcomes: [String: Int] = [:]
+        var operations = 0
+        var events = 0
+        var released = 0
+        var now: Int64 = 1_700_000_000_000_000_000
+        let clock = ContinuousClock()
+        let start = clock.now
+        let end = start + duration
+        var index = 0
+        while true {
+            for _ in 0..<1024 {
+                let (session, action) = actions[index]
+                index = index + 1 == poolSize ? 0 : index + 1
+                // 5 ms of simulated time per operation: a lap of the pool spans 1,000 s, longer
+                // than the dedup window, so ids repeat only where the mix meant them to.
+                now += 5_000_000
+                let expired = resolver.expire(&states[session], now: now)
+                if !expired.isEmpty { outcomes["expired", default: 0] += expired.count }
+                switch action {
+                case .intent(let intent):
+                    let resolution = resolver.resolve(intent, into: &states[session], now: now)
+                    outcomes[Self.name(resolution.outcome), default: 0] += 1
+                    released += resolution.released.count
+                case .event(let event):
+                    let result = resolver.apply(event, to: &states[session], now: now)
+                    events += 1
+                    released += result.released.count
+                }
+                operations += 1
+            }
+            if clock.now >= end { break }
+        }
+        let elapsed = clock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let screens = states.reduce(0) { $0 + $1.tree.stacks.reduce(0) { $0 + $1.screens.count } }
+        let parked = states.reduce(0) { $0 + $1.parked.count }
+        return Report(
+            sessions: sessions, operations: operations, seconds: seconds, outcomes: outcomes, events: events,
+            released: released, meanScreens: Double(screens) / Double(sessions),
+            meanParked: Double(parked) / Double(sessions))
+    }
+
+    static func name(_ outcome: Resolution.Outcome) -> String {
+        switch outcome {
+        case .resolved: "resolved"
+        case .refreshed: "refreshed"
+        case .ignored: "ignored"
+        case .parked(.blocked, _): "parked (blocked)"
+        case .parked(.guardUnmet, _): "parked (guard)"
+        case .rejected: "rejected"
+        }
+    }
+}
