@@ -47,7 +47,7 @@ let package = Package(
             dependencies: ["NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
-        .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire"]),
+        .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
     ]

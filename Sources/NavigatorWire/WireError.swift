@@ -5,6 +5,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidSession = "invalid_session"
         case badFrames = "bad_frames"
         case malformed = "malformed"
+        case sessionMismatch = "session_mismatch"
     }
 
     public var code: Code

@@ -12,14 +12,14 @@ public struct ScreenTree: Hashable, Sendable, Codable {
     public private(set) var lastServiceID: UInt64
 
     /// A tree, validated: non-empty stacks, unique tab names, a selected tab that exists, valid
-    /// and unique ids.
-    public init(root: Root, modals: [Modal] = [], version: UInt64 = 0) throws(TreeError) {
+    /// and unique ids. `lastServiceID` is raised to the highest service id in the tree.
+    public init(root: Root, modals: [Modal] = [], version: UInt64 = 0, lastServiceID: UInt64 = 0) throws(TreeError) {
         self.root = root
         self.modals = modals
         self.version = version
         self.lastServiceID = 0
         try validate()
-        lastServiceID = allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0
+        self.lastServiceID = max(lastServiceID, allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0)
     }
 
     public init(from decoder: any Decoder) throws {

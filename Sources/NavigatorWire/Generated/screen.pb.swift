@@ -299,6 +299,10 @@ public nonisolated struct Navigator_V1_ScreenTree: Sendable {
   /// Incremented by every command that changed the tree.
   public var version: UInt64 = 0
 
+  /// The highest service-namespace id the tree has ever held (ids are never reused, so a mirror
+  /// needs it to equal the service's tree after screens were popped).
+  public var lastServiceID: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -666,7 +670,7 @@ nonisolated extension Navigator_V1_Modal: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Navigator_V1_ScreenTree: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScreenTree"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}root\0\u{1}modals\0\u{1}version\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}root\0\u{1}modals\0\u{1}version\0\u{3}last_service_id\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -677,6 +681,7 @@ nonisolated extension Navigator_V1_ScreenTree: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularMessageField(value: &self._root) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.modals) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.version) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.lastServiceID) }()
       default: break
       }
     }
@@ -696,6 +701,9 @@ nonisolated extension Navigator_V1_ScreenTree: SwiftProtobuf.Message, SwiftProto
     if self.version != 0 {
       try visitor.visitSingularUInt64Field(value: self.version, fieldNumber: 3)
     }
+    if self.lastServiceID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastServiceID, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -703,6 +711,7 @@ nonisolated extension Navigator_V1_ScreenTree: SwiftProtobuf.Message, SwiftProto
     if lhs._root != rhs._root {return false}
     if lhs.modals != rhs.modals {return false}
     if lhs.version != rhs.version {return false}
+    if lhs.lastServiceID != rhs.lastServiceID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
