@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
@@ -32,7 +34,15 @@ let package = Package(
             dependencies: ["NavigatorCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["Generated/README.md"]
         ),
-        .target(name: "NavigatorService", dependencies: ["NavigatorCore", "NavigatorWire", "ZeroMQ"]),
+        .target(
+            name: "NavigatorService",
+            dependencies: [
+                "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Yams",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(name: "NavigatorClient", dependencies: ["NavigatorCore", "NavigatorWire", "ZeroMQ"]),
         .executableTarget(
             name: "navigatord",
@@ -50,5 +60,13 @@ let package = Package(
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
+        .testTarget(
+            name: "NavigatorServiceTests",
+            dependencies: [
+                "NavigatorService", "NavigatorWire", "NavigatorCore", "ZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
     ]
 )

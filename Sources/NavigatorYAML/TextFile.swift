@@ -7,12 +7,12 @@
 #endif
 
 /// Reads small text files without Foundation, with errors that say which file and why.
-enum TextFile {
-    struct ReadError: Error, CustomStringConvertible {
-        var description: String
+public enum TextFile {
+    public struct ReadError: Error, CustomStringConvertible, Sendable {
+        public var description: String
     }
 
-    static func read(_ path: String) throws(ReadError) -> String {
+    public static func read(_ path: String) throws(ReadError) -> String {
         guard let file = fopen(path, "rb") else {
             throw ReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))")
         }

@@ -58,6 +58,15 @@ public final class DedicatedThread: Sendable {
         }
     }
 
+    /// Lets the thread end on its own without being joined; `join()` then returns at once.
+    public func detach() {
+        joined.withLock { done in
+            guard !done else { return }
+            pthread_detach(thread)
+            done = true
+        }
+    }
+
     /// Runs `body` on a new thread and resumes the caller with its result, without ever blocking
     /// the caller's executor.
     public static func run<T: Sendable>(
@@ -67,10 +76,7 @@ public final class DedicatedThread: Sendable {
             let thread = DedicatedThread(name: name) {
                 continuation.resume(with: Result { try body() })
             }
-            thread.joined.withLock { done in
-                pthread_detach(thread.thread)
-                done = true  // detached: nothing to join
-            }
+            thread.detach()
         }
     }
 }

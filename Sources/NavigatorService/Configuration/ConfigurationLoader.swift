@@ -1,0 +1,253 @@
+import Logging
+import NavigatorYAML
+import Yams
+
+/// A configuration that cannot be used: where the bad value came from, and what was expected.
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Builds a ``ServiceConfiguration`` from the embedded defaults, a YAML file, the environment and
+/// command-line flags, each overriding the one before.
+///
+/// All three sources name settings the same way (the YAML keys below; environment variables are
+/// `NAVIGATOR_` plus the key in upper snake case, lists comma-separated), and every value is
+/// checked by the same code, so a mistake reads alike wherever it was made.
+public enum ConfigurationLoader {
+    /// One setting: its key and how a raw value is applied.
+    struct Setting: Sendable {
+        let key: String
+        let help: String
+        let isList: Bool
+        let apply: @Sendable (inout ServiceConfiguration, [String]) throws(ConfigurationError) -> Void
+
+        var environmentName: String {
+            var name = "NAVIGATOR_"
+            for character in key {
+                if character.isUppercase { name += "_" }
+                name += character.uppercased()
+            }
+            return name
+        }
+    }
+
+    static let settings: [Setting] = [
+        Setting(key: "intents", help: "intent endpoints", isList: true) { config, values throws(ConfigurationError) in
+            config.intentEndpoints = try endpoints(values, "intents")
+        },
+        Setting(key: "requests", help: "request endpoints", isList: true) { config, values throws(ConfigurationError) in
+            config.requestEndpoints = try endpoints(values, "requests")
+        },
+        Setting(key: "commands", help: "command endpoints", isList: true) { config, values throws(ConfigurationError) in
+            config.commandEndpoints = try endpoints(values, "commands")
+        },
+        Setting(key: "metrics", help: "host:port or off", isList: false) { config, values throws(ConfigurationError) in
+            config.metricsAddress = try address(values[0])
+        },
+        Setting(key: "dataDirectory", help: "state directory", isList: false) {
+            config, values throws(ConfigurationError) in
+            guard !values[0].isEmpty else {
+                throw ConfigurationError("dataDirectory is empty; expected a directory path")
+            }
+            config.dataDirectory = values[0]
+        },
+        Setting(key: "routes", help: "route map file", isList: false) { config, values throws(ConfigurationError) in
+            config.routeMapPath = values[0].isEmpty || values[0] == "demo" ? nil : values[0]
+        },
+        Setting(key: "workers", help: "worker threads", isList: false) { config, values throws(ConfigurationError) in
+            config.workers = try integer(values[0], "workers", 1...256)
+        },
+        Setting(key: "logLevel", help: "log level", isList: false) { config, values throws(ConfigurationError) in
+            guard let level = Logger.Level(rawValue: values[0].lowercased()) else {
+                throw ConfigurationError(
+                    "logLevel \"\(values[0])\" is unknown; expected trace, debug, info, notice, warning, error or critical"
+                )
+            }
+            config.logLevel = level
+        },
+        Setting(key: "maxMessageBytes", help: "largest message", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxMessageBytes = try integer(values[0], "maxMessageBytes", 256...(64 * 1024 * 1024))
+        },
+        Setting(key: "highWaterMark", help: "queued messages per peer", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.highWaterMark = Int32(try integer(values[0], "highWaterMark", 1...10_000_000))
+        },
+        Setting(key: "dedupWindowSeconds", help: "dedup window", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.dedupWindowSeconds = try integer(values[0], "dedupWindowSeconds", 0...86_400)
+        },
+        Setting(key: "parkedTTLSeconds", help: "default parked TTL", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.parkedTTLSeconds = try integer(values[0], "parkedTTLSeconds", 1...86_400)
+        },
+        Setting(key: "maxParkedPerSession", help: "parked intents per session", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxParkedPerSession = try integer(values[0], "maxParkedPerSession", 1...10_000)
+        },
+        Setting(key: "flushIntervalMilliseconds", help: "write-behind interval", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.flushIntervalMilliseconds = try integer(values[0], "flushIntervalMilliseconds", 1...60_000)
+        },
+        Setting(key: "shutdownTimeoutSeconds", help: "shutdown bound", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.shutdownTimeoutSeconds = try integer(values[0], "shutdownTimeoutSeconds", 1...600)
+        },
+    ]
+
+    /// The keys a configuration file, the environment and flags may set.
+    public static var keys: [String] { settings.map(\.key) }
+
+    /// The configuration from these sources. `flags` maps setting keys to the values given on
+    /// the command line (several for list settings).
+    public static func load(
+        file: String?, environment: [String: String], flags: [String: [String]]
+    ) throws(ConfigurationError) -> ServiceConfiguration {
+        var config = ServiceConfiguration()
+        if let file {
+            for (key, values, line) in try readFile(file) {
+                try apply(key, values, to: &config, source: "\(file):\(line)")
+            }
+        }
+        for setting in settings {
+            guard let raw = environment[setting.environmentName] else { continue }
+            let values = setting.isList ? raw.split(separator: ",").map { String($0).trimmed } : [raw.trimmed]
+            try apply(setting.key, values, to: &config, source: "environment \(setting.environmentName)")
+        }
+        for setting in settings {
+            guard let values = flags[setting.key], !values.isEmpty else { continue }
+            try apply(setting.key, values, to: &config, source: "--\(flagName(setting.key))")
+        }
+        return config
+    }
+
+    /// `dataDirectory` -> `data-directory`.
+    public static func flagName(_ key: String) -> String {
+        var name = ""
+        for character in key {
+            if character.isUppercase { name += "-" }
+            name += character.lowercased()
+        }
+        return name
+    }
+
+    static func apply(_ key: String, _ values: [String], to config: inout ServiceConfiguration, source: String)
+        throws(ConfigurationError)
+    {
+        guard let setting = settings.first(where: { $0.key == key }) else {
+            throw ConfigurationError(
+                "\(source): unknown setting \(key); expected one of \(keys.joined(separator: ", "))")
+        }
+        guard !values.isEmpty, setting.isList || values.count == 1 else {
+            throw ConfigurationError(
+                "\(source): \(key) takes \(setting.isList ? "one or more values" : "one value"), got \(values.count)")
+        }
+        do {
+            try setting.apply(&config, values)
+        } catch {
+            throw ConfigurationError("\(source): \(error.description)")
+        }
+    }
+
+    /// The file's settings with their lines; a file that is not a mapping of known keys to
+    /// scalars (or lists of scalars) is refused with the line of the problem.
+    static func readFile(_ path: String) throws(ConfigurationError) -> [(String, [String], Int)] {
+        let text: String
+        do {
+            text = try TextFile.read(path)
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw ConfigurationError("\(path): not valid YAML: \(error)")
+        }
+        guard let root else { return [] }
+        guard case .mapping(let mapping) = root else {
+            throw ConfigurationError("\(path):\(root.mark?.line ?? 1): expected a mapping of settings (key: value)")
+        }
+        var result: [(String, [String], Int)] = []
+        for (keyNode, valueNode) in mapping {
+            let line = keyNode.mark?.line ?? 1
+            guard let key = keyNode.string else {
+                throw ConfigurationError("\(path):\(line): a setting name must be text")
+            }
+            switch valueNode {
+            case .scalar(let scalar):
+                result.append((key, [scalar.string], line))
+            case .sequence(let sequence):
+                var values: [String] = []
+                for item in sequence {
+                    guard let value = item.string else {
+                        throw ConfigurationError(
+                            "\(path):\(item.mark?.line ?? line): \(key) lists something that is not a plain value")
+                    }
+                    values.append(value)
+                }
+                result.append((key, values, line))
+            default:
+                throw ConfigurationError("\(path):\(line): \(key) must be a value or a list of values")
+            }
+        }
+        return result
+    }
+
+    static func endpoints(_ values: [String], _ key: String) throws(ConfigurationError) -> [String] {
+        for value in values {
+            if let problem = EndpointCheck.problem(with: value) {
+                throw ConfigurationError("\(key) endpoint \(value): \(problem)")
+            }
+        }
+        return values
+    }
+
+    static func address(_ value: String) throws(ConfigurationError) -> String {
+        if value == "off" { return value }
+        let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
+            throw ConfigurationError("metrics \"\(value)\" is not host:port (port 1 to 65535) or off")
+        }
+        return value
+    }
+
+    static func integer(_ value: String, _ key: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        guard let number = Int(value.trimmed), range.contains(number) else {
+            throw ConfigurationError(
+                "\(key) \"\(value)\" is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+}
+
+/// Endpoint rules checked before libzmq sees them (libzmq 4.3 accepts port 99999 silently).
+enum EndpointCheck {
+    static func problem(with endpoint: String) -> String? {
+        if endpoint.hasPrefix("tcp://") {
+            let rest = endpoint.dropFirst(6)
+            guard let colon = rest.lastIndex(of: ":") else { return "expected tcp://host:port" }
+            let host = rest[..<colon]
+            let port = rest[rest.index(after: colon)...]
+            guard !host.isEmpty else { return "has no host; expected tcp://host:port" }
+            if port == "*" { return nil }
+            guard let number = Int(port), (1...65535).contains(number) else {
+                return "port \(port) is not a number from 1 to 65535 (or *)"
+            }
+            return nil
+        }
+        if endpoint.hasPrefix("ipc://") { return endpoint.count > 6 ? nil : "expected ipc://path" }
+        if endpoint.hasPrefix("inproc://") { return endpoint.count > 9 ? nil : "expected inproc://name" }
+        return "unknown transport; expected tcp://, ipc:// or inproc://"
+    }
+}
+
+extension String {
+    var trimmed: String {
+        var text = Substring(self)
+        while text.first?.isWhitespace == true { text = text.dropFirst() }
+        while text.last?.isWhitespace == true { text = text.dropLast() }
+        return String(text)
+    }
+}

@@ -1,0 +1,47 @@
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Everything `navigatord` can be told. The defaults are the embedded defaults: the demo route
+/// map, the endpoints of the README on 127.0.0.1, state in `./navigator-data`.
+public struct ServiceConfiguration: Hashable, Sendable {
+    /// Where producers PUSH intents (PULL binds here).
+    public var intentEndpoints = ["tcp://127.0.0.1:7401"]
+    /// Where clients send requests (ROUTER binds here).
+    public var requestEndpoints = ["tcp://127.0.0.1:7402"]
+    /// Where shells subscribe to command batches (XPUB binds here).
+    public var commandEndpoints = ["tcp://127.0.0.1:7403"]
+    /// host:port of the HTTP endpoint for /metrics, /healthz and /readyz; `off` disables it.
+    public var metricsAddress = "127.0.0.1:7480"
+    /// Where the state file lives.
+    public var dataDirectory = "./navigator-data"
+    /// A route map file (YAML or JSON); `nil` means the built-in demo map.
+    public var routeMapPath: String? = nil
+    /// Worker threads resolving intents; sessions are spread over them.
+    public var workers = ServiceConfiguration.onlineCores
+    public var logLevel: Logger.Level = .info
+    /// Largest intent or request accepted; larger ones are rejected as too large.
+    public var maxMessageBytes = 64 * 1024
+    /// Messages queued per peer before PUSH producers block and PUB drops for slow shells.
+    public var highWaterMark: Int32 = 100_000
+    /// How long intent ids are remembered for dedup.
+    public var dedupWindowSeconds = 600
+    /// How long an intent may stay parked when it does not say.
+    public var parkedTTLSeconds = 300
+    /// Parked intents one session may hold; the oldest expire beyond it.
+    public var maxParkedPerSession = 64
+    /// How often changed sessions are written to the state file.
+    public var flushIntervalMilliseconds = 50
+    /// How long a graceful shutdown may take before sockets are closed regardless.
+    public var shutdownTimeoutSeconds = 10
+
+    public init() {}
+
+    public static var onlineCores: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}

@@ -1,0 +1,17 @@
+import Synchronization
+
+/// The endpoints the sockets actually bound (with the ports chosen for `tcp://host:*`).
+public struct Endpoints: Hashable, Sendable {
+    public var intents: [String] = []
+    public var requests: [String] = []
+    public var commands: [String] = []
+}
+
+final class BoundEndpoints: Sendable {
+    private let value = Mutex(Endpoints())
+
+    func set(intents: [String]) { value.withLock { $0.intents = intents } }
+    func set(requests: [String]) { value.withLock { $0.requests = requests } }
+    func set(commands: [String]) { value.withLock { $0.commands = commands } }
+    var current: Endpoints { value.withLock { $0 } }
+}

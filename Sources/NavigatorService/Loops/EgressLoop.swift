@@ -1,0 +1,73 @@
+import Logging
+import ZeroMQ
+
+/// Owns the XPUB that shells subscribe to: forwards what workers and ingress publish, without
+/// copying, and follows subscriptions for the stats.
+struct EgressLoop: SocketLoop {
+    let context: Context
+    let endpoints: [String]
+    let highWaterMark: Int32
+    /// Stop markers to wait for: every worker's and ingress's.
+    let producers: Int
+    let counters: ServiceCounters
+    let bound: BoundEndpoints
+    let logger: Logger
+
+    var name: String { "nav-egress" }
+
+    struct Sockets {
+        let xpub: Socket
+        let inbox: Socket
+    }
+
+    func open() throws -> Sockets {
+        let xpub = try Socket(context, type: .xpub)
+        try xpub.set(.sendHighWaterMark, highWaterMark)
+        try xpub.set(.linger, .milliseconds(500))
+        bound.set(commands: try bindAll(xpub, endpoints, "commands"))
+        let inbox = try Socket(context, type: .pull)
+        try inbox.set(.receiveHighWaterMark, 0)
+        try inbox.bind(Internal.egress)
+        return Sockets(xpub: xpub, inbox: inbox)
+    }
+
+    func run(_ sockets: Sockets) {
+        var poller = Poller()
+        poller.add(sockets.inbox)
+        poller.add(sockets.xpub)
+        var frames: [Message] = []
+        var stops = 0
+        do {
+            while stops < producers {
+                try poller.poll(timeout: nil)
+                if poller.events(at: 1).contains(.readable) {
+                    while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false) {
+                        guard count == 1, let first = frames[0].withUnsafeBytes({ $0.first }) else { continue }
+                        if first == 1 {
+                            counters.subscribedTopics.add()
+                        } else if first == 0 {
+                            counters.subscribedTopics.subtract()
+                        }
+                    }
+                }
+                guard poller.events(at: 0).contains(.readable) else { continue }
+                // Drain what is queued, then look at subscriptions again.
+                for _ in 0..<4096 {
+                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
+                    if count == 1 {
+                        stops += 1
+                        continue
+                    }
+                    for index in 0..<count { try sockets.xpub.send(frames[index], more: index < count - 1) }
+                }
+            }
+            logger.debug("egress stopped", metadata: ["producers": "\(producers)"])
+        } catch {
+            if error.code == .terminated {
+                logger.debug("egress ended by context shutdown")
+            } else {
+                logger.error("egress failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

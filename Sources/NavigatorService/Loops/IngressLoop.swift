@@ -1,0 +1,119 @@
+import Logging
+import NavigatorCore
+import NavigatorWire
+import ZeroMQ
+
+/// Owns the intents PULL: checks each message's frames and session, rejects what is malformed,
+/// and hands the rest, without copying, to the session's worker.
+struct IngressLoop: SocketLoop {
+    let context: Context
+    let endpoints: [String]
+    let workers: Int
+    let maxMessageBytes: Int
+    let highWaterMark: Int32
+    let counters: ServiceCounters
+    let bound: BoundEndpoints
+    let logger: Logger
+
+    var name: String { "nav-ingress" }
+
+    struct Sockets {
+        let pull: Socket
+        let control: Socket
+        let workers: [Socket]
+        let publisher: Publisher
+    }
+
+    func open() throws -> Sockets {
+        let pull = try Socket(context, type: .pull)
+        try pull.set(.receiveHighWaterMark, highWaterMark)
+        // libzmq drops a peer that sends more than this; anything between maxMessageBytes and it
+        // is refused here with a rejection the producer can read.
+        try pull.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
+        bound.set(intents: try bindAll(pull, endpoints, "intents"))
+        let control = try Socket(context, type: .pull)
+        try control.bind(Internal.ingressControl)
+        let pushes = try (0..<workers).map { index in
+            let push = try Socket(context, type: .push)
+            try push.set(.sendHighWaterMark, 0)
+            try push.connect(Internal.worker(index))
+            return push
+        }
+        return Sockets(
+            pull: pull, control: control, workers: pushes,
+            publisher: try Publisher(context: context, counters: counters))
+    }
+
+    func run(_ sockets: Sockets) {
+        var poller = Poller()
+        poller.add(sockets.pull)
+        poller.add(sockets.control)
+        var frames: [Message] = []
+        let kind = [Internal.intentKind]
+        do {
+            while true {
+                try poller.poll(timeout: nil)
+                if poller.events(at: 1).contains(.readable) {
+                    _ = try sockets.control.receiveMultipart()
+                    // Stop intake: take what is already queued, then tell the workers.
+                    while let count = try sockets.pull.receiveMultipart(into: &frames, wait: false) {
+                        try handle(frames, count, sockets, kind)
+                    }
+                    sockets.pull.close()
+                    for worker in sockets.workers { try worker.send(Internal.stop) }
+                    try sockets.publisher.stop()
+                    logger.debug("ingress stopped")
+                    return
+                }
+                for _ in 0..<1024 {
+                    guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false) else { break }
+                    try handle(frames, count, sockets, kind)
+                }
+            }
+        } catch {
+            if (error as? ZeroMQError)?.code == .terminated {
+                logger.debug("ingress ended by context shutdown")
+            } else {
+                logger.error("ingress failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func handle(_ frames: [Message], _ count: Int, _ sockets: Sockets, _ kind: [UInt8]) throws {
+        let sessionProblem: String?
+        var session = ""
+        do {
+            session = try frames[0].withUnsafeBytes { (bytes) throws(WireError) in try SessionID.decode(bytes) }
+            sessionProblem = nil
+        } catch {
+            sessionProblem = error.message
+        }
+        if count != 2 {
+            return try reject(
+                sessionProblem == nil ? session : "", .badFrames,
+                "intent message has \(count) frame\(count == 1 ? "" : "s"); expected 2: [session][Intent]", sockets)
+        }
+        if let sessionProblem { return try reject("", .invalidSession, sessionProblem, sockets) }
+        if frames[1].count > maxMessageBytes {
+            return try reject(
+                session, .tooLarge, "intent is \(frames[1].count) bytes; expected at most \(maxMessageBytes)", sockets)
+        }
+        let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
+        counters.forwarded[worker].add()
+        let push = sockets.workers[worker]
+        try push.send(kind, more: true)
+        try push.send(frames[0], more: true)
+        try push.send(frames[1])
+    }
+
+    private func reject(_ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ sockets: Sockets)
+        throws
+    {
+        counters.count(code)
+        logger.notice(
+            "intent rejected at ingress",
+            metadata: ["session": "\(session)", "code": "\(code.label)", "reason": "\(message)"])
+        try sockets.publisher.rejection(
+            session: session, intentID: "", source: "", code: code, message: message, sentAt: 0)
+    }
+}

@@ -1,0 +1,58 @@
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import ZeroMQ
+
+/// The PUSH end towards egress, owned by one thread (a worker or ingress): builds the header and
+/// payload of batches, rejections and audit records and hands them over.
+final class Publisher {
+    private let socket: Socket
+    private let counters: ServiceCounters
+    private var header = [UInt8](repeating: 0, count: FrameHeader.size)
+
+    init(context: Context, counters: ServiceCounters) throws {
+        socket = try Socket(context, type: .push)
+        try socket.set(.sendHighWaterMark, 0)  // inproc to egress: never drop, never block on a mark
+        try socket.connect(Internal.egress)
+        self.counters = counters
+    }
+
+    func batch(_ batch: Navigator_V1_CommandBatch, sentAt: Int64) throws {
+        try send(Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch)
+        counters.batches.add()
+    }
+
+    func rejection(
+        session: String, intentID: String, source: String, code: Navigator_V1_RejectCode, message: String, sentAt: Int64
+    ) throws {
+        let rejection = Navigator_V1_Rejection.with {
+            $0.session = session
+            $0.intentID = intentID
+            $0.code = code
+            $0.message = message
+            $0.source = source
+            $0.atUnixNanos = WallClock.now()
+        }
+        try send(Topic.rejections(session), .rejection, [], counters.rejectionSeq.next(), sentAt, rejection)
+    }
+
+    func audit(_ record: Navigator_V1_AuditRecord, sentAt: Int64) throws {
+        try send(Topic.audit(record.session), .audit, [], counters.auditSeq.next(), sentAt, record)
+    }
+
+    func stop() throws {
+        try socket.send(Internal.stop)
+    }
+
+    private func send(
+        _ topic: String, _ kind: FrameHeader.Kind, _ flags: FrameHeader.Flags, _ seq: UInt64, _ sentAt: Int64,
+        _ message: some SwiftProtobuf.Message
+    ) throws {
+        let frame = FrameHeader(kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now())
+        header.withUnsafeMutableBytes { frame.encode(into: $0) }
+        let payload: [UInt8] = try message.serializedBytes()
+        try socket.send(topic, more: true)
+        try socket.send(header, more: true)
+        try socket.send(payload)
+    }
+}

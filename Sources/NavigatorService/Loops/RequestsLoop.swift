@@ -1,0 +1,314 @@
+import Logging
+import NavigatorCore
+import NavigatorWire
+import NavigatorYAML
+import SwiftProtobuf
+import ZeroMQ
+
+/// Owns the requests ROUTER. Acknowledged intents and client events go to the session's worker
+/// (so they keep their order with the session's other work), and the worker's reply comes back
+/// here to be routed; snapshots, dry runs, stats and the route map are answered here, reading
+/// the store under its shard locks.
+struct RequestsLoop: SocketLoop {
+    let context: Context
+    let endpoints: [String]
+    let workers: Int
+    let maxMessageBytes: Int
+    let store: SessionStore
+    let resolvers: ResolverHolder
+    let counters: ServiceCounters
+    let bound: BoundEndpoints
+    let startedAt: Int64
+    let logger: Logger
+
+    var name: String { "nav-requests" }
+
+    struct Sockets {
+        let router: Socket
+        let replies: Socket
+        let control: Socket
+        let workers: [Socket]
+    }
+
+    func open() throws -> Sockets {
+        let router = try Socket(context, type: .router)
+        try router.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
+        try router.set(.linger, .milliseconds(500))
+        bound.set(requests: try bindAll(router, endpoints, "requests"))
+        let replies = try Socket(context, type: .pull)
+        try replies.set(.receiveHighWaterMark, 0)
+        try replies.bind(Internal.replies)
+        let control = try Socket(context, type: .pull)
+        try control.bind(Internal.requestsControl)
+        let pushes = try (0..<workers).map { index in
+            let push = try Socket(context, type: .push)
+            try push.set(.sendHighWaterMark, 0)
+            try push.connect(Internal.worker(index))
+            return push
+        }
+        return Sockets(router: router, replies: replies, control: control, workers: pushes)
+    }
+
+    func run(_ sockets: Sockets) {
+        var poller = Poller()
+        poller.add(sockets.router)
+        poller.add(sockets.replies)
+        poller.add(sockets.control)
+        var frames: [ZeroMQ.Message] = []
+        var stopping = false
+        var workersStopped = 0
+        do {
+            while workersStopped < workers {
+                try poller.poll(timeout: nil)
+                if poller.events(at: 2).contains(.readable) {
+                    _ = try sockets.control.receiveMultipart()
+                    stopping = true
+                    // Nothing more goes to the workers; they stop once ingress has stopped too.
+                    for worker in sockets.workers { try worker.send(Internal.stop) }
+                }
+                if poller.events(at: 1).contains(.readable) {
+                    while let count = try sockets.replies.receiveMultipart(into: &frames, wait: false) {
+                        if count == 1 {
+                            workersStopped += 1
+                        } else if count == 3 {
+                            try route(reply: frames, sockets)
+                        }
+                    }
+                }
+                if poller.events(at: 0).contains(.readable) {
+                    for _ in 0..<256 {
+                        guard let count = try sockets.router.receiveMultipart(into: &frames, wait: false) else { break }
+                        try handle(frames, count, stopping: stopping, sockets)
+                    }
+                }
+            }
+            logger.debug("requests stopped")
+        } catch {
+            if (error as? ZeroMQError)?.code == .terminated {
+                logger.debug("requests ended by context shutdown")
+            } else {
+                logger.error("requests failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// `[routing id][delimiter][Reply]` from a worker: back to the client.
+    private func route(reply frames: [ZeroMQ.Message], _ sockets: Sockets) throws {
+        let delimited = frames[1].withUnsafeBytes { $0.first == 1 }
+        try toClient { () throws(ZeroMQError) in
+            try sockets.router.send(frames[0], more: true)
+            if delimited { try sockets.router.send([] as [UInt8], more: true) }
+            try sockets.router.send(frames[2])
+        }
+    }
+
+    /// Sends to a client; one that has gone away (ROUTER_MANDATORY would say so) is logged, not fatal.
+    private func toClient(_ body: () throws(ZeroMQError) -> Void) throws(ZeroMQError) {
+        do {
+            try body()
+        } catch {
+            guard error.code == .hostUnreachable else { throw error }
+            logger.info("client left before its reply", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func handle(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
+        counters.requests.add()
+        // [id][empty][Request] from DEALER/REQ clients, or [id][Request].
+        let delimited = count == 3 && frames[1].count == 0
+        guard count == 2 || delimited else {
+            counters.count(.badFrames)
+            return try reply(
+                .rejection(
+                    .badFrames,
+                    "request message has \(count - 1) frames after the routing id; expected [empty][Request]"),
+                to: frames[0], delimited: count >= 2 && frames[1].count == 0, sockets)
+        }
+        let payload = frames[count - 1]
+        guard payload.count <= maxMessageBytes else {
+            counters.count(.tooLarge)
+            return try reply(
+                .rejection(.tooLarge, "request is \(payload.count) bytes; expected at most \(maxMessageBytes)"),
+                to: frames[0], delimited: delimited, sockets)
+        }
+        let request: Navigator_V1_Request
+        do {
+            request = try Navigator_V1_Request(serializedBytes: payload.bytes)
+        } catch {
+            counters.count(.malformed)
+            return try reply(
+                .rejection(.malformed, "request is not a valid navigator.v1.Request message: \(error)"), to: frames[0],
+                delimited: delimited, sockets)
+        }
+        var answer = Navigator_V1_Reply()
+        answer.requestID = request.requestID
+        guard request.requestID.utf8.count <= 128 else {
+            counters.count(.invalidID)
+            answer.requestID = ""
+            answer.rejected = .rejection(
+                .invalidID, "request_id has \(request.requestID.utf8.count) bytes; expected at most 128")
+            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+        }
+        if stopping {
+            counters.count(.shuttingDown)
+            answer.rejected = .rejection(.shuttingDown, "the service is shutting down and takes no new requests")
+            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+        }
+        switch request.kind {
+        case .intent(let intent):
+            let session = intent.session
+            if let problem = SessionID.problem(with: session) {
+                counters.count(.invalidSession)
+                counters.count(.rejected)
+                answer.rejected = .rejection(.invalidSession, problem)
+                return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            }
+            try forward(frames[0], delimited, payload, session: session, sockets)
+        case .clientEvent(let event):
+            if let problem = SessionID.problem(with: event.session) {
+                counters.count(.invalidSession)
+                answer.rejected = .rejection(.invalidSession, problem)
+                return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            }
+            try forward(frames[0], delimited, payload, session: event.session, sockets)
+        case .snapshot(let wanted):
+            answer.kind = snapshot(wanted.session)
+            try reply(answer, to: frames[0], delimited: delimited, sockets)
+        case .explain(let intent):
+            explain(intent, into: &answer)
+            try reply(answer, to: frames[0], delimited: delimited, sockets)
+        case .stats:
+            answer.stats = stats()
+            try reply(answer, to: frames[0], delimited: delimited, sockets)
+        case .routes:
+            answer.routes = .with {
+                $0.source = resolvers.source
+                $0.yaml = RouteMapYAML.encode(resolvers.resolver.map)
+            }
+            try reply(answer, to: frames[0], delimited: delimited, sockets)
+        case nil:
+            counters.count(.unknownRequest)
+            answer.rejected = .rejection(
+                .unknownRequest,
+                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats or routes"
+            )
+            try reply(answer, to: frames[0], delimited: delimited, sockets)
+        }
+    }
+
+    private func forward(
+        _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String, _ sockets: Sockets
+    ) throws {
+        let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
+        counters.forwarded[worker].add()
+        let push = sockets.workers[worker]
+        try push.send([Internal.requestKind], more: true)
+        try push.send(routingID, more: true)
+        try push.send([delimited ? 1 : 0] as [UInt8], more: true)
+        try push.send(payload)
+    }
+
+    private func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
+        throws
+    {
+        let bytes: [UInt8] = try reply.serializedBytes()
+        try toClient { () throws(ZeroMQError) in
+            try sockets.router.send(routingID, more: true)
+            if delimited { try sockets.router.send([] as [UInt8], more: true) }
+            try sockets.router.send(bytes)
+        }
+    }
+
+    private func reply(
+        _ rejected: Navigator_V1_Rejected, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets
+    ) throws {
+        var answer = Navigator_V1_Reply()
+        answer.rejected = rejected
+        try reply(answer, to: routingID, delimited: delimited, sockets)
+    }
+
+    private func snapshot(_ session: String) -> Navigator_V1_Reply.OneOf_Kind {
+        if let problem = SessionID.problem(with: session) {
+            counters.count(.invalidSession)
+            return .rejected(.rejection(.invalidSession, problem))
+        }
+        let record = store.read(session)
+        return .snapshot(
+            .with {
+                $0.session = session
+                $0.seq = record.seq
+                $0.tree = .init(record.state.tree)
+                $0.conditions = record.state.conditions
+                $0.parked = record.state.parked.map { parked in
+                    .with {
+                        $0.intent = .init(parked.intent)
+                        $0.reason = parked.reason.description
+                        $0.expiresAtUnixNanos = parked.expiresAt
+                    }
+                }
+            })
+    }
+
+    private func explain(_ wire: Navigator_V1_Intent, into answer: inout Navigator_V1_Reply) {
+        if let problem = SessionID.problem(with: wire.session) {
+            counters.count(.invalidSession)
+            answer.rejected = .rejection(.invalidSession, problem)
+            return
+        }
+        let intent: Intent
+        do {
+            intent = try wire.core()
+        } catch {
+            answer.rejected = .rejection(Navigator_V1_RejectCode(error.code), error.message)
+            return
+        }
+        let record = store.read(wire.session)
+        let resolution = resolvers.resolver.explain(intent, in: record.state, now: WallClock.now())
+        answer.explanationSteps = resolution.explanation.map(Navigator_V1_ExplanationStep.init)
+        answer.explanation = .with {
+            $0.outcome = Navigator_V1_Outcome(resolution.outcome)
+            $0.batch = Navigator_V1_CommandBatch(
+                session: wire.session, seq: 0, intentID: intent.id, animated: intent.animated,
+                commands: resolution.commands,
+                treeVersion: 0, summary: resolution.summary, cause: .intent)
+            switch resolution.outcome {
+            case .ignored(let reason): $0.reason = reason
+            case .parked(let reason, _): $0.reason = reason.description
+            case .rejected(let error): $0.rejection = .rejection(Navigator_V1_RejectCode(error.code), error.message)
+            case .resolved, .refreshed: break
+            }
+        }
+    }
+
+    private func stats() -> Navigator_V1_Stats {
+        .with {
+            $0.version = NavigatorVersion.current
+            $0.startedAtUnixNanos = startedAt
+            $0.workers = UInt32(workers)
+            $0.sessions = UInt64(store.sessionCount)
+            $0.parkedIntents = UInt64(store.parkedCount)
+            $0.subscribers = counters.subscribedTopics.load
+            for outcome in [Navigator_V1_Outcome.resolved, .refreshed, .ignored, .parked, .rejected] {
+                $0.intentsByOutcome[outcome.label] = counters.outcomes[outcome.rawValue].load
+            }
+            for (raw, counter) in counters.rejections.enumerated() where counter.load > 0 {
+                $0.rejectionsByCode[Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)"] = counter.load
+            }
+            $0.workerQueueDepths = (0..<workers).map(counters.queueDepth)
+        }
+    }
+}
+
+extension Navigator_V1_Rejected {
+    static func rejection(_ code: Navigator_V1_RejectCode, _ message: String) -> Self {
+        .with {
+            $0.code = code
+            $0.message = message
+        }
+    }
+}
+
+/// The version `navigatord --version` and stats report.
+public enum NavigatorVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,53 @@
+import Logging
+import ZeroMQ
+
+/// A thread that owns sockets: `open()` makes and binds them on the thread (so a bind error
+/// reaches whoever starts the loop), `run(_:)` serves until told to stop.
+protocol SocketLoop: Sendable {
+    associatedtype Sockets
+    var name: String { get }
+    func open() throws -> Sockets
+    func run(_ sockets: Sockets)
+}
+
+extension SocketLoop {
+    /// Starts the loop on a dedicated thread; returns once its sockets are open, or throws what
+    /// opening them threw (the thread has then ended).
+    func start() async throws -> DedicatedThread {
+        var started: DedicatedThread?
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            started = DedicatedThread(name: name) {
+                let sockets: Sockets
+                do {
+                    sockets = try open()
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                continuation.resume()
+                run(sockets)
+            }
+        }
+        return started!
+    }
+}
+
+/// Binds a socket to every endpoint and returns what each resolved to (the port chosen for `*`).
+func bindAll(_ socket: Socket, _ endpoints: [String], _ what: String) throws -> [String] {
+    var bound: [String] = []
+    for endpoint in endpoints {
+        do {
+            try socket.bind(endpoint)
+        } catch {
+            throw ServiceError("cannot bind the \(what) socket to \(endpoint): \(error.message)")
+        }
+        bound.append(try socket.lastEndpoint)
+    }
+    return bound
+}
+
+/// A failure of the service that a person must act on, said plainly.
+public struct ServiceError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,375 @@
+import Logging
+import NavigatorCore
+import NavigatorWire
+import ZeroMQ
+
+/// Resolves the intents and client events of its shard of sessions, in arrival order per
+/// session: assigns seqs, publishes batches, rejections and audit records, answers acknowledged
+/// requests, and expires parked intents.
+struct WorkerLoop: SocketLoop {
+    let index: Int
+    let context: Context
+    let store: SessionStore
+    let resolvers: ResolverHolder
+    let counters: ServiceCounters
+    let logger: Logger
+    /// Stop markers to wait for: from ingress and from the requests thread.
+    let producers = 2
+
+    var name: String { "nav-worker-\(index)" }
+
+    struct Sockets {
+        let inbox: Socket
+        let replies: Socket
+        let publisher: Publisher
+    }
+
+    func open() throws -> Sockets {
+        let inbox = try Socket(context, type: .pull)
+        try inbox.set(.receiveHighWaterMark, 0)
+        try inbox.bind(Internal.worker(index))
+        let replies = try Socket(context, type: .push)
+        try replies.set(.sendHighWaterMark, 0)
+        try replies.connect(Internal.replies)
+        return Sockets(inbox: inbox, replies: replies, publisher: try Publisher(context: context, counters: counters))
+    }
+
+    func run(_ sockets: Sockets) {
+        var state = WorkerState(resolver: resolvers.resolver, generation: resolvers.generation)
+        // Sessions of this shard with parked intents, for the expiry pass.
+        state.parkedSessions = store.shards[index].records.withLock { records in
+            Set(records.filter { !$0.value.state.parked.isEmpty }.keys)
+        }
+        var poller = Poller()
+        poller.add(sockets.inbox)
+        var frames: [Message] = []
+        var stops = 0
+        var nextExpiry = WallClock.now() + Self.expiryInterval
+        do {
+            while stops < producers {
+                let wait = max(0, nextExpiry - WallClock.now())
+                try poller.poll(timeout: .nanoseconds(wait))
+                if resolvers.generation != state.generation {
+                    state.resolver = resolvers.resolver
+                    state.generation = resolvers.generation
+                }
+                for _ in 0..<1024 {
+                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
+                    if count == 1 {
+                        stops += 1
+                        continue
+                    }
+                    counters.handled[index].add()
+                    let kind = frames[0].withUnsafeBytes { $0.first ?? 0 }
+                    if kind == Internal.intentKind, count == 3 {
+                        try handleIntent(session: frames[1].string, payload: frames[2].bytes, &state, sockets)
+                    } else if kind == Internal.requestKind, count == 4 {
+                        try handleRequest(frames, &state, sockets)
+                    }
+                }
+                if WallClock.now() >= nextExpiry {
+                    try expire(&state, sockets)
+                    nextExpiry = WallClock.now() + Self.expiryInterval
+                }
+            }
+            try sockets.publisher.stop()
+            try sockets.replies.send(Internal.stop)
+            logger.debug("worker stopped", metadata: ["worker": "\(index)"])
+        } catch {
+            if (error as? ZeroMQError)?.code == .terminated {
+                logger.debug("worker ended by context shutdown", metadata: ["worker": "\(index)"])
+            } else {
+                logger.error("worker failed", metadata: ["worker": "\(index)", "error": "\(error)"])
+            }
+        }
+    }
+
+    static let expiryInterval: Int64 = 100_000_000
+
+    struct WorkerState {
+        var resolver: Resolver
+        var generation: Int
+        var parkedSessions: Set<String> = []
+    }
+
+    // MARK: Intents
+
+    /// A fire-and-forget intent from ingress.
+    private func handleIntent(session: String, payload: [UInt8], _ state: inout WorkerState, _ sockets: Sockets) throws
+    {
+        let intent: Intent
+        do {
+            intent = try Navigator_V1_Intent(serializedBytes: payload).core(session: session)
+        } catch let error as WireError {
+            return try reject(
+                session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message, sockets)
+        } catch {
+            return try reject(
+                session: session, intentID: "", source: "", .malformed,
+                "intent is not a valid navigator.v1.Intent message: \(error)", sockets)
+        }
+        let outcome = try resolve(intent, &state, sockets)
+        if case .rejected(let error) = outcome.resolution.outcome {
+            try reject(
+                session: session, intentID: intent.id, source: intent.source, Navigator_V1_RejectCode(error.code),
+                error.message,
+                sockets, counted: true)
+        }
+    }
+
+    struct Resolved {
+        var resolution: Resolution
+        var batch: Navigator_V1_CommandBatch?
+        var expiresAt: Int64
+    }
+
+    /// Resolves under the shard's lock, then publishes the batches (the intent's, then those of
+    /// the parked intents it released), the audit records, and counts.
+    private func resolve(_ intent: Intent, _ state: inout WorkerState, _ sockets: Sockets) throws -> Resolved {
+        let started = WallClock.now()
+        let resolver = state.resolver
+        let (resolution, batches, parkedNow, expiresAt) = store.update(intent.session) { record in
+            let before = record.state.tree
+            let resolution = resolver.resolve(intent, into: &record.state, now: started)
+            let batches = Self.batches(
+                session: intent.session, resolution: resolution, released: resolution.released, before: before,
+                record: &record)
+            let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
+            return (resolution, batches, !record.state.parked.isEmpty, expiresAt)
+        }
+        counters.recordLatency(nanoseconds: WallClock.now() - started)
+        if parkedNow {
+            state.parkedSessions.insert(intent.session)
+        } else {
+            state.parkedSessions.remove(intent.session)
+        }
+        let wireOutcome = Navigator_V1_Outcome(resolution.outcome)
+        counters.count(wireOutcome)
+        for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
+        try sockets.publisher.audit(Self.audit(resolution, .resolution, batches.first?.0), sentAt: intent.sentAt)
+        for (released, batch) in zip(resolution.released, batches.dropFirst(resolution.commands.isEmpty ? 0 : 1)) {
+            counters.count(Navigator_V1_Outcome(released.outcome))
+            try sockets.publisher.audit(Self.audit(released, .release, batch.0), sentAt: released.intent.sentAt)
+        }
+        let own = resolution.commands.isEmpty ? nil : batches.first?.0
+        return Resolved(resolution: resolution, batch: own, expiresAt: expiresAt)
+    }
+
+    /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
+    /// it has commands), or a client event's echo, then one per released intent.
+    static func batches(
+        session: String, resolution: Resolution?, echo: [Command] = [], released: [Resolution], before: ScreenTree,
+        record: inout SessionStore.Record
+    ) -> [(Navigator_V1_CommandBatch, Int64)] {
+        var result: [(Navigator_V1_CommandBatch, Int64)] = []
+        var tree = before
+        func add(_ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: String) {
+            guard !commands.isEmpty else { return }
+            try? tree.apply(commands)  // already applied to the session; this tracks each batch's version
+            record.seq += 1
+            let batch = Navigator_V1_CommandBatch(
+                session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
+                commands: commands, treeVersion: tree.version, summary: summary, cause: cause)
+            result.append((batch, intent?.sentAt ?? 0))
+        }
+        if let resolution {
+            let isGuard = if case .parked = resolution.outcome { true } else { false }
+            add(resolution.commands, resolution.intent, isGuard ? .guard : .intent, resolution.summary)
+        }
+        add(echo, nil, .clientEvent, "client event")
+        for release in released { add(release.commands, release.intent, .release, release.summary) }
+        return result
+    }
+
+    static func audit(_ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Navigator_V1_CommandBatch?)
+        -> Navigator_V1_AuditRecord
+    {
+        var record = Navigator_V1_AuditRecord()
+        record.kind = kind
+        record.session = resolution.intent.session
+        record.intentID = resolution.intent.id
+        record.source = resolution.intent.source
+        record.outcome = Navigator_V1_Outcome(resolution.outcome)
+        record.seq = batch?.seq ?? 0
+        record.commandCount = UInt32(resolution.commands.count)
+        record.summary = resolution.summary
+        if case .rejected(let error) = resolution.outcome { record.rejectCode = Navigator_V1_RejectCode(error.code) }
+        record.atUnixNanos = WallClock.now()
+        return record
+    }
+
+    private func reject(
+        session: String, intentID: String, source: String, _ code: Navigator_V1_RejectCode, _ message: String,
+        _ sockets: Sockets, counted: Bool = false
+    ) throws {
+        counters.count(code)
+        if !counted { counters.count(.rejected) }
+        logger.notice(
+            "intent rejected",
+            metadata: [
+                "session": "\(session)", "intent": "\(intentID)", "code": "\(code.label)", "reason": "\(message)",
+            ])
+        try sockets.publisher.rejection(
+            session: session, intentID: intentID, source: source, code: code, message: message, sentAt: 0)
+    }
+
+    // MARK: Acknowledged requests
+
+    private func handleRequest(_ frames: [Message], _ state: inout WorkerState, _ sockets: Sockets) throws {
+        var reply = Navigator_V1_Reply()
+        do {
+            let request = try Navigator_V1_Request(serializedBytes: frames[3].bytes)
+            reply.requestID = request.requestID
+            switch request.kind {
+            case .intent(let wire):
+                try answer(intent: wire, &reply, &state, sockets)
+            case .clientEvent(let wire):
+                try answer(event: wire, &reply, &state, sockets)
+            default:
+                reply.rejected = .with {
+                    $0.code = .unknownRequest
+                    $0.message = "this request kind is not handled by workers"
+                }
+            }
+        } catch {
+            reply.rejected = .with {
+                $0.code = .malformed
+                $0.message = "request is not a valid navigator.v1.Request message: \(error)"
+            }
+        }
+        try sockets.replies.send(frames[1], more: true)
+        try sockets.replies.send(frames[2], more: true)
+        try sockets.replies.send(try reply.serializedBytes() as [UInt8])
+    }
+
+    private func answer(
+        intent wire: Navigator_V1_Intent, _ reply: inout Navigator_V1_Reply, _ state: inout WorkerState,
+        _ sockets: Sockets
+    ) throws {
+        let intent: Intent
+        do {
+            intent = try wire.core()
+        } catch {
+            counters.count(Navigator_V1_RejectCode(error.code))
+            counters.count(.rejected)
+            reply.rejected = .with {
+                $0.code = Navigator_V1_RejectCode(error.code)
+                $0.message = error.message
+            }
+            return
+        }
+        let resolved = try resolve(intent, &state, sockets)
+        reply.explanationSteps = resolved.resolution.explanation.map(Navigator_V1_ExplanationStep.init)
+        switch resolved.resolution.outcome {
+        case .resolved, .refreshed:
+            reply.resolved = .with {
+                $0.outcome = Navigator_V1_Outcome(resolved.resolution.outcome)
+                if let batch = resolved.batch { $0.batch = batch }
+            }
+        case .ignored(let reason):
+            reply.ignored = .with { $0.reason = reason }
+        case .parked(let reason, _):
+            reply.parked = .with {
+                $0.reason = reason.description
+                $0.expiresAtUnixNanos = resolved.expiresAt
+                if let batch = resolved.batch { $0.redirect = batch }
+            }
+        case .rejected(let error):
+            counters.count(Navigator_V1_RejectCode(error.code))
+            reply.rejected = .with {
+                $0.code = Navigator_V1_RejectCode(error.code)
+                $0.message = error.message
+            }
+        }
+    }
+
+    private func answer(
+        event wire: Navigator_V1_ClientEvent, _ reply: inout Navigator_V1_Reply, _ state: inout WorkerState,
+        _ sockets: Sockets
+    ) throws {
+        counters.clientEvents.add()
+        if let problem = SessionID.problem(with: wire.session) {
+            counters.count(.invalidSession)
+            reply.rejected = .with {
+                $0.code = .invalidSession
+                $0.message = problem
+            }
+            return
+        }
+        let event: ClientEvent
+        do {
+            event = try wire.core()
+        } catch {
+            counters.count(Navigator_V1_RejectCode(error.code))
+            reply.rejected = .with {
+                $0.code = Navigator_V1_RejectCode(error.code)
+                $0.message = error.message
+            }
+            return
+        }
+        let resolver = state.resolver
+        let now = WallClock.now()
+        typealias Outcome = (EventResolution, [(Navigator_V1_CommandBatch, Int64)], UInt64, Bool)
+        let (result, batches, seq, parkedNow) = store.update(wire.session) { record -> Outcome in
+            let before = record.state.tree
+            let result = resolver.apply(event, to: &record.state, now: now)
+            guard result.error == nil else { return (result, [], record.seq, !record.state.parked.isEmpty) }
+            let batches = Self.batches(
+                session: wire.session, resolution: nil, echo: result.echo, released: result.released, before: before,
+                record: &record)
+            return (result, batches, record.seq, !record.state.parked.isEmpty)
+        }
+        if let error = result.error {
+            counters.count(.invalidEvent)
+            reply.rejected = .with {
+                $0.code = .invalidEvent
+                $0.message = error.message
+            }
+            return
+        }
+        if parkedNow { state.parkedSessions.insert(wire.session) } else { state.parkedSessions.remove(wire.session) }
+        for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
+        for released in result.released {
+            counters.count(Navigator_V1_Outcome(released.outcome))
+            try sockets.publisher.audit(Self.audit(released, .release, nil), sentAt: released.intent.sentAt)
+        }
+        reply.eventApplied = .with {
+            $0.seq = seq
+            $0.releasedIntentIds = result.released.map(\.intent.id)
+        }
+    }
+
+    // MARK: Expiry
+
+    private func expire(_ state: inout WorkerState, _ sockets: Sockets) throws {
+        guard !state.parkedSessions.isEmpty else { return }
+        let now = WallClock.now()
+        let resolver = state.resolver
+        for session in state.parkedSessions {
+            let (expired, remaining) = store.update(session) { record in
+                (resolver.expire(&record.state, now: now), record.state.parked.count)
+            }
+            if remaining == 0 { state.parkedSessions.remove(session) }
+            for parked in expired {
+                counters.expired.add()
+                counters.count(.expired)
+                let message =
+                    "intent waited longer than its time to live (\(parked.reason)); expected the blocker to go or the condition to hold before \(parked.expiresAt)"
+                try sockets.publisher.rejection(
+                    session: session, intentID: parked.intent.id, source: parked.intent.source, code: .expired,
+                    message: message,
+                    sentAt: parked.intent.sentAt)
+                var record = Navigator_V1_AuditRecord()
+                record.kind = .expiry
+                record.session = session
+                record.intentID = parked.intent.id
+                record.source = parked.intent.source
+                record.outcome = .rejected
+                record.rejectCode = .expired
+                record.summary = message
+                record.atUnixNanos = now
+                try sockets.publisher.audit(record, sentAt: parked.intent.sentAt)
+            }
+        }
+    }
+}

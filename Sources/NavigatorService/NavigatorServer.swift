@@ -1,0 +1,206 @@
+import Logging
+import NavigatorCore
+import NavigatorYAML
+import ServiceLifecycle
+import Synchronization
+import ZeroMQ
+
+/// The Navigator service: intents in over ZeroMQ, command batches out to subscribed shells.
+///
+/// Threads, in start order: egress (XPUB), workers (one per shard of sessions), requests
+/// (ROUTER), ingress (intents PULL). Graceful shutdown stops them in reverse: requests and
+/// ingress stop taking work, workers finish what they were given, egress publishes the last
+/// of it; past `shutdownTimeoutSeconds` the context is shut down and every socket closes.
+public final class NavigatorServer: Service, Sendable {
+    public let configuration: ServiceConfiguration
+    let logger: Logger
+    let context: Context
+    let store: SessionStore
+    let resolvers: ResolverHolder
+    let counters: ServiceCounters
+    let bound = BoundEndpoints()
+    let startedAt = WallClock.now()
+    private let lifecycle = Mutex(Lifecycle.initial)
+
+    enum Lifecycle {
+        case initial
+        case running([DedicatedThread])
+        case stopped
+    }
+
+    /// Builds the service: loads and checks the route map; opens nothing yet.
+    public init(configuration: ServiceConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let (resolver, source) = try Self.loadResolver(configuration)
+        resolvers = ResolverHolder(resolver, source: source)
+        counters = ServiceCounters(workers: configuration.workers)
+        let holder = resolvers
+        store = SessionStore(shards: configuration.workers) { holder.resolver.initialState() }
+        context = try Context(ioThreads: 1)
+    }
+
+    /// The endpoints bound, with real ports for `tcp://host:*` (known once started).
+    public var endpoints: Endpoints { bound.current }
+
+    /// The route map in use and where it came from.
+    public var routeMap: (map: RouteMap, source: String) { (resolvers.resolver.map, resolvers.source) }
+
+    // MARK: Lifecycle
+
+    public func run() async throws {
+        try await start()
+        // Returns when graceful shutdown is asked for (SIGTERM/SIGINT through the ServiceGroup);
+        // throws if the task is cancelled instead. Either way the service stops.
+        try? await gracefulShutdown()
+        await stop()
+    }
+
+    /// Opens every socket and starts the threads; throws (with everything closed again) if a
+    /// socket cannot be bound.
+    public func start() async throws {
+        let ready = lifecycle.withLock { state -> Bool in
+            if case .initial = state { return true }
+            return false
+        }
+        guard ready else { throw ServiceError("the service was started already") }
+        var threads: [DedicatedThread] = []
+        do {
+            threads.append(
+                try await EgressLoop(
+                    context: context, endpoints: configuration.commandEndpoints,
+                    highWaterMark: configuration.highWaterMark,
+                    producers: configuration.workers + 1, counters: counters, bound: bound, logger: logger
+                ).start())
+            for index in 0..<configuration.workers {
+                threads.append(
+                    try await WorkerLoop(
+                        index: index, context: context, store: store, resolvers: resolvers, counters: counters,
+                        logger: logger
+                    ).start())
+            }
+            threads.append(
+                try await RequestsLoop(
+                    context: context, endpoints: configuration.requestEndpoints, workers: configuration.workers,
+                    maxMessageBytes: configuration.maxMessageBytes, store: store, resolvers: resolvers,
+                    counters: counters,
+                    bound: bound, startedAt: startedAt, logger: logger
+                ).start())
+            threads.append(
+                try await IngressLoop(
+                    context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
+                    maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
+                    counters: counters, bound: bound, logger: logger
+                ).start())
+        } catch {
+            context.shutdown()
+            for thread in threads { await Self.join(thread) }
+            lifecycle.withLock { $0 = .stopped }
+            throw error
+        }
+        lifecycle.withLock { $0 = .running(threads) }
+        let endpoints = bound.current
+        logger.info(
+            "navigatord started",
+            metadata: [
+                "intents": "\(endpoints.intents.joined(separator: ","))",
+                "requests": "\(endpoints.requests.joined(separator: ","))",
+                "commands": "\(endpoints.commands.joined(separator: ","))",
+                "workers": "\(configuration.workers)", "routes": "\(resolvers.source)",
+            ])
+    }
+
+    /// Stops taking work, lets the workers finish what they were given, and closes everything,
+    /// within `shutdownTimeoutSeconds`. Safe to call more than once.
+    public func stop() async {
+        let threads = lifecycle.withLock { state -> [DedicatedThread]? in
+            guard case .running(let threads) = state else { return nil }
+            state = .stopped
+            return threads
+        }
+        guard let threads else { return }
+        logger.info("navigatord stopping: draining in-flight work")
+        // Requests first, so nothing reaches a worker after ingress has told it to stop.
+        await Self.signal(context, Internal.requestsControl)
+        await Self.signal(context, Internal.ingressControl)
+        let finished = await Self.joinAll(threads, within: .seconds(configuration.shutdownTimeoutSeconds))
+        if !finished {
+            logger.warning(
+                "navigatord: shutdown bound of \(configuration.shutdownTimeoutSeconds) s reached; closing sockets now")
+            context.shutdown()
+            for thread in threads { await Self.join(thread) }
+        }
+        let context = self.context
+        _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
+        logger.info("navigatord stopped")
+    }
+
+    // MARK: Route map
+
+    /// Loads the route map again from its file (SIGHUP). An invalid map is refused: the error is
+    /// logged and thrown, and the map in use stays.
+    @discardableResult
+    public func reloadRouteMap() throws -> String {
+        do {
+            let (resolver, source) = try Self.loadResolver(configuration)
+            resolvers.replace(with: resolver, source: source)
+            logger.info(
+                "route map reloaded", metadata: ["routes": "\(source)", "screens": "\(resolver.map.screens.count)"])
+            return source
+        } catch {
+            logger.error("route map reload refused; the previous map stays", metadata: ["error": "\(error)"])
+            throw error
+        }
+    }
+
+    static func loadResolver(_ configuration: ServiceConfiguration) throws -> (Resolver, String) {
+        let map: RouteMap
+        let source: String
+        if let path = configuration.routeMapPath {
+            map = try RouteMapYAML.load(contentsOfFile: path)
+            source = path
+        } else {
+            map = .demo
+            source = "embedded demo"
+        }
+        var options = Resolver.Options()
+        options.dedupWindow = Int64(configuration.dedupWindowSeconds) * 1_000_000_000
+        options.defaultTTL = Int64(configuration.parkedTTLSeconds) * 1_000_000_000
+        options.maxParked = configuration.maxParkedPerSession
+        return (try Resolver(map: map, options: options), source)
+    }
+
+    // MARK: Threads
+
+    /// Sends a stop marker to a loop's control socket from a short-lived socket of its own.
+    private static func signal(_ context: Context, _ endpoint: String) async {
+        _ = try? await DedicatedThread.run(name: "nav-signal") {
+            let push = try Socket(context, type: .push)
+            try push.set(.linger, .seconds(5))
+            try push.connect(endpoint)
+            try push.send(Internal.stop)
+        }
+    }
+
+    private static func join(_ thread: DedicatedThread) async {
+        _ = try? await DedicatedThread.run(name: "nav-join") { thread.join() }
+    }
+
+    /// Whether every thread finished within `limit`. (A task group would wait for a blocked
+    /// join regardless of any timeout; a joiner thread and a flag do not.)
+    private static func joinAll(_ threads: [DedicatedThread], within limit: Duration) async -> Bool {
+        let finished = Atomic<Bool>(false)
+        let joiner = DedicatedThread(name: "nav-join") {
+            for thread in threads { thread.join() }
+            finished.store(true, ordering: .releasing)
+        }
+        let clock = ContinuousClock()
+        let end = clock.now + limit
+        while !finished.load(ordering: .acquiring), clock.now < end {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let done = finished.load(ordering: .acquiring)
+        if done { await join(joiner) } else { joiner.detach() }
+        return done
+    }
+}

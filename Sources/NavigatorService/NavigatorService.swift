@@ -1,2 +1,0 @@
-/// Namespace of the NavigatorService module; its parts come with later issues.
-public enum NavigatorServiceModule {}

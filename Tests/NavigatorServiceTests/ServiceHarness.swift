@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import NavigatorCore
+import NavigatorService
+import NavigatorWire
+import SwiftProtobuf
+import Testing
+import ZeroMQ
+
+/// Starts a service on ephemeral ports on 127.0.0.1 with state in a temporary directory, runs
+/// `body`, and stops the service whatever happens.
+func withService(
+    workers: Int = 2, _ configure: (inout ServiceConfiguration) -> Void = { _ in },
+    _ body: @Sendable (NavigatorServer, Endpoints) async throws -> Void
+) async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "navsvc-\(UUID().uuidString.prefix(8))")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var configuration = ServiceConfiguration()
+    configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
+    configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
+    configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
+    configuration.metricsAddress = "off"
+    configuration.dataDirectory = directory.path
+    configuration.workers = workers
+    configuration.shutdownTimeoutSeconds = 5
+    configure(&configuration)
+    var logger = Logger(label: "navigatord-test")
+    logger.logLevel = .warning
+    let server = try NavigatorServer(configuration: configuration, logger: logger)
+    try await server.start()
+    do {
+        try await body(server, server.endpoints)
+    } catch {
+        await server.stop()
+        throw error
+    }
+    await server.stop()
+}
+
+/// A producer, a requests client and shells, all owned by the one thread that runs the test's
+/// socket work.
+final class Client {
+    let context: Context
+    let endpoints: Endpoints
+    private var dealer: Socket?
+    private var push: Socket?
+    private var counter = 0
+
+    init(_ endpoints: Endpoints) throws {
+        context = try Context()
+        self.endpoints = endpoints
+    }
+
+    /// Sends a request and waits (bounded) for its reply.
+    func request(_ kind: Navigator_V1_Request.OneOf_Kind) throws -> Navigator_V1_Reply {
+        if dealer == nil {
+            let socket = try Socket(context, type: .dealer)
+            try socket.set(.receiveTimeout, .seconds(10))
+            try socket.connect(endpoints.requests[0])
+            dealer = socket
+        }
+        counter += 1
+        var request = Navigator_V1_Request()
+        request.requestID = "r\(counter)"
+        request.kind = kind
+        try dealer!.send(multipart: [[UInt8](), try request.serializedBytes() as [UInt8]])
+        while true {
+            let frames = try dealer!.receiveMultipart()
+            let reply = try Navigator_V1_Reply(serializedBytes: frames.last!.bytes)
+            if reply.requestID == request.requestID { return reply }
+        }
+    }
+
+    /// Fire and forget, as producers do.
+    func send(_ intent: Navigator_V1_Intent, session: String) throws {
+        try sendRaw([Array(session.utf8), try intent.serializedBytes() as [UInt8]])
+    }
+
+    func sendRaw(_ frames: [[UInt8]]) throws {
+        if push == nil {
+            let socket = try Socket(context, type: .push)
+            try socket.set(.linger, .seconds(2))
+            try socket.connect(endpoints.intents[0])
+            push = socket
+        }
+        try push!.send(multipart: frames)
+    }
+
+    /// A SUB on the commands socket, returned once the service has seen the subscription.
+    func subscribe(_ topics: String...) throws -> Socket {
+        let before = try request(.stats(.init())).stats.subscribers
+        let sub = try Socket(context, type: .sub)
+        try sub.set(.receiveTimeout, .seconds(10))
+        for topic in topics { try sub.subscribe(topic) }
+        try sub.connect(endpoints.commands[0])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try request(.stats(.init())).stats.subscribers < before + UInt64(topics.count) {
+            guard ContinuousClock.now < deadline else { throw TestFailure("the service never saw the subscription") }
+        }
+        return sub
+    }
+}
+
+struct Published {
+    let topic: String
+    let header: FrameHeader
+    let payload: [UInt8]
+
+    var batch: Navigator_V1_CommandBatch { get throws { try Navigator_V1_CommandBatch(serializedBytes: payload) } }
+    var rejection: Navigator_V1_Rejection { get throws { try Navigator_V1_Rejection(serializedBytes: payload) } }
+    var audit: Navigator_V1_AuditRecord { get throws { try Navigator_V1_AuditRecord(serializedBytes: payload) } }
+}
+
+extension Socket {
+    /// The next published message (bounded by the receive timeout).
+    func nextPublished() throws -> Published {
+        let frames = try receiveMultipart()
+        guard frames.count == 3 else { throw TestFailure("published message has \(frames.count) frames") }
+        return Published(
+            topic: frames[0].string, header: try FrameHeader(decoding: frames[1].bytes), payload: frames[2].bytes)
+    }
+}
+
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await DedicatedThread.run(name: "svc-test", body)
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func wireIntent(
+    _ id: String, _ path: [ScreenContext] = [], url: String = "", session: String = "",
+    priority: Intent.Priority = .normal,
+    ttl: UInt32 = 0
+) -> Navigator_V1_Intent {
+    .with {
+        $0.id = id
+        $0.session = session
+        $0.path = path.map(Navigator_V1_ScreenContext.init)
+        $0.url = url
+        $0.priority = .init(priority)
+        $0.ttlMs = ttl
+        $0.sentAtUnixNanos = 1_700_000_000_000_000_000
+    }
+}
