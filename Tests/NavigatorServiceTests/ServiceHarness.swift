@@ -46,10 +46,14 @@ final class Client {
     private var dealer: Socket?
     private var push: Socket?
     private var counter = 0
+    private let sendTimeout: Duration
+    private let linger: Duration
 
-    init(_ endpoints: Endpoints) throws {
+    init(_ endpoints: Endpoints, sendTimeout: Duration = .seconds(5), linger: Duration = .seconds(2)) throws {
         context = try Context()
         self.endpoints = endpoints
+        self.sendTimeout = sendTimeout
+        self.linger = linger
     }
 
     /// Sends a request and waits (bounded) for its reply.
@@ -80,7 +84,9 @@ final class Client {
     func sendRaw(_ frames: [[UInt8]]) throws {
         if push == nil {
             let socket = try Socket(context, type: .push)
-            try socket.set(.linger, .seconds(2))
+            try socket.set(.linger, linger)
+            // A PUSH with no peer waits for one forever; a test must fail instead.
+            try socket.set(.sendTimeout, sendTimeout)
             try socket.connect(endpoints.intents[0])
             push = socket
         }
