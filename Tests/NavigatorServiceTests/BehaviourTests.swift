@@ -146,7 +146,8 @@ struct BehaviourTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("routes.yaml").path
         try RouteMapYAML.encode(.demo).write(toFile: path, atomically: true, encoding: .utf8)
-        try await withService({ $0.routeMapPath = path }) { server, endpoints in
+        let useFile: (inout ServiceConfiguration) -> Void = { $0.routeMapPath = path }
+        try await withService(useFile) { server, endpoints in
             try "tabs: [oops".write(toFile: path, atomically: true, encoding: .utf8)
             #expect(throws: RouteMapLoadError.self) { try server.reloadRouteMap() }
             var smaller = RouteMap.demo
