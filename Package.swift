@@ -41,12 +41,16 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .target(name: "NavigatorClient", dependencies: ["NavigatorCore", "NavigatorWire", "ZeroMQ"]),
         .executableTarget(
             name: "navigatord",
-            dependencies: ["NavigatorService", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "NavigatorService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "navctl",

@@ -1,24 +1,148 @@
 import ArgumentParser
+import Logging
+import NavigatorService
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `navigatord`: parse options, build the configuration, run the service. Everything else is in
+/// NavigatorService.
 @main
-struct Navigatord: ParsableCommand {
+struct Navigatord: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "navigatord",
         abstract: "The Navigator service: resolves routing intents into navigation commands for client shells.",
         discussion: """
-            Producers PUSH routing intents to the intents socket (default tcp://127.0.0.1:7401); \
-            clients send requests to the requests socket (tcp://127.0.0.1:7402); client shells \
-            SUB to command batches on the commands socket (tcp://127.0.0.1:7403). The wire \
-            protocol is described in the README and in proto/navigator/v1.
+            Producers PUSH intents to the intents socket; clients send requests (acknowledged \
+            intents, client events, snapshots, explain, stats, routes) to the requests socket; \
+            client shells SUB to their session's command batches on the commands socket. The \
+            wire protocol is in the README and proto/navigator/v1.
 
-            This build carries the foundation only (wire protocol and ZeroMQ layer); the service \
-            itself is not in it yet, so navigatord exits with status 1 after saying so.
+            With no options navigatord runs on its embedded defaults: the demo route map, the \
+            endpoints below on 127.0.0.1, state in ./navigator-data. Settings come from, in \
+            rising precedence: a YAML config file (--config or NAVIGATOR_CONFIG; keys as in \
+            deploy/navigatord.example.yaml), NAVIGATOR_* environment variables, and these \
+            options. List settings take several values (repeat the option; comma-separated in \
+            the environment).
+
+            Signals: SIGTERM or SIGINT stop gracefully (intake stops, in-flight work drains, \
+            state is flushed, exit 0); SIGHUP reloads the route map (an invalid map is refused \
+            and the old one kept).
             """,
-        version: "0.1.0"
+        version: NavigatorVersion.current
     )
 
-    func run() throws {
-        print("navigatord: the service is not part of this build yet (see --help)")
-        throw ExitCode(1)
+    @Option(help: ArgumentHelp("YAML configuration file. [env: NAVIGATOR_CONFIG]", valueName: "file"))
+    var config: String?
+
+    @Option(
+        help: help(
+            "intents", "Intents endpoint (PULL binds; producers PUSH) [default: tcp://127.0.0.1:7401]", list: true))
+    var intents: [String] = []
+
+    @Option(
+        help: help(
+            "requests", "Requests endpoint (ROUTER binds; clients DEALER) [default: tcp://127.0.0.1:7402]", list: true))
+    var requests: [String] = []
+
+    @Option(
+        help: help("commands", "Commands endpoint (XPUB binds; shells SUB) [default: tcp://127.0.0.1:7403]", list: true)
+    )
+    var commands: [String] = []
+
+    @Option(help: help("metrics", "HTTP host:port for /metrics, /healthz, /readyz, or off [default: 127.0.0.1:7480]"))
+    var metrics: String?
+
+    @Option(help: help("dataDirectory", "Directory of the state file [default: ./navigator-data]"))
+    var dataDirectory: String?
+
+    @Option(help: help("routes", "Route map file, YAML or JSON (demo: the built-in map) [default: demo]"))
+    var routes: String?
+
+    @Option(help: help("workers", "Worker threads resolving intents [default: one per core]"))
+    var workers: String?
+
+    @Option(help: help("logLevel", "trace, debug, info, notice, warning, error or critical [default: info]"))
+    var logLevel: String?
+
+    @Option(help: help("maxMessageBytes", "Largest intent or request accepted, in bytes [default: 65536]"))
+    var maxMessageBytes: String?
+
+    @Option(help: help("highWaterMark", "Messages queued per peer (PUSH blocks, PUB drops beyond) [default: 100000]"))
+    var highWaterMark: String?
+
+    @Option(help: help("dedupWindowSeconds", "How long intent ids are remembered [default: 600]"))
+    var dedupWindowSeconds: String?
+
+    @Option(help: help("parkedTTLSeconds", "How long an intent may wait parked unless it says [default: 300]"))
+    var parkedTTLSeconds: String?
+
+    @Option(help: help("maxParkedPerSession", "Parked intents kept per session [default: 64]"))
+    var maxParkedPerSession: String?
+
+    @Option(help: help("flushIntervalMilliseconds", "How often changed sessions are written [default: 50]"))
+    var flushIntervalMilliseconds: String?
+
+    @Option(help: help("shutdownTimeoutSeconds", "Longest graceful shutdown before sockets close [default: 10]"))
+    var shutdownTimeoutSeconds: String?
+
+    func run() async throws {
+        let flags: [String: [String]] = [
+            "intents": intents, "requests": requests, "commands": commands, "metrics": metrics.map { [$0] } ?? [],
+            "dataDirectory": dataDirectory.map { [$0] } ?? [], "routes": routes.map { [$0] } ?? [],
+            "workers": workers.map { [$0] } ?? [], "logLevel": logLevel.map { [$0] } ?? [],
+            "maxMessageBytes": maxMessageBytes.map { [$0] } ?? [], "highWaterMark": highWaterMark.map { [$0] } ?? [],
+            "dedupWindowSeconds": dedupWindowSeconds.map { [$0] } ?? [],
+            "parkedTTLSeconds": parkedTTLSeconds.map { [$0] } ?? [],
+            "maxParkedPerSession": maxParkedPerSession.map { [$0] } ?? [],
+            "flushIntervalMilliseconds": flushIntervalMilliseconds.map { [$0] } ?? [],
+            "shutdownTimeoutSeconds": shutdownTimeoutSeconds.map { [$0] } ?? [],
+        ]
+        let environment = ProcessEnvironment.current
+        let configuration: ServiceConfiguration
+        do {
+            configuration = try ConfigurationLoader.load(
+                file: config ?? environment["NAVIGATOR_CONFIG"], environment: environment, flags: flags)
+        } catch {
+            printError("navigatord: \(error)")
+            throw ExitCode(2)
+        }
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "navigatord")
+        do {
+            try await runNavigatord(configuration: configuration, logger: logger)
+        } catch {
+            logger.critical("navigatord cannot run: \(error)")
+            printError("navigatord: \(error)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Help for an option of a setting, naming its environment variable.
+func help(_ key: String, _ text: String, list: Bool = false) -> ArgumentHelp {
+    let env = ConfigurationLoader.environmentName(key)
+    return ArgumentHelp("\(text) [env: \(env)\(list ? ", comma-separated" : "")]", valueName: "value")
+}
+
+func printError(_ text: String) {
+    var standardError = StandardError()
+    print(text, to: &standardError)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var text = string
+        text.withUTF8 { bytes in _ = Glibc.write(2, bytes.baseAddress, bytes.count) }
     }
 }

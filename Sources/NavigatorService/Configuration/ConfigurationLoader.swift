@@ -22,14 +22,7 @@ public enum ConfigurationLoader {
         let isList: Bool
         let apply: @Sendable (inout ServiceConfiguration, [String]) throws(ConfigurationError) -> Void
 
-        var environmentName: String {
-            var name = "NAVIGATOR_"
-            for character in key {
-                if character.isUppercase { name += "_" }
-                name += character.uppercased()
-            }
-            return name
-        }
+        var environmentName: String { ConfigurationLoader.environmentName(key) }
     }
 
     static let settings: [Setting] = [
@@ -122,14 +115,34 @@ public enum ConfigurationLoader {
         return config
     }
 
-    /// `dataDirectory` -> `data-directory`.
-    public static func flagName(_ key: String) -> String {
-        var name = ""
-        for character in key {
-            if character.isUppercase { name += "-" }
-            name += character.lowercased()
+    /// `parkedTTLSeconds` -> `parked-ttl-seconds`, as swift-argument-parser names the option.
+    public static func flagName(_ key: String) -> String { words(key).joined(separator: "-") }
+
+    /// `parkedTTLSeconds` -> `NAVIGATOR_PARKED_TTL_SECONDS`.
+    public static func environmentName(_ key: String) -> String {
+        "NAVIGATOR_" + words(key).joined(separator: "_").uppercased()
+    }
+
+    /// Splits a camel-case key into lower-case words, keeping acronyms whole.
+    static func words(_ key: String) -> [String] {
+        let characters = Array(key)
+        var words: [String] = []
+        var current = ""
+        for (index, character) in characters.enumerated() {
+            let previous = index > 0 ? characters[index - 1] : nil
+            let next = index + 1 < characters.count ? characters[index + 1] : nil
+            let startsWord =
+                character.isUppercase
+                && (previous.map { $0.isLowercase || $0.isNumber } == true
+                    || (previous?.isUppercase == true && next?.isLowercase == true))
+            if startsWord, !current.isEmpty {
+                words.append(current)
+                current = ""
+            }
+            current += character.lowercased()
         }
-        return name
+        if !current.isEmpty { words.append(current) }
+        return words
     }
 
     static func apply(_ key: String, _ values: [String], to config: inout ServiceConfiguration, source: String)
