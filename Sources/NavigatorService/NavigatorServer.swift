@@ -18,13 +18,14 @@ public final class NavigatorServer: Service, Sendable {
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: ServiceCounters
+    let persistence: Persistence
     let bound = BoundEndpoints()
     let startedAt = WallClock.now()
     private let lifecycle = Mutex(Lifecycle.initial)
 
     enum Lifecycle {
         case initial
-        case running([DedicatedThread])
+        case running([DedicatedThread], flusher: DedicatedThread)
         case stopped
     }
 
@@ -37,6 +38,10 @@ public final class NavigatorServer: Service, Sendable {
         counters = ServiceCounters(workers: configuration.workers)
         let holder = resolvers
         store = SessionStore(shards: configuration.workers) { holder.resolver.initialState() }
+        persistence = Persistence(
+            file: try StateFile(directory: configuration.dataDirectory), store: store, logger: logger)
+        let restored = try persistence.restore()
+        if restored > 0 { logger.info("restored \(restored) sessions from \(persistence.file.path)") }
         context = try Context(ioThreads: 1)
     }
 
@@ -76,7 +81,7 @@ public final class NavigatorServer: Service, Sendable {
                 threads.append(
                     try await WorkerLoop(
                         index: index, context: context, store: store, resolvers: resolvers, counters: counters,
-                        logger: logger
+                        persistence: persistence, logger: logger
                     ).start())
             }
             threads.append(
@@ -98,7 +103,8 @@ public final class NavigatorServer: Service, Sendable {
             lifecycle.withLock { $0 = .stopped }
             throw error
         }
-        lifecycle.withLock { $0 = .running(threads) }
+        let flusher = persistence.startFlushing(every: .milliseconds(configuration.flushIntervalMilliseconds))
+        lifecycle.withLock { $0 = .running(threads, flusher: flusher) }
         let endpoints = bound.current
         logger.info(
             "navigatord started",
@@ -113,12 +119,12 @@ public final class NavigatorServer: Service, Sendable {
     /// Stops taking work, lets the workers finish what they were given, and closes everything,
     /// within `shutdownTimeoutSeconds`. Safe to call more than once.
     public func stop() async {
-        let threads = lifecycle.withLock { state -> [DedicatedThread]? in
-            guard case .running(let threads) = state else { return nil }
+        let running = lifecycle.withLock { state -> ([DedicatedThread], DedicatedThread)? in
+            guard case .running(let threads, let flusher) = state else { return nil }
             state = .stopped
-            return threads
+            return (threads, flusher)
         }
-        guard let threads else { return }
+        guard let (threads, flusher) = running else { return }
         logger.info("navigatord stopping: draining in-flight work")
         // Requests first, so nothing reaches a worker after ingress has told it to stop.
         await Self.signal(context, Internal.requestsControl)
@@ -130,9 +136,13 @@ public final class NavigatorServer: Service, Sendable {
             context.shutdown()
             for thread in threads { await Self.join(thread) }
         }
+        persistence.stop()
+        await Self.join(flusher)
+        let persistence = self.persistence
+        _ = try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }
         let context = self.context
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
-        logger.info("navigatord stopped")
+        logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
     }
 
     // MARK: Route map

@@ -10,12 +10,11 @@ import ZeroMQ
 /// Starts a service on ephemeral ports on 127.0.0.1 with state in a temporary directory, runs
 /// `body`, and stops the service whatever happens.
 func withService(
-    workers: Int = 2, _ configure: (inout ServiceConfiguration) -> Void = { _ in },
+    workers: Int = 2, dataDirectory: URL? = nil, _ configure: (inout ServiceConfiguration) -> Void = { _ in },
     _ body: @Sendable (NavigatorServer, Endpoints) async throws -> Void
 ) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "navsvc-\(UUID().uuidString.prefix(8))")
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let directory = dataDirectory ?? temporaryDirectory("navsvc")
+    defer { if dataDirectory == nil { try? FileManager.default.removeItem(at: directory) } }
     var configuration = ServiceConfiguration()
     configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
     configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
@@ -36,6 +35,14 @@ func withService(
         throw error
     }
     await server.stop()
+}
+
+func temporaryDirectory(_ prefix: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+}
+
+func temporaryDirectory(_ prefix: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
 }
 
 /// A producer, a requests client and shells, all owned by the one thread that runs the test's

@@ -12,6 +12,7 @@ struct WorkerLoop: SocketLoop {
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: ServiceCounters
+    let persistence: Persistence
     let logger: Logger
     /// Stop markers to wait for: from ingress and from the requests thread.
     let producers = 2
@@ -217,14 +218,17 @@ struct WorkerLoop: SocketLoop {
 
     private func handleRequest(_ frames: [Message], _ state: inout WorkerState, _ sockets: Sockets) throws {
         var reply = Navigator_V1_Reply()
+        var durableSession: String?
         do {
             let request = try Navigator_V1_Request(serializedBytes: frames[3].bytes)
             reply.requestID = request.requestID
             switch request.kind {
             case .intent(let wire):
                 try answer(intent: wire, &reply, &state, sockets)
+                durableSession = wire.session
             case .clientEvent(let wire):
                 try answer(event: wire, &reply, &state, sockets)
+                durableSession = wire.session
             default:
                 reply.rejected = .with {
                     $0.code = .unknownRequest
@@ -235,6 +239,19 @@ struct WorkerLoop: SocketLoop {
             reply.rejected = .with {
                 $0.code = .malformed
                 $0.message = "request is not a valid navigator.v1.Request message: \(error)"
+            }
+        }
+        // Durable before the reply: the client may act on it.
+        if let session = durableSession {
+            do {
+                try persistence.flush(session)
+            } catch {
+                logger.error(
+                    "state write failed before a reply", metadata: ["session": "\(session)", "error": "\(error)"])
+                reply.rejected = .with {
+                    $0.code = .internal
+                    $0.message = "the change was applied but could not be written to the state file: \(error)"
+                }
             }
         }
         try sockets.replies.send(frames[1], more: true)

@@ -56,6 +56,13 @@ final class SessionStore: Sendable {
         shards[shardIndex(of: session)].records.withLock { $0[session] } ?? Record(state: initial(), seq: 0)
     }
 
+    /// Fills the shards from stored records (at start, before any worker runs).
+    func load(_ records: [(String, Record)]) {
+        for (session, record) in records {
+            shards[shardIndex(of: session)].records.withLock { $0[session] = record }
+        }
+    }
+
     var sessionCount: Int { shards.reduce(0) { count, shard in count + shard.records.withLock { $0.count } } }
 
     var parkedCount: Int {

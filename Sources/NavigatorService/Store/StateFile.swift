@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+import NavigatorCore
+
+/// The durable copy of every session: an SQLite file (`navigator.sqlite` in the data
+/// directory), one row per session with its seq and its state (tree, conditions, parked
+/// intents, recent intent ids) as JSON.
+///
+/// WAL mode with `synchronous = NORMAL`: a committed write survives the process being killed
+/// (kill -9) — the requirement here — though not necessarily a power cut.
+final class StateFile: Sendable {
+    static let schemaVersion = 1
+    let path: String
+    private let queue: DatabaseQueue
+
+    /// Opens (or creates) the state file. A file that is not a Navigator state database, or is
+    /// from a newer version, is refused with the reason; it is never replaced.
+    init(directory: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ServiceError("cannot create the data directory \(directory): \(error.localizedDescription)")
+        }
+        path = (directory as NSString).appendingPathComponent("navigator.sqlite")
+        do {
+            var configuration = Configuration()
+            configuration.label = "navigator-state"
+            configuration.busyMode = .timeout(5)
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
+            }
+            try queue.write { db in
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                guard version <= Self.schemaVersion else {
+                    throw ServiceError(
+                        "state file \(path) has schema version \(version); this navigatord reads \(Self.schemaVersion) or older"
+                    )
+                }
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS sessions (
+                            id TEXT PRIMARY KEY NOT NULL,
+                            seq INTEGER NOT NULL,
+                            state BLOB NOT NULL,
+                            updated_at INTEGER NOT NULL
+                        )
+                        """)
+                try db.execute(sql: "PRAGMA user_version = \(Self.schemaVersion)")
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError(
+                "state file \(path) cannot be read: \(error); it is left as it is — move it away to start empty, or restore it"
+            )
+        }
+    }
+
+    /// Every stored session. A row that does not decode is an error naming the session.
+    func loadAll() throws -> [(String, SessionStore.Record)] {
+        let decoder = JSONDecoder()
+        do {
+            return try queue.read { db in
+                var records: [(String, SessionStore.Record)] = []
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, seq, state FROM sessions")
+                while let row = try rows.next() {
+                    let id: String = row["id"]
+                    let seq: Int64 = row["seq"]
+                    let data: Data = row["state"]
+                    do {
+                        let state = try decoder.decode(SessionState.self, from: data)
+                        records.append((id, SessionStore.Record(state: state, seq: UInt64(seq))))
+                    } catch {
+                        throw ServiceError("state file \(path): session \(id) does not decode: \(error)")
+                    }
+                }
+                return records
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError("state file \(path) cannot be read: \(error); it is left as it is")
+        }
+    }
+
+    /// Writes these sessions in one transaction.
+    func write(_ records: [(String, SessionStore.Record)]) throws {
+        guard !records.isEmpty else { return }
+        let encoder = JSONEncoder()
+        let now = Date().timeIntervalSince1970
+        let rows = try records.map { (id, record) in (id, Int64(record.seq), try encoder.encode(record.state)) }
+        try queue.write { db in
+            let statement = try db.cachedStatement(
+                sql: "INSERT INTO sessions (id, seq, state, updated_at) VALUES (?, ?, ?, ?) "
+                    + "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, state = excluded.state, updated_at = excluded.updated_at"
+            )
+            for (id, seq, data) in rows {
+                try statement.execute(arguments: [id, seq, data, Int64(now)])
+            }
+        }
+    }
+}
