@@ -41,10 +41,6 @@ func temporaryDirectory(_ prefix: String) -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
 }
 
-func temporaryDirectory(_ prefix: String) -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
-}
-
 /// A producer, a requests client and shells, all owned by the one thread that runs the test's
 /// socket work.
 final class Client {
