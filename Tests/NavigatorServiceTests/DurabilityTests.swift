@@ -22,7 +22,9 @@ struct DurabilityTests {
             try client.send(wireIntent("f1", [ScreenContext("settings")]), session: "d2")
             let deadline = ContinuousClock.now + .seconds(10)
             while try client.request(.snapshot(.with { $0.session = "d2" })).snapshot.seq < 1 {
-                guard ContinuousClock.now < deadline else { throw TestFailure("the fire-and-forget intent never landed") }
+                guard ContinuousClock.now < deadline else {
+                    throw TestFailure("the fire-and-forget intent never landed")
+                }
             }
         }
         let (after, duplicate, other) = try await withRestarted(directory) { client in
