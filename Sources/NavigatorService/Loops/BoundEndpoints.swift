@@ -5,6 +5,12 @@ public struct Endpoints: Hashable, Sendable {
     public var intents: [String] = []
     public var requests: [String] = []
     public var commands: [String] = []
+
+    public init(intents: [String] = [], requests: [String] = [], commands: [String] = []) {
+        self.intents = intents
+        self.requests = requests
+        self.commands = commands
+    }
 }
 
 final class BoundEndpoints: Sendable {
