@@ -22,10 +22,12 @@ public final class NavigatorServer: Service, Sendable {
     let bound = BoundEndpoints()
     let startedAt = WallClock.now()
     private let lifecycle = Mutex(Lifecycle.initial)
+    /// Whether the service takes work (/readyz).
+    private let ready = Atomic<Bool>(false)
 
     enum Lifecycle {
         case initial
-        case running([DedicatedThread], flusher: DedicatedThread)
+        case running([DedicatedThread], flusher: DedicatedThread, http: (MetricsServer, DedicatedThread)?)
         case stopped
     }
 
@@ -70,7 +72,15 @@ public final class NavigatorServer: Service, Sendable {
         }
         guard ready else { throw ServiceError("the service was started already") }
         var threads: [DedicatedThread] = []
+        var http: (MetricsServer, DedicatedThread)?
         do {
+            if configuration.metricsAddress != "off" {
+                let server = try MetricsServer(address: configuration.metricsAddress, logger: logger) { [self] path in
+                    respond(to: path)
+                }
+                bound.set(metrics: server.address)
+                http = (server, server.start())
+            }
             threads.append(
                 try await EgressLoop(
                     context: context, endpoints: configuration.commandEndpoints,
@@ -100,11 +110,16 @@ public final class NavigatorServer: Service, Sendable {
         } catch {
             context.shutdown()
             for thread in threads { await Self.join(thread) }
+            if let (server, thread) = http {
+                server.stop()
+                await Self.join(thread)
+            }
             lifecycle.withLock { $0 = .stopped }
             throw error
         }
         let flusher = persistence.startFlushing(every: .milliseconds(configuration.flushIntervalMilliseconds))
-        lifecycle.withLock { $0 = .running(threads, flusher: flusher) }
+        lifecycle.withLock { $0 = .running(threads, flusher: flusher, http: http) }
+        self.ready.store(true, ordering: .releasing)
         let endpoints = bound.current
         logger.info(
             "navigatord started",
@@ -113,18 +128,21 @@ public final class NavigatorServer: Service, Sendable {
                 "requests": "\(endpoints.requests.joined(separator: ","))",
                 "commands": "\(endpoints.commands.joined(separator: ","))",
                 "workers": "\(configuration.workers)", "routes": "\(resolvers.source)",
+                "metrics": "\(endpoints.metrics.map { "http://\($0)" } ?? "off")",
             ])
     }
 
     /// Stops taking work, lets the workers finish what they were given, and closes everything,
     /// within `shutdownTimeoutSeconds`. Safe to call more than once.
     public func stop() async {
-        let running = lifecycle.withLock { state -> ([DedicatedThread], DedicatedThread)? in
-            guard case .running(let threads, let flusher) = state else { return nil }
+        let running = lifecycle.withLock {
+            state -> ([DedicatedThread], DedicatedThread, (MetricsServer, DedicatedThread)?)? in
+            guard case .running(let threads, let flusher, let http) = state else { return nil }
             state = .stopped
-            return (threads, flusher)
+            return (threads, flusher, http)
         }
-        guard let (threads, flusher) = running else { return }
+        guard let (threads, flusher, http) = running else { return }
+        ready.store(false, ordering: .releasing)
         logger.info("navigatord stopping: draining in-flight work")
         // Requests first, so nothing reaches a worker after ingress has told it to stop.
         await Self.signal(context, Internal.requestsControl)
@@ -142,7 +160,37 @@ public final class NavigatorServer: Service, Sendable {
         _ = try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }
         let context = self.context
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
+        if let (server, thread) = http {
+            server.stop()
+            await Self.join(thread)
+        }
         logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
+    }
+
+    // MARK: HTTP
+
+    func respond(to path: String) -> MetricsServer.Response {
+        switch path {
+        case "/metrics":
+            let metrics = counters.metrics
+            metrics.sessions.record(store.sessionCount)
+            metrics.parked.record(store.parkedCount)
+            metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
+            for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }
+            return .init(
+                status: "200 OK", contentType: "text/plain; version=0.0.4; charset=utf-8",
+                body: metrics.registry.emitToBuffer())
+        case "/healthz":
+            return .init(status: "200 OK", contentType: "text/plain", body: Array("ok\n".utf8))
+        case "/readyz":
+            return ready.load(ordering: .acquiring)
+                ? .init(status: "200 OK", contentType: "text/plain", body: Array("ready\n".utf8))
+                : .init(status: "503 Service Unavailable", contentType: "text/plain", body: Array("not ready\n".utf8))
+        default:
+            return .init(
+                status: "404 Not Found", contentType: "text/plain",
+                body: Array("no such path; try /metrics, /healthz or /readyz\n".utf8))
+        }
     }
 
     // MARK: Route map

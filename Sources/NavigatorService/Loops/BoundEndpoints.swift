@@ -5,11 +5,14 @@ public struct Endpoints: Hashable, Sendable {
     public var intents: [String] = []
     public var requests: [String] = []
     public var commands: [String] = []
+    /// host:port of the HTTP endpoint, or nil when it is off.
+    public var metrics: String?
 
-    public init(intents: [String] = [], requests: [String] = [], commands: [String] = []) {
+    public init(intents: [String] = [], requests: [String] = [], commands: [String] = [], metrics: String? = nil) {
         self.intents = intents
         self.requests = requests
         self.commands = commands
+        self.metrics = metrics
     }
 }
 
@@ -19,5 +22,6 @@ final class BoundEndpoints: Sendable {
     func set(intents: [String]) { value.withLock { $0.intents = intents } }
     func set(requests: [String]) { value.withLock { $0.requests = requests } }
     func set(commands: [String]) { value.withLock { $0.commands = commands } }
+    func set(metrics: String?) { value.withLock { $0.metrics = metrics } }
     var current: Endpoints { value.withLock { $0 } }
 }

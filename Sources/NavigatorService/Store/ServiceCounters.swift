@@ -1,11 +1,19 @@
+import Metrics
 import NavigatorWire
 import Synchronization
 
 /// One counter that any thread may bump. (Atomics cannot live in arrays; this class can.)
-final class Counter: Sendable {
+final class AtomicCounter: Sendable {
     private let value = Atomic<UInt64>(0)
+    /// A swift-metrics counter kept in step, for /metrics.
+    private let mirror: Metrics.Counter?
 
-    func add(_ amount: UInt64 = 1) { value.wrappingAdd(amount, ordering: .relaxed) }
+    init(mirror: Metrics.Counter? = nil) { self.mirror = mirror }
+
+    func add(_ amount: UInt64 = 1) {
+        value.wrappingAdd(amount, ordering: .relaxed)
+        mirror?.increment(by: Int64(amount))
+    }
     func subtract(_ amount: UInt64 = 1) { value.wrappingSubtract(amount, ordering: .relaxed) }
     /// Adds and returns the new value.
     func next() -> UInt64 { value.wrappingAdd(1, ordering: .relaxed).newValue }
@@ -16,40 +24,57 @@ final class Counter: Sendable {
 /// of an intent.
 final class ServiceCounters: Sendable {
     /// By Navigator_V1_Outcome raw value.
-    let outcomes = (0..<8).map { _ in Counter() }
+    let outcomes = (0..<8).map { _ in AtomicCounter() }
     /// By Navigator_V1_RejectCode raw value.
-    let rejections = (0..<32).map { _ in Counter() }
-    let clientEvents = Counter()
-    let batches = Counter()
-    let expired = Counter()
-    let requests = Counter()
+    let rejections = (0..<32).map { _ in AtomicCounter() }
+    let clientEvents: AtomicCounter
+    let batches: AtomicCounter
+    let expired: AtomicCounter
+    let requests: AtomicCounter
     /// Topics with at least one subscriber, as the XPUB reports them (subscribe minus unsubscribe).
-    let subscribedTopics = Counter()
+    let subscribedTopics = AtomicCounter()
     /// Messages handed to each worker, and handled by it: the difference is its queue.
-    let forwarded: [Counter]
-    let handled: [Counter]
+    let forwarded: [AtomicCounter]
+    let handled: [AtomicCounter]
     /// Running counts for the header seq of rejections and audit records.
-    let rejectionSeq = Counter()
-    let auditSeq = Counter()
+    let rejectionSeq = AtomicCounter()
+    let auditSeq = AtomicCounter()
     /// Latency of a resolution in microseconds, as a histogram (upper bounds below, then +Inf).
     static let latencyBounds: [UInt64] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
-    let latencyBuckets = (0...12).map { _ in Counter() }
-    let latencySumMicros = Counter()
+    let latencyBuckets = (0...12).map { _ in AtomicCounter() }
+    let latencySumMicros = AtomicCounter()
+
+    /// The same counts as swift-metrics instruments, for /metrics.
+    let metrics: ServiceMetrics
 
     init(workers: Int) {
-        forwarded = (0..<workers).map { _ in Counter() }
-        handled = (0..<workers).map { _ in Counter() }
+        forwarded = (0..<workers).map { _ in AtomicCounter() }
+        handled = (0..<workers).map { _ in AtomicCounter() }
+        let metrics = ServiceMetrics(workers: workers)
+        self.metrics = metrics
+        clientEvents = AtomicCounter(mirror: metrics.clientEvents)
+        batches = AtomicCounter(mirror: metrics.batches)
+        expired = AtomicCounter(mirror: metrics.expired)
+        requests = AtomicCounter(mirror: metrics.requests)
     }
 
-    func count(_ outcome: Navigator_V1_Outcome) { outcomes[outcome.rawValue].add() }
+    func count(_ outcome: Navigator_V1_Outcome) {
+        outcomes[outcome.rawValue].add()
+        if outcome.rawValue < metrics.intents.count { metrics.intents[outcome.rawValue].increment() }
+    }
 
-    func count(_ code: Navigator_V1_RejectCode) { rejections[min(code.rawValue, rejections.count - 1)].add() }
+    func count(_ code: Navigator_V1_RejectCode) {
+        let index = min(code.rawValue, rejections.count - 1)
+        rejections[index].add()
+        metrics.rejections[index].increment()
+    }
 
     func recordLatency(nanoseconds: Int64) {
         let micros = UInt64(max(0, nanoseconds / 1000))
         let bucket = Self.latencyBounds.firstIndex { micros <= $0 } ?? Self.latencyBounds.count
         latencyBuckets[bucket].add()
         latencySumMicros.add(micros)
+        metrics.resolveDuration.recordNanoseconds(nanoseconds)
     }
 
     func queueDepth(_ worker: Int) -> UInt64 {

@@ -1,0 +1,50 @@
+import Metrics
+import NavigatorWire
+import Prometheus
+
+/// The service's swift-metrics instruments, backed by a Prometheus registry of its own (so
+/// several services in one process, as in tests, keep apart), emitted at `/metrics`.
+final class ServiceMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    let intents: [Metrics.Counter]
+    let rejections: [Metrics.Counter]
+    let clientEvents: Metrics.Counter
+    let batches: Metrics.Counter
+    let requests: Metrics.Counter
+    let expired: Metrics.Counter
+    let resolveDuration: Metrics.Timer
+    let sessions: Metrics.Gauge
+    let parked: Metrics.Gauge
+    let subscribedTopics: Metrics.Gauge
+    let queueDepths: [Metrics.Gauge]
+
+    init(workers: Int) {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["navigator_resolve_duration_seconds"] = [
+            .microseconds(5), .microseconds(10), .microseconds(25), .microseconds(50), .microseconds(100),
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
+            .milliseconds(10),
+        ]
+        let outcomes = [Navigator_V1_Outcome.unspecified, .resolved, .refreshed, .ignored, .parked, .rejected]
+        intents = outcomes.map {
+            Metrics.Counter(label: "navigator_intents_total", dimensions: [("outcome", $0.label)], factory: factory)
+        }
+        rejections = (0..<32).map { raw in
+            Counter(
+                label: "navigator_rejections_total",
+                dimensions: [("code", Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)")], factory: factory
+            )
+        }
+        clientEvents = Metrics.Counter(label: "navigator_client_events_total", factory: factory)
+        batches = Metrics.Counter(label: "navigator_batches_published_total", factory: factory)
+        requests = Metrics.Counter(label: "navigator_requests_total", factory: factory)
+        expired = Metrics.Counter(label: "navigator_parked_expired_total", factory: factory)
+        resolveDuration = Metrics.Timer(label: "navigator_resolve_duration_seconds", factory: factory)
+        sessions = Metrics.Gauge(label: "navigator_sessions", factory: factory)
+        parked = Metrics.Gauge(label: "navigator_parked_intents", factory: factory)
+        subscribedTopics = Metrics.Gauge(label: "navigator_subscribed_topics", factory: factory)
+        queueDepths = (0..<workers).map {
+            Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
+        }
+    }
+}
