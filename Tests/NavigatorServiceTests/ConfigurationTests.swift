@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import NavigatorService
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("deploy/navigatord.example.yaml").path
+
+    @Test("the example config file documents exactly the embedded defaults")
+    func exampleIsDefaults() throws {
+        #expect(
+            try ConfigurationLoader.load(file: Self.example, environment: [:], flags: [:]) == ServiceConfiguration())
+    }
+
+    @Test("file < environment < flags")
+    func precedence() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "navcfg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("c.yaml").path
+        try "workers: 3\nlogLevel: debug\nintents: [tcp://127.0.0.1:9001, ipc:///tmp/n.sock]\nparkedTTLSeconds: 7\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let config = try ConfigurationLoader.load(
+            file: file,
+            environment: [
+                "NAVIGATOR_WORKERS": "5", "NAVIGATOR_REQUESTS": "tcp://127.0.0.1:9002, tcp://127.0.0.1:9003",
+                "OTHER": "x",
+            ],
+            flags: ["workers": ["6"], "metrics": ["off"]])
+        #expect(config.workers == 6)
+        #expect(config.logLevel == .debug)
+        #expect(config.intentEndpoints == ["tcp://127.0.0.1:9001", "ipc:///tmp/n.sock"])
+        #expect(config.requestEndpoints == ["tcp://127.0.0.1:9002", "tcp://127.0.0.1:9003"])
+        #expect(config.metricsAddress == "off")
+        #expect(config.parkedTTLSeconds == 7)
+    }
+
+    @Test(
+        "mistakes name their source, the setting, and what was expected",
+        arguments: [
+            ("unknownKey: 1\n", [:], [:], "c.yaml:1: unknown setting unknownKey; expected one of intents"),
+            ("workers: [1, 2]\n", [:], [:], "c.yaml:1: workers takes one value, got 2"),
+            ("commands:\n  - tcp://127.0.0.1:70000\n", [:], [:], "port 70000 is not a number from 1 to 65535"),
+            (
+                "", ["NAVIGATOR_HIGH_WATER_MARK": "-1"], [:],
+                "environment NAVIGATOR_HIGH_WATER_MARK: highWaterMark \"-1\" is not a whole number"
+            ),
+            ("", [:], ["metrics": ["localhost"]], "--metrics: metrics \"localhost\" is not host:port"),
+            ("", [:], ["intents": ["udp://x:1"]], "--intents: intents endpoint udp://x:1: unknown transport"),
+            ("- just a list\n", [:], [:], "expected a mapping of settings"),
+        ] as [(String, [String: String], [String: [String]], String)])
+    func mistakes(file text: String, environment: [String: String], flags: [String: [String]], message: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "navcfg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("c.yaml").path
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect {
+            _ = try ConfigurationLoader.load(file: file, environment: environment, flags: flags)
+        } throws: { error in
+            let description = "\(error)"
+            return description.contains(message)
+                || description.contains(message.replacingOccurrences(of: "c.yaml", with: file))
+        }
+    }
+
+    @Test("environment names and option names keep acronyms whole")
+    func names() {
+        #expect(ConfigurationLoader.environmentName("parkedTTLSeconds") == "NAVIGATOR_PARKED_TTL_SECONDS")
+        #expect(ConfigurationLoader.environmentName("dataDirectory") == "NAVIGATOR_DATA_DIRECTORY")
+        #expect(ConfigurationLoader.flagName("maxParkedPerSession") == "max-parked-per-session")
+    }
+
+    @Test("a metrics port in use is a clear start-up error")
+    func metricsPortInUse() async throws {
+        let configure: (inout ServiceConfiguration) -> Void = { $0.metricsAddress = "127.0.0.1:0" }
+        try await withService(configure) { server, endpoints in
+            var configuration = server.configuration
+            configuration.metricsAddress = try #require(endpoints.metrics)
+            configuration.dataDirectory += "-second"
+            defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
+            let second = try NavigatorServer(configuration: configuration, logger: Logger(label: "second"))
+            await #expect {
+                try await second.start()
+            } throws: {
+                "\($0)".contains("cannot listen for metrics on 127.0.0.1:")
+                    && "\($0)".contains("Address already in use")
+            }
+        }
+    }
+}
