@@ -211,6 +211,13 @@ struct RequestsLoop: SocketLoop {
     private func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
         throws
     {
+        if case .rejected(let rejected)? = reply.kind {
+            logger.notice(
+                "request rejected",
+                metadata: [
+                    "request": "\(reply.requestID)", "code": "\(rejected.code.label)", "reason": "\(rejected.message)",
+                ])
+        }
         let bytes: [UInt8] = try reply.serializedBytes()
         try toClient { () throws(ZeroMQError) in
             try sockets.router.send(routingID, more: true)

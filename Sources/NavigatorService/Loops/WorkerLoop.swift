@@ -241,6 +241,13 @@ struct WorkerLoop: SocketLoop {
                 $0.message = "request is not a valid navigator.v1.Request message: \(error)"
             }
         }
+        if case .rejected(let rejected)? = reply.kind {
+            logger.notice(
+                "request rejected",
+                metadata: [
+                    "request": "\(reply.requestID)", "code": "\(rejected.code.label)", "reason": "\(rejected.message)",
+                ])
+        }
         // Durable before the reply: the client may act on it.
         if let session = durableSession {
             do {
