@@ -1,3 +1,4 @@
+import Foundation
 import NavigatorCore
 import NavigatorService
 import NavigatorWire
@@ -28,6 +29,36 @@ struct EndToEndTests {
                 try batch.coreCommands().map(\.description) == [
                     "selectTab(chats)", "push(chat(conversationId=42)#5 onto tab chats)",
                 ])
+        }
+    }
+}
+
+@Suite("Several binds per socket")
+struct MultiBindTests {
+    @Test("each socket serves on tcp and ipc at once")
+    func tcpAndIPC() async throws {
+        let directory = temporaryDirectory("navipc")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configure: (inout ServiceConfiguration) -> Void = { configuration in
+            configuration.intentEndpoints = ["tcp://127.0.0.1:*", "ipc://\(directory.path)/intents.sock"]
+            configuration.requestEndpoints = ["tcp://127.0.0.1:*", "ipc://\(directory.path)/requests.sock"]
+            configuration.commandEndpoints = ["tcp://127.0.0.1:*", "ipc://\(directory.path)/commands.sock"]
+        }
+        try await withService(configure) { _, endpoints in
+            #expect(endpoints.intents.count == 2 && endpoints.requests.count == 2 && endpoints.commands.count == 2)
+            let viaIPC = Endpoints(
+                intents: [endpoints.intents[1]], requests: [endpoints.requests[1]], commands: [endpoints.commands[1]])
+            let (batch, reply) = try await onThread {
+                let ipc = try Client(viaIPC)
+                let tcp = try Client(endpoints)
+                let shell = try ipc.subscribe(Topic.batches("multi"))
+                try tcp.send(wireIntent("t1", [ScreenContext("settings")]), session: "multi")
+                let batch = try shell.nextPublished().batch
+                return (batch, try ipc.request(.snapshot(.with { $0.session = "multi" })))
+            }
+            #expect(batch.intentID == "t1")
+            #expect(reply.snapshot.seq == 1)
         }
     }
 }
