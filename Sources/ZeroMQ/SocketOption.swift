@@ -114,9 +114,12 @@ public protocol SocketOptionValue: Sendable {
     func write(to socket: Socket, _ code: Int32, _ name: String) throws(ZeroMQError)
 }
 
-extension Int32: SocketOptionValue {
-    public static func read(from socket: Socket, _ code: Int32, _ name: String) throws(ZeroMQError) -> Int32 {
-        var value: Int32 = 0
+/// The C integer options (`int`, `int64_t`) read and write their bytes as they are.
+public protocol IntegerSocketOptionValue: SocketOptionValue, FixedWidthInteger {}
+
+extension IntegerSocketOptionValue {
+    public static func read(from socket: Socket, _ code: Int32, _ name: String) throws(ZeroMQError) -> Self {
+        var value: Self = 0
         _ = try withUnsafeMutableBytes(of: &value) { (buffer) throws(ZeroMQError) in
             try socket.getRaw(code, name, buffer)
         }
@@ -129,20 +132,8 @@ extension Int32: SocketOptionValue {
     }
 }
 
-extension Int64: SocketOptionValue {
-    public static func read(from socket: Socket, _ code: Int32, _ name: String) throws(ZeroMQError) -> Int64 {
-        var value: Int64 = 0
-        _ = try withUnsafeMutableBytes(of: &value) { (buffer) throws(ZeroMQError) in
-            try socket.getRaw(code, name, buffer)
-        }
-        return value
-    }
-
-    public func write(to socket: Socket, _ code: Int32, _ name: String) throws(ZeroMQError) {
-        var value = self
-        try withUnsafeBytes(of: &value) { (buffer) throws(ZeroMQError) in try socket.setRaw(code, name, buffer) }
-    }
-}
+extension Int32: IntegerSocketOptionValue {}
+extension Int64: IntegerSocketOptionValue {}
 
 extension Bool: SocketOptionValue {
     public static func read(from socket: Socket, _ code: Int32, _ name: String) throws(ZeroMQError) -> Bool {
