@@ -50,7 +50,12 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        .target(name: "NavigatorClient", dependencies: ["NavigatorCore", "NavigatorWire", "ZeroMQ"]),
+        .target(
+            name: "NavigatorClient",
+            dependencies: [
+                "NavigatorCore", "NavigatorWire", "ZeroMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         .executableTarget(
             name: "navigatord",
             dependencies: [
@@ -70,6 +75,13 @@ let package = Package(
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
+        .testTarget(
+            name: "NavigatorClientTests",
+            dependencies: [
+                "NavigatorClient", "NavigatorService", "NavigatorCore", "NavigatorWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "NavigatorServiceTests",
             dependencies: [

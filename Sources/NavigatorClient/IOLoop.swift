@@ -1,0 +1,192 @@
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import ZeroMQ
+
+/// The client's socket thread: sends intents and requests handed over through ``Shared``,
+/// routes replies, feeds followers, and fails whatever outlives its deadline.
+struct IOLoop: Sendable {
+    let endpoints: ServiceEndpoints
+    let timeout: Duration
+    let shared: Shared
+
+    struct Sockets {
+        let context: Context
+        let push: Socket
+        let dealer: Socket
+        let sub: Socket
+    }
+
+    func open() throws -> Sockets {
+        do {
+            let context = try Context()
+            let push = try Socket(context, type: .push)
+            // Queue only to a completed connection, so an absent service is noticed, not hidden.
+            try push.set(.immediate, true)
+            try push.set(.linger, .milliseconds(500))
+            try push.connect(endpoints.intents)
+            let dealer = try Socket(context, type: .dealer)
+            try dealer.set(.immediate, true)
+            try dealer.connect(endpoints.requests)
+            let sub = try Socket(context, type: .sub)
+            try sub.connect(endpoints.commands)
+            return Sockets(context: context, push: push, dealer: dealer, sub: sub)
+        } catch {
+            throw ClientError(.socket, "cannot set up the connection to navigatord: \(error)")
+        }
+    }
+
+    private enum Waiting {
+        case caller(CheckedContinuation<Navigator_V1_Reply, any Error>)
+        case snapshot(follower: Int)
+    }
+
+    private struct PendingIntent {
+        let frames: [[UInt8]]
+        let deadline: ContinuousClock.Instant
+        let done: CheckedContinuation<Void, any Error>
+    }
+
+    private struct PendingRequest {
+        let waiting: Waiting
+        let deadline: ContinuousClock.Instant
+        var unsent: [UInt8]?
+    }
+
+    func run(_ sockets: Sockets) {
+        let clock = ContinuousClock()
+        var intents: [PendingIntent] = []
+        var requests: [String: PendingRequest] = [:]
+        var followers: [Int: SessionFollower] = [:]
+        var closing = false
+        var closers: [CheckedContinuation<Void, Never>] = []
+        var frames: [ZeroMQ.Message] = []
+        var poller = Poller()
+        poller.add(sockets.dealer)
+        poller.add(sockets.sub)
+        poller.add(fileDescriptor: shared.wakeRead)
+
+        func sendRequest(_ id: String, _ bytes: [UInt8], _ waiting: Waiting) {
+            var pending = PendingRequest(waiting: waiting, deadline: clock.now + timeout, unsent: bytes)
+            if (try? sockets.dealer.trySend(multipart: [[UInt8](), bytes])) == true { pending.unsent = nil }
+            requests[id] = pending
+        }
+
+        func snapshot(for follower: SessionFollower) {
+            guard case .session(let session) = follower.target else { return }
+            var request = Navigator_V1_Request()
+            request.requestID = shared.nextRequestID()
+            request.snapshot = .with { $0.session = session }
+            follower.awaitSnapshot(request.requestID)
+            sendRequest(request.requestID, (try? request.serializedBytes()) ?? [], .snapshot(follower: follower.id))
+        }
+
+        while !closing {
+            // Wake for the nearest deadline; retry unsent work every few milliseconds.
+            let deadlines = intents.map(\.deadline) + requests.values.map(\.deadline)
+            var wait: Duration? = deadlines.min().map { max(.zero, $0 - clock.now) }
+            if !intents.isEmpty || requests.values.contains(where: { $0.unsent != nil }) {
+                wait = min(wait ?? .milliseconds(5), .milliseconds(5))
+            }
+            do {
+                try poller.poll(timeout: wait)
+            } catch {
+                break
+            }
+
+            for work in shared.take() {
+                switch work {
+                case .intent(let session, let bytes, let done):
+                    intents.append(
+                        PendingIntent(frames: [Array(session.utf8), bytes], deadline: clock.now + timeout, done: done))
+                case .request(let id, let bytes, let done):
+                    sendRequest(id, bytes, .caller(done))
+                case .follow(let follower):
+                    followers[follower.id] = follower
+                    for topic in follower.topics { try? sockets.sub.subscribe(topic) }
+                    snapshot(for: follower)
+                case .unfollow(let id):
+                    if let follower = followers.removeValue(forKey: id) {
+                        for topic in follower.topics { try? sockets.sub.unsubscribe(topic) }
+                    }
+                case .close(let done):
+                    closing = true
+                    if let done { closers.append(done) }
+                }
+            }
+
+            // Hand over what waits for a connection.
+            intents.removeAll { pending in
+                guard (try? sockets.push.trySend(multipart: pending.frames)) == true else { return false }
+                pending.done.resume()
+                return true
+            }
+            for (id, pending) in requests {
+                guard let bytes = pending.unsent else { continue }
+                if (try? sockets.dealer.trySend(multipart: [[UInt8](), bytes])) == true { requests[id]?.unsent = nil }
+            }
+
+            // Replies.
+            while let count = try? sockets.dealer.receiveMultipart(into: &frames, wait: false) {
+                guard let reply = try? Navigator_V1_Reply(serializedBytes: frames[count - 1].bytes) else { continue }
+                guard let pending = requests.removeValue(forKey: reply.requestID) else { continue }
+                switch pending.waiting {
+                case .caller(let continuation):
+                    continuation.resume(returning: reply)
+                case .snapshot(let id):
+                    guard let follower = followers[id] else { continue }
+                    if follower.receive(snapshot: reply) == .resync { snapshot(for: follower) }
+                }
+            }
+
+            // Published messages.
+            while let count = try? sockets.sub.receiveMultipart(into: &frames, wait: false) {
+                guard count == 3, let (kind, session) = Topic.parse(frames[0].string),
+                    let header = try? frames[1].withUnsafeBytes({ (bytes) throws(WireError) in
+                        try FrameHeader(decoding: bytes)
+                    })
+                else { continue }
+                let payload = frames[2].bytes
+                for follower in followers.values where follower.wants(kind, session) {
+                    if follower.receive(kind, header: header, payload: payload) == .resync { snapshot(for: follower) }
+                }
+            }
+
+            // Deadlines.
+            let now = clock.now
+            intents.removeAll { pending in
+                guard pending.deadline <= now else { return false }
+                pending.done.resume(
+                    throwing: ClientError(
+                        .timeout,
+                        "could not hand the intent to navigatord at \(endpoints.intents) within \(timeout): no connection (is navigatord running?)"
+                    ))
+                return true
+            }
+            for (id, pending) in requests where pending.deadline <= now {
+                requests[id] = nil
+                let error = ClientError(
+                    .timeout,
+                    "no reply from navigatord at \(endpoints.requests) within \(timeout) (is navigatord running?)")
+                switch pending.waiting {
+                case .caller(let continuation): continuation.resume(throwing: error)
+                case .snapshot(let id): followers.removeValue(forKey: id)?.fail(error)
+                }
+            }
+        }
+
+        let closed = ClientError(.closed, "the connection to navigatord was closed")
+        for pending in intents { pending.done.resume(throwing: closed) }
+        for pending in requests.values {
+            switch pending.waiting {
+            case .caller(let continuation): continuation.resume(throwing: closed)
+            case .snapshot: break
+            }
+        }
+        for follower in followers.values { follower.finish() }
+        sockets.push.close()
+        sockets.dealer.close()
+        sockets.sub.close()
+        for done in closers { done.resume() }
+    }
+}

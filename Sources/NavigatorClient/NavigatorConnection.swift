@@ -1,0 +1,194 @@
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A connection to navigatord for producers and shells: fire-and-forget intents, requests with
+/// timeouts, and followers that mirror a session's tree.
+///
+/// All socket work happens on one thread the connection owns; the async methods hand work to it
+/// and await the result, so no ZeroMQ call ever runs on Swift concurrency's cooperative pool.
+/// Every call is bounded by the timeout: an unreachable service is an error, never a hang.
+public final class NavigatorConnection: Sendable {
+    public let endpoints: ServiceEndpoints
+    public let timeout: Duration
+    let shared: Shared
+    private let thread: DedicatedThread
+
+    /// Connects (the connection itself is made in the background by libzmq); throws for an
+    /// endpoint libzmq cannot use.
+    public init(endpoints: ServiceEndpoints = ServiceEndpoints(), timeout: Duration = .seconds(2)) async throws {
+        self.endpoints = endpoints
+        self.timeout = timeout
+        let shared = try Shared()
+        self.shared = shared
+        let loop = IOLoop(endpoints: endpoints, timeout: timeout, shared: shared)
+        var started: DedicatedThread?
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            started = DedicatedThread(name: "nav-client") {
+                let sockets: IOLoop.Sockets
+                do {
+                    sockets = try loop.open()
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                continuation.resume()
+                loop.run(sockets)
+            }
+        }
+        thread = started!
+    }
+
+    deinit {
+        shared.enqueue(.close(nil))
+        thread.detach()
+    }
+
+    /// Closes the sockets; pending calls fail with ``ClientError/Code/closed``.
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            shared.enqueue(.close(continuation))
+        }
+        let thread = self.thread
+        _ = try? await DedicatedThread.run(name: "nav-client-join") { thread.join() }
+    }
+
+    /// Publishes an intent without waiting for its outcome (the batch goes to the session's
+    /// shells). Returns once navigatord's socket took it.
+    public func send(_ intent: Intent) async throws {
+        let bytes: [UInt8] = try Navigator_V1_Intent(intent).serializedBytes()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            shared.enqueue(.intent(session: intent.session, bytes: bytes, continuation))
+        }
+    }
+
+    /// Sends a request and returns its reply; a rejected reply is returned, not thrown.
+    public func request(_ kind: Navigator_V1_Request.OneOf_Kind) async throws -> Navigator_V1_Reply {
+        var request = Navigator_V1_Request()
+        request.requestID = shared.nextRequestID()
+        request.kind = kind
+        let bytes: [UInt8] = try request.serializedBytes()
+        let id = request.requestID
+        return try await withCheckedThrowingContinuation { continuation in
+            shared.enqueue(.request(id: id, bytes: bytes, continuation))
+        }
+    }
+
+    /// Resolves an intent and returns navigatord's reply (outcome, batch, explanation).
+    public func acknowledged(_ intent: Intent) async throws -> Navigator_V1_Reply {
+        try await request(.intent(Navigator_V1_Intent(intent)))
+    }
+
+    /// What the intent would do now, changing nothing.
+    public func explain(_ intent: Intent) async throws -> Navigator_V1_Reply {
+        try await request(.explain(Navigator_V1_Intent(intent)))
+    }
+
+    public func snapshot(_ session: String) async throws -> Navigator_V1_Snapshot {
+        let reply = try await request(.snapshot(.with { $0.session = session }))
+        guard case .snapshot(let snapshot)? = reply.kind else { throw Self.unexpected(reply, "a snapshot") }
+        return snapshot
+    }
+
+    public func stats() async throws -> Navigator_V1_Stats {
+        let reply = try await request(.stats(.init()))
+        guard case .stats(let stats)? = reply.kind else { throw Self.unexpected(reply, "stats") }
+        return stats
+    }
+
+    public func routes() async throws -> Navigator_V1_RouteMap {
+        let reply = try await request(.routes(.init()))
+        guard case .routes(let routes)? = reply.kind else { throw Self.unexpected(reply, "the route map") }
+        return routes
+    }
+
+    /// Reports what a shell did; returns the session's seq afterwards and the released intents.
+    public func report(_ event: ClientEvent, session: String, lastSeq: UInt64 = 0) async throws
+        -> Navigator_V1_EventApplied
+    {
+        let reply = try await request(.clientEvent(Navigator_V1_ClientEvent(event, session: session, lastSeq: lastSeq)))
+        guard case .eventApplied(let applied)? = reply.kind else { throw Self.unexpected(reply, "the event applied") }
+        return applied
+    }
+
+    /// Follows a session (mirror kept by the Clone pattern) or everything. The stream ends with
+    /// an error if a snapshot cannot be had within the timeout; cancelling it unsubscribes.
+    public func follow(_ target: FollowTarget) -> AsyncThrowingStream<SessionEvent, any Error> {
+        AsyncThrowingStream { continuation in
+            let id = shared.nextFollowerID()
+            let shared = self.shared
+            continuation.onTermination = { _ in shared.enqueue(.unfollow(id)) }
+            shared.enqueue(.follow(SessionFollower(id: id, target: target, continuation: continuation)))
+        }
+    }
+
+    static func unexpected(_ reply: Navigator_V1_Reply, _ wanted: String) -> ClientError {
+        if case .rejected(let rejected)? = reply.kind {
+            return ClientError(
+                .rejected, "navigatord refused: \(rejected.message) (\(rejected.code.label))", rejectCode: rejected.code
+            )
+        }
+        return ClientError(.malformed, "navigatord answered with something other than \(wanted)")
+    }
+}
+
+/// The hand-over between async callers and the I/O thread.
+final class Shared: Sendable {
+    enum Work: @unchecked Sendable {
+        // @unchecked: a SessionFollower is created by the caller and, once enqueued, touched only
+        // by the I/O thread; continuations are Sendable.
+        case intent(session: String, bytes: [UInt8], CheckedContinuation<Void, any Error>)
+        case request(id: String, bytes: [UInt8], CheckedContinuation<Navigator_V1_Reply, any Error>)
+        case follow(SessionFollower)
+        case unfollow(Int)
+        case close(CheckedContinuation<Void, Never>?)
+    }
+
+    private let queue = Mutex<[Work]>([])
+    private let counter = Atomic<Int>(0)
+    let wakeRead: Int32
+    let wakeWrite: Int32
+
+    init() throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else {
+            throw ClientError(.socket, "cannot create the client's wake pipe: \(String(cString: strerror(errno)))")
+        }
+        wakeRead = ends[0]
+        wakeWrite = ends[1]
+        _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
+    }
+
+    func enqueue(_ work: Work) {
+        queue.withLock { $0.append(work) }
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    func take() -> [Work] {
+        var byte = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &byte, byte.count) > 0 {}
+        return queue.withLock { work in
+            defer { work.removeAll() }
+            return work
+        }
+    }
+
+    func nextRequestID() -> String { "c\(counter.wrappingAdd(1, ordering: .relaxed).newValue)" }
+    func nextFollowerID() -> Int { counter.wrappingAdd(1, ordering: .relaxed).newValue }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
+    }
+}

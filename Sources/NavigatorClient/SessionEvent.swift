@@ -1,0 +1,26 @@
+import NavigatorCore
+import NavigatorWire
+
+/// What a follower of a session sees, in order.
+public enum SessionEvent: Sendable {
+    /// The mirror was (re)built from a snapshot.
+    case snapshot(session: String, seq: UInt64, tree: ScreenTree)
+    /// A batch was applied to the mirror; `tree` is the mirror afterwards.
+    case batch(Navigator_V1_CommandBatch, header: FrameHeader, tree: ScreenTree)
+    /// A batch was missed (`expected`, got `received`); a snapshot follows.
+    case gap(expected: UInt64, received: UInt64)
+    /// A refused or expired intent (when following rejections).
+    case rejection(Navigator_V1_Rejection, header: FrameHeader)
+    /// A decision (when following the audit stream).
+    case audit(Navigator_V1_AuditRecord, header: FrameHeader)
+    /// A batch of a session not mirrored (when following every session's batches).
+    case published(Navigator_V1_CommandBatch, header: FrameHeader)
+}
+
+/// What to follow.
+public enum FollowTarget: Hashable, Sendable {
+    /// One session, with a mirror tree kept by the Clone pattern.
+    case session(String)
+    /// Every session's batches, rejections and audit records, as they come (no mirrors).
+    case everything
+}

@@ -1,0 +1,120 @@
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+
+/// One follower, confined to the client's I/O thread. For a session it keeps a mirror tree by
+/// the Clone pattern: subscribe, take a snapshot, drop batches with seq <= the snapshot's, apply
+/// the rest in order, and on a gap (or a batch that does not apply) resync from a new snapshot.
+final class SessionFollower {
+    enum Verdict { case ok, resync }
+
+    private enum State {
+        /// Waiting for snapshot `request`; batches meanwhile are kept.
+        case waiting(request: String, buffered: [(FrameHeader, Navigator_V1_CommandBatch)])
+        case live(tree: ScreenTree, seq: UInt64)
+    }
+
+    let id: Int
+    let target: FollowTarget
+    private let continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation
+    private var state: State = .waiting(request: "", buffered: [])
+
+    init(id: Int, target: FollowTarget, continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) {
+        self.id = id
+        self.target = target
+        self.continuation = continuation
+    }
+
+    var topics: [String] {
+        switch target {
+        case .session(let session): [Topic.batches(session)]
+        case .everything: [Topic.allBatches, Topic.allRejections, Topic.allAudit]
+        }
+    }
+
+    func wants(_ kind: FrameHeader.Kind, _ session: String) -> Bool {
+        switch target {
+        case .session(let wanted): kind == .batch && session == wanted
+        case .everything: true
+        }
+    }
+
+    func awaitSnapshot(_ request: String) {
+        if case .waiting(_, let buffered) = state {
+            state = .waiting(request: request, buffered: buffered)
+        } else {
+            state = .waiting(request: request, buffered: [])
+        }
+    }
+
+    func receive(snapshot reply: Navigator_V1_Reply) -> Verdict {
+        guard case .snapshot(let snapshot)? = reply.kind else {
+            fail(NavigatorConnection.unexpected(reply, "a snapshot"))
+            return .ok
+        }
+        guard case .waiting(_, let buffered) = state else { return .ok }
+        let tree: ScreenTree
+        do {
+            tree = try snapshot.tree.core()
+        } catch {
+            fail(ClientError(.malformed, "the snapshot's tree is not valid: \(error)"))
+            return .ok
+        }
+        state = .live(tree: tree, seq: snapshot.seq)
+        continuation.yield(.snapshot(session: snapshot.session, seq: snapshot.seq, tree: tree))
+        for (header, batch) in buffered.sorted(by: { $0.0.seq < $1.0.seq }) where apply(header, batch) == .resync {
+            return .resync
+        }
+        return .ok
+    }
+
+    func receive(_ kind: FrameHeader.Kind, header: FrameHeader, payload: [UInt8]) -> Verdict {
+        switch (kind, target) {
+        case (.batch, .session):
+            guard let batch = try? Navigator_V1_CommandBatch(serializedBytes: payload) else { return .ok }
+            if case .waiting(let request, var buffered) = state {
+                buffered.append((header, batch))
+                state = .waiting(request: request, buffered: buffered)
+                return .ok
+            }
+            return apply(header, batch)
+        case (.batch, .everything):
+            if let batch = try? Navigator_V1_CommandBatch(serializedBytes: payload) {
+                continuation.yield(.published(batch, header: header))
+            }
+        case (.rejection, _):
+            if let rejection = try? Navigator_V1_Rejection(serializedBytes: payload) {
+                continuation.yield(.rejection(rejection, header: header))
+            }
+        case (.audit, _):
+            if let record = try? Navigator_V1_AuditRecord(serializedBytes: payload) {
+                continuation.yield(.audit(record, header: header))
+            }
+        }
+        return .ok
+    }
+
+    private func apply(_ header: FrameHeader, _ batch: Navigator_V1_CommandBatch) -> Verdict {
+        guard case .live(var tree, let seq) = state else { return .ok }
+        if header.seq <= seq { return .ok }  // already in the snapshot
+        guard header.seq == seq + 1 else {
+            continuation.yield(.gap(expected: seq + 1, received: header.seq))
+            state = .waiting(request: "", buffered: [(header, batch)])
+            return .resync
+        }
+        do {
+            try tree.apply(try batch.coreCommands())
+        } catch {
+            // The mirror no longer matches the service: start again from a snapshot.
+            continuation.yield(.gap(expected: seq + 1, received: header.seq))
+            state = .waiting(request: "", buffered: [])
+            return .resync
+        }
+        state = .live(tree: tree, seq: header.seq)
+        continuation.yield(.batch(batch, header: header, tree: tree))
+        return .ok
+    }
+
+    func fail(_ error: any Error) { continuation.finish(throwing: error) }
+    func finish() { continuation.finish() }
+}

@@ -1,0 +1,68 @@
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Testing
+
+@testable import NavigatorClient
+
+@Suite("Clone pattern")
+struct FollowerTests {
+    func reply(seq: UInt64, tree: ScreenTree) -> Navigator_V1_Reply {
+        .with {
+            $0.snapshot = .with {
+                $0.session = "g"
+                $0.seq = seq
+                $0.tree = .init(tree)
+            }
+        }
+    }
+
+    func batch(_ seq: UInt64, _ commands: [Command]) throws -> (FrameHeader, [UInt8]) {
+        let batch = Navigator_V1_CommandBatch(
+            session: "g", seq: seq, intentID: "i\(seq)", animated: true, commands: commands, treeVersion: 0,
+            summary: "",
+            cause: .intent)
+        return (FrameHeader(kind: .batch, seq: seq, sentAt: 0, publishedAt: 0), try batch.serializedBytes())
+    }
+
+    @Test("buffered batches apply after the snapshot, stale ones drop, a gap asks for a resync")
+    func gap() async throws {
+        let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
+        let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
+        follower.awaitSnapshot("r1")
+        let start = RouteMap.demo.initialTree()
+        // Arrives before the snapshot: kept; seq 2 is in the snapshot already, seq 3 is new.
+        let (h2, b2) = try batch(2, [.selectTab("chats")])
+        let (h3, b3) = try batch(3, [.selectTab("search")])
+        #expect(follower.receive(.batch, header: h2, payload: b2) == .ok)
+        #expect(follower.receive(.batch, header: h3, payload: b3) == .ok)
+        #expect(follower.receive(snapshot: reply(seq: 2, tree: try start.applying([.selectTab("chats")]))) == .ok)
+        // seq 4 is lost; 5 reveals the gap.
+        let (h5, b5) = try batch(5, [.selectTab("home")])
+        #expect(follower.receive(.batch, header: h5, payload: b5) == .resync)
+        follower.awaitSnapshot("r2")
+        #expect(follower.receive(snapshot: reply(seq: 5, tree: start)) == .ok)
+        continuation.finish()
+
+        var seen: [String] = []
+        for try await event in stream {
+            switch event {
+            case .snapshot(_, let seq, _): seen.append("snapshot \(seq)")
+            case .batch(_, let header, let tree): seen.append("batch \(header.seq) -> \(tree.selectedTab ?? "")")
+            case .gap(let expected, let received): seen.append("gap \(expected) got \(received)")
+            default: seen.append("other")
+            }
+        }
+        #expect(seen == ["snapshot 2", "batch 3 -> search", "gap 4 got 5", "snapshot 5"])
+    }
+
+    @Test("a batch that does not apply to the mirror also resyncs")
+    func divergence() throws {
+        let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
+        let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
+        follower.awaitSnapshot("r1")
+        #expect(follower.receive(snapshot: reply(seq: 0, tree: RouteMap.demo.initialTree())) == .ok)
+        let (h1, b1) = try batch(1, [.popTo(999)])
+        #expect(follower.receive(.batch, header: h1, payload: b1) == .resync)
+    }
+}
