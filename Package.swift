@@ -65,7 +65,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "navctl",
-            dependencies: ["NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
         .executableTarget(
             name: "navload",

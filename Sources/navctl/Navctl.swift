@@ -1,19 +1,268 @@
 import ArgumentParser
+import NavigatorClient
+import NavigatorCore
+import NavigatorWire
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @main
-struct Navctl: ParsableCommand {
+struct Navctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "navctl",
-        abstract: "Terminal client for Navigator: watch a session, act as a client shell, send intents, ask why.",
+        abstract: "Terminal client for Navigator: send intents, ask why, look at sessions, watch them change.",
         discussion: """
-            This build carries the foundation only; navctl's commands are not in it yet, so it \
-            exits with status 1 after saying so.
+            Talks to a running navigatord (see --requests, --intents, --commands; the defaults \
+            match navigatord's). Every command gives up with an error and a non-zero exit after \
+            --timeout if navigatord does not answer.
             """,
-        version: "0.1.0"
+        version: "0.1.0",
+        subcommands: [Send.self, Explain.self, Snapshot.self, Watch.self, Stats.self, Routes.self]
+    )
+}
+
+/// Connection options shared by every command.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "navigatord's intents endpoint (PUSH).")
+    var intents = "tcp://127.0.0.1:7401"
+
+    @Option(help: "navigatord's requests endpoint (DEALER).")
+    var requests = "tcp://127.0.0.1:7402"
+
+    @Option(help: "navigatord's commands endpoint (SUB).")
+    var commands = "tcp://127.0.0.1:7403"
+
+    @Option(help: "Seconds to wait for navigatord before giving up.")
+    var timeout: Double = 2
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 600 else {
+            throw ValidationError("--timeout \(timeout) is out of range; expected 0 < seconds <= 600")
+        }
+    }
+
+    func connect() async throws -> NavigatorConnection {
+        try await NavigatorConnection(
+            endpoints: ServiceEndpoints(intents: intents, requests: requests, commands: commands),
+            timeout: .milliseconds(Int(timeout * 1000)))
+    }
+}
+
+/// The intent options shared by send and explain.
+struct IntentOptions: ParsableArguments {
+    @Option(help: "The session to navigate.")
+    var session: String
+
+    @Option(help: "A deep link instead of a screen, e.g. app://chat/42.")
+    var url: String?
+
+    @Option(help: "Intent id (idempotency key); a fresh one by default.")
+    var id: String?
+
+    @Option(help: "normal, high or critical (critical may dismiss a blocking modal).")
+    var priority: String = "normal"
+
+    @Option(help: "Milliseconds the intent may wait parked (0: the service's default).")
+    var ttl: UInt32 = 0
+
+    @Flag(help: "Ask the shell not to animate.")
+    var noAnimate = false
+
+    @Argument(
+        parsing: .allUnrecognized,
+        help: ArgumentHelp("SCREEN key=value... [--then SCREEN key=value...]", valueName: "screen"))
+    var words: [String] = []
+
+    /// Checked while parsing, so a mistake is shown with this command's usage.
+    func validate() throws { _ = try intent() }
+
+    func intent() throws -> Intent {
+        let path: [ScreenContext]
+        do {
+            path = try IntentWords.path(words)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        guard let level = ["normal": Intent.Priority.normal, "high": .high, "critical": .critical][priority] else {
+            throw ValidationError("--priority \(priority) is unknown; expected normal, high or critical")
+        }
+        if url != nil && !path.isEmpty { throw ValidationError("give a screen or --url, not both") }
+        guard url != nil || !path.isEmpty else {
+            throw ValidationError("missing the screen: give SCREEN key=value... or --url URL")
+        }
+        return Intent(
+            id: id ?? "navctl-\(UInt64.random(in: 0...UInt64.max))", session: session,
+            target: url.map { .url($0) } ?? .path(path), animated: !noAnimate, source: "navctl", priority: level,
+            ttlMilliseconds: ttl, sentAt: wallClockNanos())
+    }
+}
+
+struct Send: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Publish an intent (fire and forget), or with --wait resolve it and print the outcome.",
+        discussion:
+            "Example: navctl send --session s1 chat conversationId=42 --then thread conversationId=42 threadId=7")
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var intent: IntentOptions
+
+    @Flag(help: "Send as an acknowledged request and print the outcome, the batch and why.")
+    var wait = false
+
+    func run() async throws {
+        let intent = try self.intent.intent()
+        try await withConnection(connection) { client in
+            if wait {
+                let reply = try await client.acknowledged(intent)
+                TreeText.reply(reply).forEach { print($0) }
+                if case .rejected? = reply.kind { throw ExitCode(3) }
+            } else {
+                try await client.send(intent)
+                print("sent \(intent.id) to session \(intent.session)")
+            }
+        }
+    }
+}
+
+struct Explain: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "What an intent would do now and why (a dry run: nothing changes).")
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var intent: IntentOptions
+
+    func run() async throws {
+        let intent = try self.intent.intent()
+        try await withConnection(connection) { client in
+            TreeText.reply(try await client.explain(intent)).forEach { print($0) }
+        }
+    }
+}
+
+struct Snapshot: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "A session's tree, seq, conditions and parked intents.")
+
+    @OptionGroup var connection: ConnectionOptions
+    @Option(help: "The session.") var session: String
+
+    func run() async throws {
+        try await withConnection(connection) { client in
+            let snapshot = try await client.snapshot(session)
+            let tree = try snapshot.tree.core()
+            print("session \(snapshot.session) — seq \(snapshot.seq), tree version \(tree.version)")
+            TreeText.lines(tree).forEach { print($0) }
+            if !snapshot.conditions.isEmpty {
+                print(
+                    "conditions: "
+                        + snapshot.conditions.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                            separator: ", "))
+            }
+            for parked in snapshot.parked {
+                print("parked \(parked.intent.id): \(parked.reason)")
+            }
+        }
+    }
+}
+
+struct Stats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "navigatord's counters.")
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() async throws {
+        try await withConnection(connection) { client in
+            let stats = try await client.stats()
+            print(
+                "navigatord \(stats.version): \(stats.workers) workers, \(stats.sessions) sessions, \(stats.parkedIntents) parked, \(stats.subscribers) subscribed topics"
+            )
+            print(
+                "intents: "
+                    + stats.intentsByOutcome.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+                        separator: ", "))
+            if !stats.rejectionsByCode.isEmpty {
+                print(
+                    "rejections: "
+                        + stats.rejectionsByCode.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+                            separator: ", "))
+            }
+            print("worker queues: " + stats.workerQueueDepths.map(String.init).joined(separator: " "))
+        }
+    }
+}
+
+struct Routes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "The route map navigatord uses, as YAML.")
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() async throws {
+        try await withConnection(connection) { client in
+            let routes = try await client.routes()
+            print("# route map from \(routes.source)")
+            print(routes.yaml, terminator: "")
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Follow a session live: its tree, redrawn on every batch (or JSON lines with --json).",
+        discussion:
+            "Takes a snapshot first, then applies batches in seq order; on a gap it resyncs. --all follows every session (batches, rejections, audit records)."
     )
 
-    func run() throws {
-        print("navctl: no commands are part of this build yet (see --help)")
+    @OptionGroup var connection: ConnectionOptions
+    @Option(help: "The session to follow.") var session: String?
+    @Flag(help: "One JSON object per event instead of a drawing.") var json = false
+    @Flag(help: "Follow every session: batches, rejections and the audit stream.") var all = false
+
+    func validate() throws {
+        guard (session != nil) != all else { throw ValidationError("give --session S or --all") }
+    }
+
+    func run() async throws {
+        try await withConnection(connection) { client in
+            let draw = !json && isatty(1) != 0
+            for try await event in client.follow(all ? .everything : .session(session!)) {
+                if json {
+                    print(WatchOutput.json(event))
+                } else {
+                    WatchOutput.text(event, clear: draw).forEach { print($0) }
+                }
+                fflush(nil)  // every stream: one line at a time for pipes and scripts
+            }
+        }
+    }
+}
+
+/// Runs `body` with a connection, turning client errors into a message and exit status 1.
+func withConnection(_ options: ConnectionOptions, _ body: (NavigatorConnection) async throws -> Void) async throws {
+    let client: NavigatorConnection
+    do {
+        client = try await options.connect()
+    } catch {
+        printError("navctl: \(error)")
         throw ExitCode(1)
     }
+    do {
+        try await body(client)
+        await client.close()
+    } catch let exit as ExitCode {
+        await client.close()
+        throw exit
+    } catch {
+        await client.close()
+        printError("navctl: \(error)")
+        throw ExitCode(1)
+    }
+}
+
+func printError(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
+}
+
+func wallClockNanos() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
 }
