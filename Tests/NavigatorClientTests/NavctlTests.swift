@@ -1,0 +1,133 @@
+import Foundation
+import NavigatorClient
+import NavigatorCore
+import NavigatorService
+import Synchronization
+import Testing
+
+@Suite("Intent words")
+struct IntentWordsTests {
+    @Test("screens, key=value pairs and --then make a path")
+    func path() throws {
+        #expect(
+            try IntentWords.path(["chat", "conversationId=42", "draft=a=b", "--then", "thread", "threadId=7"]) == [
+                ScreenContext("chat", ["conversationId": "42", "draft": "a=b"]),
+                ScreenContext("thread", ["threadId": "7"]),
+            ])
+        #expect(try IntentWords.path([]) == [])
+    }
+
+    @Test(
+        "mistakes say what was expected",
+        arguments: [
+            (["key=1"], "key=1 comes before a screen"),
+            (["chat", "--then"], "--then must be followed by a screen"),
+            (["--then", "chat"], "--then must follow a screen"),
+            (["chat", "other"], "other is neither key=value nor after --then"),
+            (["chat", "=1"], "=1 has no key"),
+            (["chat", "--bogus"], "unknown option --bogus"),
+        ])
+    func mistakes(words: [String], message: String) {
+        #expect { try IntentWords.path(words) } throws: { "\($0)".contains(message) }
+    }
+}
+
+/// Runs the built navctl and returns its exit status and output.
+func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throws -> (status: Int32, output: String) {
+    let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/navctl")
+    guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+        throw ClientError(.socket, "navctl is not built at \(binary.path); run swift build first (./dev test does)")
+    }
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    let output = OutputText()
+    pipe.fileHandleForReading.readabilityHandler = { handle in
+        let data = handle.availableData
+        if !data.isEmpty { output.text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+    }
+    try process.run()
+    defer {
+        if process.isRunning { process.terminate() }
+        pipe.fileHandleForReading.readabilityHandler = nil
+    }
+    let end = ContinuousClock.now + .seconds(20)
+    while process.isRunning {
+        if let until, until(output.text.withLock { $0 }) { process.terminate() }
+        guard ContinuousClock.now < end else { throw ClientError(.timeout, "navctl \(arguments) did not finish") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    process.waitUntilExit()
+    try await Task.sleep(for: .milliseconds(20))  // the last output chunk
+    return (process.terminationStatus, output.text.withLock { $0 })
+}
+
+final class OutputText: Sendable {
+    let text = Mutex("")
+}
+
+@Suite("navctl", .serialized)
+struct NavctlTests {
+    func options(_ server: NavigatorServer) -> [String] {
+        let endpoints = server.endpoints
+        return [
+            "--intents", endpoints.intents[0], "--requests", endpoints.requests[0], "--commands", endpoints.commands[0],
+        ]
+    }
+
+    @Test("send, then watch --json shows the batch")
+    func sendAndWatch() async throws {
+        try await withConnection { connection, server in
+            let options = self.options(server)
+            async let watched = navctl(["watch", "--session", "w1", "--json"] + options) {
+                $0.contains(#""event":"batch""#)
+            }
+            // Send once the watcher has its snapshot (it subscribed before asking for it).
+            while try await connection.stats().subscribers == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            let sent = try await navctl(
+                ["send", "--session", "w1", "--id", "n1", "chat", "conversationId=9"] + options)
+            #expect(sent.status == 0)
+            #expect(sent.output.contains("sent n1 to session w1"))
+            let output = try await watched.output
+            #expect(output.contains(#""event":"snapshot","session":"w1","seq":0"#))
+            #expect(output.contains(#""intentId":"n1""#))
+            #expect(output.contains(#"{"selectTab":{"tab":"chats"}}"#))
+        }
+    }
+
+    @Test("send --wait prints each outcome kind")
+    func waitOutcomes() async throws {
+        try await withConnection { _, server in
+            let options = self.options(server)
+            let resolved = try await navctl(
+                ["send", "--wait", "--session", "o", "--id", "a", "chat", "conversationId=1"] + options)
+            #expect(resolved.status == 0 && resolved.output.hasPrefix("resolved: batch seq 1"))
+            let refreshed = try await navctl(
+                ["send", "--wait", "--session", "o", "chat", "conversationId=1", "draft=x"] + options)
+            #expect(refreshed.output.hasPrefix("refreshed: batch seq 2"))
+            let ignored = try await navctl(["send", "--wait", "--session", "o", "--id", "a", "home"] + options)
+            #expect(ignored.output.hasPrefix("ignored: duplicate intent id a"))
+            let parked = try await navctl(["send", "--wait", "--session", "o", "editProfile"] + options)
+            #expect(parked.output.hasPrefix("parked: waiting for authenticated (showing login)"))
+            let rejected = try await navctl(["send", "--wait", "--session", "o", "chat", "conversationId=x"] + options)
+            #expect(rejected.status == 3)
+            #expect(rejected.output.hasPrefix("rejected (invalid_info): chat.conversationId is \"x\"; expected int"))
+            let explained = try await navctl(["explain", "--session", "o", "--url", "app://settings"] + options)
+            #expect(explained.output.contains("would be resolved"))
+            #expect(explained.output.contains("why:"))
+        }
+    }
+
+    @Test("an unreachable service: a clear error and a non-zero exit within the timeout")
+    func unreachable() async throws {
+        let result = try await navctl(["stats", "--requests", "tcp://127.0.0.1:9", "--timeout", "0.3"])
+        #expect(result.status == 1)
+        #expect(
+            result.output.contains(
+                "navctl: no reply from navigatord at tcp://127.0.0.1:9 within 0.3 seconds (is navigatord running?)"))
+    }
+}
