@@ -115,7 +115,7 @@ struct Send: AsyncParsableCommand {
         try await withConnection(connection) { client in
             if wait {
                 let reply = try await client.acknowledged(intent)
-                TreeText.reply(reply).forEach { print($0) }
+                printLines(TreeText.reply(reply))
                 if case .rejected? = reply.kind { throw ExitCode(3) }
             } else {
                 try await client.send(intent)
@@ -135,7 +135,7 @@ struct Explain: AsyncParsableCommand {
     func run() async throws {
         let intent = try self.intent.intent()
         try await withConnection(connection) { client in
-            TreeText.reply(try await client.explain(intent)).forEach { print($0) }
+            printLines(TreeText.reply(try await client.explain(intent)))
         }
     }
 }
@@ -151,7 +151,7 @@ struct Snapshot: AsyncParsableCommand {
             let snapshot = try await client.snapshot(session)
             let tree = try snapshot.tree.core()
             print("session \(snapshot.session) — seq \(snapshot.seq), tree version \(tree.version)")
-            TreeText.lines(tree).forEach { print($0) }
+            printLines(TreeText.lines(tree))
             if !snapshot.conditions.isEmpty {
                 print(
                     "conditions: "
@@ -226,7 +226,7 @@ struct Watch: AsyncParsableCommand {
                 if json {
                     print(WatchOutput.json(event))
                 } else {
-                    WatchOutput.text(event, clear: draw).forEach { print($0) }
+                    printLines(WatchOutput.text(event, clear: draw))
                 }
                 fflush(nil)  // every stream: one line at a time for pipes and scripts
             }
@@ -254,6 +254,10 @@ func withConnection(_ options: ConnectionOptions, _ body: (NavigatorConnection) 
         printError("navctl: \(error)")
         throw ExitCode(1)
     }
+}
+
+func printLines(_ lines: [String]) {
+    for line in lines { print(line) }
 }
 
 func printError(_ text: String) {
