@@ -66,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "navctl",
             dependencies: [
-                "NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NavigatorClient", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),

@@ -18,7 +18,7 @@ struct Navctl: AsyncParsableCommand {
             --timeout if navigatord does not answer.
             """,
         version: "0.1.0",
-        subcommands: [Send.self, Explain.self, Snapshot.self, Watch.self, Stats.self, Routes.self]
+        subcommands: [Send.self, Explain.self, Snapshot.self, Watch.self, Shell.self, Stats.self, Routes.self]
     )
 }
 

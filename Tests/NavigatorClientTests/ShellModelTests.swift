@@ -1,0 +1,125 @@
+import NavigatorClient
+import NavigatorCore
+import NavigatorWire
+import Synchronization
+import Testing
+
+/// Collects a follower's events on a task of its own, so the test can wait for them with a deadline.
+final class EventBuffer: Sendable {
+    let events = Mutex<[SessionEvent]>([])
+    let failure = Mutex<String?>(nil)
+
+    func take() -> [SessionEvent] {
+        events.withLock { taken in
+            defer { taken.removeAll() }
+            return taken
+        }
+    }
+}
+
+@Suite("Client shell")
+struct ShellModelTests {
+    @Test("after random intents and shell actions, with a batch dropped on purpose, the mirror equals the snapshot")
+    func mirrorEqualsSnapshot() async throws {
+        try await withConnection { connection, _ in
+            let buffer = EventBuffer()
+            let follower = Task {
+                do {
+                    for try await event in connection.follow(.session("sh")) {
+                        buffer.events.withLock { $0.append(event) }
+                    }
+                } catch {
+                    buffer.failure.withLock { $0 = "\(error)" }
+                }
+            }
+            defer { follower.cancel() }
+            var model = ShellModel(session: "sh")
+            var mix = IntentMix(map: .demo, seed: 11)
+            var random = SplitMix64(seed: 5)
+            var dropped = false
+            var resyncs = 0
+
+            func resync() async throws {
+                let snapshot = try await connection.snapshot("sh")
+                _ = model.handle(.snapshot(session: "sh", seq: snapshot.seq, tree: try snapshot.tree.core()))
+                resyncs += 1
+            }
+
+            /// Feeds events until the shell has caught up with the service, as the real shell
+            /// would: acknowledging batches, resyncing on a gap, and resyncing when it stays
+            /// behind (the periodic check).
+            func catchUp(step: Int) async throws {
+                let target = try await connection.snapshot("sh").seq
+                let clock = ContinuousClock()
+                var quiet = clock.now
+                while model.seq < target || model.mirror == nil {
+                    if let failure = buffer.failure.withLock({ $0 }) { throw ClientError(.closed, failure) }
+                    let events = buffer.take()
+                    if events.isEmpty {
+                        if clock.now - quiet > .milliseconds(300) {
+                            try await resync()  // behind with nothing coming: what the shell's check does
+                            quiet = clock.now
+                        }
+                        try await Task.sleep(for: .milliseconds(2))
+                        continue
+                    }
+                    quiet = clock.now
+                    for event in events {
+                        if case .batch = event, !dropped, step >= 10 {
+                            dropped = true  // lose this one on purpose
+                            continue
+                        }
+                        switch model.handle(event) {
+                        case .report(let ack): _ = try await connection.report(ack, session: "sh", lastSeq: model.seq)
+                        case .resync: try await resync()
+                        case nil: break
+                        }
+                    }
+                }
+            }
+
+            try await catchUp(step: 0)
+            for step in 0..<50 {
+                if random.next() % 3 == 0 {
+                    let action: ClientEvent? =
+                        switch random.next() % 3 {
+                        case 0: model.back()
+                        case 1: model.dismiss()
+                        default: model.selectTab(Int(random.next() % 4))
+                        }
+                    if let action { _ = try await connection.report(action, session: "sh", lastSeq: model.seq) }
+                } else if case .intent(var intent) = mix.next(session: "sh") {
+                    intent.session = "sh"
+                    _ = try await connection.acknowledged(intent)
+                }
+                try await catchUp(step: step)
+            }
+            let snapshot = try await connection.snapshot("sh")
+            #expect(dropped)
+            #expect(resyncs >= 1)
+            #expect(model.seq == snapshot.seq)
+            #expect(model.mirror == (try snapshot.tree.core()))
+            #expect(model.warning == nil)
+        }
+    }
+
+    @Test("keys become local changes and the client events that report them")
+    func keys() throws {
+        var model = ShellModel(session: "k")
+        var tree = RouteMap.demo.initialTree()
+        try tree.apply([
+            .selectTab("chats"),
+            .push(Screen(id: 5, ScreenContext("chat", ["conversationId": "1"])), onto: .tab("chats")),
+            .present(Modal(id: 6, style: .sheet, stack: [Screen(id: 7, ScreenContext("login"))])),
+        ])
+        _ = model.handle(.snapshot(session: "k", seq: 3, tree: tree))
+        #expect(model.back() == .dismissedTo(nil))  // a one-screen modal goes back by dismissing
+        #expect(model.back() == .poppedTo(3))
+        #expect(model.back() == nil)
+        #expect(model.status == "nothing to go back to")
+        #expect(model.selectTab(0) == .tabSelected("home"))
+        #expect(model.selectTab(9) == nil)
+        #expect(model.dismiss() == nil)
+        #expect(model.mirror?.top.context.screen == "home")
+    }
+}
