@@ -298,6 +298,8 @@ struct RequestsLoop: SocketLoop {
             for outcome in [Navigator_V1_Outcome.resolved, .refreshed, .ignored, .parked, .rejected] {
                 $0.intentsByOutcome[outcome.label] = counters.outcomes[outcome.rawValue].load
             }
+            // Parked intents resolved later; each was counted once already, as parked.
+            $0.intentsByOutcome["released"] = counters.released.load
             for (raw, counter) in counters.rejections.enumerated() where counter.load > 0 {
                 $0.rejectionsByCode[Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)"] = counter.load
             }

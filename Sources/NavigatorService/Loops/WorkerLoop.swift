@@ -149,7 +149,7 @@ struct WorkerLoop: SocketLoop {
         for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         try sockets.publisher.audit(Self.audit(resolution, .resolution, batches.first?.0), sentAt: intent.sentAt)
         for (released, batch) in zip(resolution.released, batches.dropFirst(resolution.commands.isEmpty ? 0 : 1)) {
-            counters.count(Navigator_V1_Outcome(released.outcome))
+            counters.released.add()  // its own outcome was counted when it parked
             try sockets.publisher.audit(Self.audit(released, .release, batch.0), sentAt: released.intent.sentAt)
         }
         let own = resolution.commands.isEmpty ? nil : batches.first?.0
@@ -354,7 +354,7 @@ struct WorkerLoop: SocketLoop {
         if parkedNow { state.parkedSessions.insert(wire.session) } else { state.parkedSessions.remove(wire.session) }
         for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         for released in result.released {
-            counters.count(Navigator_V1_Outcome(released.outcome))
+            counters.released.add()  // its own outcome was counted when it parked
             try sockets.publisher.audit(Self.audit(released, .release, nil), sentAt: released.intent.sentAt)
         }
         reply.eventApplied = .with {

@@ -28,6 +28,8 @@ final class ServiceCounters: Sendable {
     /// By Navigator_V1_RejectCode raw value.
     let rejections = (0..<32).map { _ in AtomicCounter() }
     let clientEvents: AtomicCounter
+    /// Parked intents released and resolved later (not counted again by outcome).
+    let released: AtomicCounter
     let batches: AtomicCounter
     let expired: AtomicCounter
     let requests: AtomicCounter
@@ -53,6 +55,7 @@ final class ServiceCounters: Sendable {
         let metrics = ServiceMetrics(workers: workers)
         self.metrics = metrics
         clientEvents = AtomicCounter(mirror: metrics.clientEvents)
+        released = AtomicCounter(mirror: metrics.released)
         batches = AtomicCounter(mirror: metrics.batches)
         expired = AtomicCounter(mirror: metrics.expired)
         requests = AtomicCounter(mirror: metrics.requests)

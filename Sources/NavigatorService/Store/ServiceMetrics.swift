@@ -9,6 +9,7 @@ final class ServiceMetrics: Sendable {
     let intents: [Metrics.Counter]
     let rejections: [Metrics.Counter]
     let clientEvents: Metrics.Counter
+    let released: Metrics.Counter
     let batches: Metrics.Counter
     let requests: Metrics.Counter
     let expired: Metrics.Counter
@@ -36,6 +37,7 @@ final class ServiceMetrics: Sendable {
             )
         }
         clientEvents = Metrics.Counter(label: "navigator_client_events_total", factory: factory)
+        released = Metrics.Counter(label: "navigator_parked_released_total", factory: factory)
         batches = Metrics.Counter(label: "navigator_batches_published_total", factory: factory)
         requests = Metrics.Counter(label: "navigator_requests_total", factory: factory)
         expired = Metrics.Counter(label: "navigator_parked_expired_total", factory: factory)

@@ -757,7 +757,9 @@ public nonisolated struct Navigator_V1_Stats: Sendable {
 
   public var subscribers: UInt64 = 0
 
-  /// Counters by outcome name ("resolved", "ignored", ...).
+  /// Intents by the outcome they first had ("resolved", "refreshed", "ignored", "parked",
+  /// "rejected"); these add up to the intents received. "released" counts parked intents resolved
+  /// later (each is also counted once as "parked").
   public var intentsByOutcome: Dictionary<String,UInt64> = [:]
 
   /// Counters by reject code name ("unknown_screen", ...).
