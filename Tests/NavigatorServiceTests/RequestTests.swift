@@ -113,9 +113,11 @@ struct RequestTests {
                 let parked = try client.request(
                     .intent(wireIntent("chat", [ScreenContext("chat", ["conversationId": "3"])], session: "e")))
                 let applied = try client.request(.clientEvent(.init(.dismissedTo(nil), session: "e", lastSeq: 1)))
-                return (
-                    parked, applied, [try shell.nextPublished(), try shell.nextPublished(), try shell.nextPublished()]
-                )
+                let published = [try shell.nextPublished(), try shell.nextPublished(), try shell.nextPublished()]
+                // Counted once each by first outcome; the release separately.
+                let counts = try client.request(.stats(.init())).stats.intentsByOutcome
+                #expect(counts["resolved"] == 1 && counts["parked"] == 1 && counts["released"] == 1)
+                return (parked, applied, published)
             }
             guard case .parked? = parked.kind else {
                 Issue.record("\(parked)")
