@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
@@ -70,14 +71,33 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // The load generator behind navload: open-loop publishing, latency, reports.
+        .target(
+            name: "NavigatorLoad",
+            dependencies: [
+                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         .executableTarget(
             name: "navload",
-            dependencies: ["NavigatorClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "NavigatorClient", "NavigatorCore", "NavigatorLoad",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
+        .testTarget(
+            name: "NavigatorLoadTests",
+            dependencies: [
+                "NavigatorLoad", "NavigatorClient", "NavigatorService", "NavigatorCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "NavigatorClientTests",
             dependencies: [

@@ -1,21 +1,22 @@
 import ArgumentParser
 import NavigatorClient
 import NavigatorCore
+import NavigatorLoad
 
 @main
-struct Navload: ParsableCommand {
+struct Navload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "navload",
         abstract: "Load-test publisher for Navigator, and benchmarks.",
         discussion: """
-            navload resolver measures the resolver alone: resolutions per second on one core for a \
-            realistic mix of intents and client events over many sessions, without sockets.
-
-            The end-to-end load test against a running navigatord (open-loop publishing, latency \
-            report) is not part of this build yet.
+            navload run (the default) publishes intents open-loop at a target rate to a running \
+            navigatord and reports end-to-end latency (from each intent's due time to its batch's \
+            arrival at a subscribed shell), loss, outcomes and the service's CPU and memory. \
+            navload resolver measures the resolver alone, without sockets.
             """,
         version: "0.1.0",
-        subcommands: [ResolverCommand.self]
+        subcommands: [RunCommand.self, ResolverCommand.self],
+        defaultSubcommand: RunCommand.self
     )
 }
 

@@ -1,0 +1,57 @@
+import NavigatorClient
+
+/// What one load run does.
+public struct LoadPlan: Hashable, Sendable {
+    public var endpoints = ServiceEndpoints()
+    /// Intents per second, in all.
+    public var rate: Double = 10_000
+    /// Measured time, after the warm-up.
+    public var duration: Double = 10
+    /// Time sent but not measured, first.
+    public var warmup: Double = 2
+    /// Sessions the intents are spread over (`load-0`, `load-1`, ...).
+    public var sessions = 1000
+    /// Producer threads, each with its own connection.
+    public var producers = 2
+    /// Measure every `sample`-th session's batches (1: all).
+    public var sample = 1
+    /// How long to wait for navigatord's answers.
+    public var timeout: Double = 5
+    /// The service's process id for CPU and RSS; found by name (navigatord) when nil.
+    public var servicePID: Int32?
+    public var seed: UInt64 = 1
+
+    public init() {}
+
+    public var measuredSessions: [String] {
+        stride(from: 0, to: sessions, by: max(1, sample)).map { "load-\($0)" }
+    }
+}
+
+/// What a run measured.
+public struct LoadReport: Hashable, Sendable, Codable {
+    public var targetRate: Double
+    public var achievedRate: Double
+    public var sent: Int
+    public var measuredSeconds: Double
+    /// Producers sending later than due by more than a millisecond.
+    public var lateSends: Int
+    /// End-to-end latency in microseconds, from the intent's due time to its batch's arrival.
+    public var latency: Latency.Summary
+    public var batchesMeasured: UInt64
+    /// Batches missed by the subscriber (seq gaps).
+    public var batchesLost: UInt64
+    /// From navigatord's stats, before and after.
+    public var resolved: UInt64
+    public var refreshed: UInt64
+    public var ignored: UInt64
+    public var parked: UInt64
+    public var rejected: UInt64
+    public var released: UInt64
+    /// navigatord's CPU use over the run (1.0 = one core) and its resident memory after it.
+    public var serviceCPU: Double?
+    public var serviceRSSBytes: UInt64?
+
+    /// Outcomes the service reported for this run's intents.
+    public var accounted: UInt64 { resolved + refreshed + ignored + parked + rejected }
+}

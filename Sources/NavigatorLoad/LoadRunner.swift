@@ -1,0 +1,248 @@
+import NavigatorClient
+import NavigatorCore
+import NavigatorWire
+import NavigatorYAML
+import SwiftProtobuf
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs a load test against a running navigatord: producers publish intents open-loop on their
+/// schedule, a subscriber measures when each batch arrives, and the service's own counters say
+/// what became of every intent.
+public enum LoadRunner {
+    /// What the progress line shows.
+    public struct Progress: Sendable {
+        public var elapsed: Double
+        public var sent: Int
+        public var rate: Double
+        public var latency: Latency.Summary
+        public var lost: UInt64
+    }
+
+    public static func run(_ plan: LoadPlan, progress: (@Sendable (Progress) -> Void)? = nil) async throws -> LoadReport
+    {
+        let connection = try await NavigatorConnection(
+            endpoints: plan.endpoints, timeout: .milliseconds(Int(plan.timeout * 1000)))
+        defer { Task { await connection.close() } }
+        let routes = try await connection.routes()
+        let map: RouteMap
+        do {
+            map = try RouteMapYAML.load(routes.yaml, source: "navigatord's route map")
+        } catch {
+            throw ClientError(.malformed, "the route map navigatord sent does not load: \(error)")
+        }
+        let before = try await connection.stats()
+        let service = (plan.servicePID ?? ProcessStats.find(named: "navigatord")).map(ProcessStats.init)
+        let cpuBefore = service?.cpuSeconds
+
+        // The subscriber, subscribed before anything is sent.
+        let listener = Listener()
+        let topics = plan.sample <= 1 ? [Topic.allBatches] : plan.measuredSessions.map(Topic.batches)
+        let subscriber = try await startSubscriber(plan.endpoints.commands, topics: topics, listener: listener)
+        let deadline = ContinuousClock.now + .seconds(plan.timeout)
+        while try await connection.stats().subscribers < before.subscribers + 1 {
+            guard ContinuousClock.now < deadline else {
+                listener.stop.store(true, ordering: .releasing)
+                throw ClientError(.timeout, "navigatord did not see navload's subscription within \(plan.timeout) s")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+
+        // The schedule.
+        let schedule = Schedule(start: wallClock() + 200_000_000, rate: plan.rate)
+        let total = schedule.count(in: plan.warmup + plan.duration)
+        listener.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
+        let tally = Tally()
+        var producers: [DedicatedThread] = []
+        for producer in 0..<max(1, plan.producers) {
+            producers.append(
+                try await startProducer(producer, plan: plan, map: map, schedule: schedule, total: total, tally: tally))
+        }
+        // Progress while the producers run.
+        let started = wallClock()
+        let reporter = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard !Task.isCancelled else { return }
+                let elapsed = Double(wallClock() - schedule.start) / 1e9
+                let count = tally.sent.load(ordering: .relaxed)
+                progress?(
+                    Progress(
+                        elapsed: elapsed, sent: count, rate: elapsed > 0 ? Double(count) / elapsed : 0,
+                        latency: listener.latencySummary, lost: listener.lost))
+            }
+        }
+        for thread in producers { _ = try? await DedicatedThread.run(name: "navload-join") { thread.join() } }
+        let finished = wallClock()
+        // Let the last batches arrive: until nothing came for half a second (at most the timeout).
+        let drainEnd = ContinuousClock.now + .seconds(plan.timeout)
+        var seen = listener.batches
+        while ContinuousClock.now < drainEnd {
+            try await Task.sleep(for: .milliseconds(500))
+            let now = listener.batches
+            if now == seen { break }
+            seen = now
+        }
+        reporter.cancel()
+        listener.stop.store(true, ordering: .releasing)
+        _ = try? await DedicatedThread.run(name: "navload-join") { subscriber.join() }
+        let after = try await connection.stats()
+        func delta(_ key: String) -> UInt64 {
+            (after.intentsByOutcome[key] ?? 0) &- (before.intentsByOutcome[key] ?? 0)
+        }
+        let sendSeconds = Double(max(1, finished - max(started, schedule.start))) / 1e9
+        return LoadReport(
+            targetRate: plan.rate, achievedRate: Double(total) / max(sendSeconds, Double(total) / plan.rate),
+            sent: total,
+            measuredSeconds: plan.duration, lateSends: tally.late.load(ordering: .relaxed),
+            latency: listener.latencySummary,
+            batchesMeasured: listener.measured, batchesLost: listener.lost, resolved: delta("resolved"),
+            refreshed: delta("refreshed"), ignored: delta("ignored"), parked: delta("parked"),
+            rejected: delta("rejected"),
+            released: delta("released"),
+            serviceCPU: cpuBefore.flatMap { start in service?.cpuSeconds.map { ($0 - start) / sendSeconds } },
+            serviceRSSBytes: service?.residentBytes)
+    }
+
+    /// What the producers count, shared with the run.
+    final class Tally: Sendable {
+        let sent = Atomic<Int>(0)
+        let late = Atomic<Int>(0)
+    }
+
+    /// Shared between the subscriber thread and the run.
+    final class Listener: Sendable {
+        let stop = Atomic<Bool>(false)
+        let measureFrom = Atomic<Int64>(.max)
+        private let state = Mutex(State())
+
+        struct State {
+            var latency = Latency()
+            var lastSeq: [String: UInt64] = [:]
+            var batches: UInt64 = 0
+            var measured: UInt64 = 0
+            var lost: UInt64 = 0
+        }
+
+        func record(session: String, header: FrameHeader, at now: Int64) {
+            let from = measureFrom.load(ordering: .relaxed)
+            state.withLock { state in
+                state.batches += 1
+                if let last = state.lastSeq[session], header.seq > last + 1 { state.lost += header.seq - last - 1 }
+                state.lastSeq[session] = max(header.seq, state.lastSeq[session] ?? 0)
+                if header.sentAt >= from {
+                    state.latency.record(nanoseconds: now - header.sentAt)
+                    state.measured += 1
+                }
+            }
+        }
+
+        var latencySummary: Latency.Summary { state.withLock { $0.latency.summary } }
+        var batches: UInt64 { state.withLock { $0.batches } }
+        var measured: UInt64 { state.withLock { $0.measured } }
+        var lost: UInt64 { state.withLock { $0.lost } }
+    }
+
+    static func startSubscriber(_ endpoint: String, topics: [String], listener: Listener) async throws
+        -> DedicatedThread
+    {
+        var started: DedicatedThread?
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            started = DedicatedThread(name: "navload-sub") {
+                let context: Context
+                let sub: Socket
+                do {
+                    context = try Context()
+                    sub = try Socket(context, type: .sub)
+                    try sub.set(.receiveHighWaterMark, 0)
+                    for topic in topics { try sub.subscribe(topic) }
+                    try sub.connect(endpoint)
+                } catch {
+                    continuation.resume(throwing: ClientError(.socket, "cannot subscribe to \(endpoint): \(error)"))
+                    return
+                }
+                continuation.resume()
+                var poller = Poller()
+                poller.add(sub)
+                var frames: [ZeroMQ.Message] = []
+                while !listener.stop.load(ordering: .acquiring) {
+                    guard (try? poller.poll(timeout: .milliseconds(50))) != nil else { break }
+                    while let count = try? sub.receiveMultipart(into: &frames, wait: false) {
+                        guard count == 3, let (_, session) = Topic.parse(frames[0].string),
+                            let header = try? frames[1].withUnsafeBytes({ (bytes) throws(WireError) in
+                                try FrameHeader(decoding: bytes)
+                            })
+                        else { continue }
+                        listener.record(session: session, header: header, at: wallClock())
+                    }
+                }
+                sub.close()
+                _ = context
+            }
+        }
+        return started!
+    }
+
+    static func startProducer(
+        _ index: Int, plan: LoadPlan, map: RouteMap, schedule: Schedule, total: Int, tally: Tally
+    ) async throws -> DedicatedThread {
+        var started: DedicatedThread?
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            started = DedicatedThread(name: "navload-push-\(index)") {
+                let push: Socket
+                do {
+                    push = try Socket(try Context(), type: .push)
+                    try push.set(.immediate, true)
+                    try push.set(.sendHighWaterMark, 100_000)
+                    try push.set(.linger, .seconds(2))
+                    try push.set(.sendTimeout, .seconds(plan.timeout))
+                    try push.connect(plan.endpoints.intents)
+                } catch {
+                    continuation.resume(
+                        throwing: ClientError(.socket, "cannot connect to \(plan.endpoints.intents): \(error)"))
+                    return
+                }
+                continuation.resume()
+                var weights = IntentMix.Weights()
+                weights.event = 0  // client events are requests, not intents
+                weights.blocking = 0  // no shell here dismisses an incoming call: it would block its session
+                var mix = IntentMix(map: map, weights: weights, seed: plan.seed &+ UInt64(index))
+                for i in Schedule.indices(producer: index, of: max(1, plan.producers), total: total) {
+                    let due = schedule.due(i)
+                    waitUntil(due)
+                    if wallClock() - due > 1_000_000 { tally.late.wrappingAdd(1, ordering: .relaxed) }
+                    let session = "load-\(i % plan.sessions)"
+                    guard case .intent(var intent) = mix.next(session: session, sentAt: due) else { continue }
+                    intent.id = "\(intent.id)-\(index)"
+                    guard let bytes: [UInt8] = try? Navigator_V1_Intent(intent).serializedBytes(),
+                        (try? push.send(multipart: [session, bytes])) != nil
+                    else { break }
+                    tally.sent.wrappingAdd(1, ordering: .relaxed)
+                }
+            }
+        }
+        return started!
+    }
+
+    /// Sleeps until shortly before `due`, then spins (sleep alone is too coarse at high rates).
+    static func waitUntil(_ due: Int64) {
+        while true {
+            let remaining = due - wallClock()
+            if remaining <= 0 { return }
+            if remaining > 200_000 {
+                var request = timespec(tv_sec: 0, tv_nsec: Int(remaining - 100_000))
+                nanosleep(&request, nil)
+            }
+        }
+    }
+}
+
+func wallClock() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+}

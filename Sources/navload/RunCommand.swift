@@ -1,0 +1,143 @@
+import ArgumentParser
+import Foundation
+import NavigatorClient
+import NavigatorLoad
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Publish intents open-loop at a rate and report latency, loss and outcomes.",
+        discussion: """
+            Intents come from a mix drawn from navigatord's own route map (pushes, modals, paths, \\
+            deep links, tab switches, refreshes, duplicates, a share of invalid intents), spread \\
+            over --sessions sessions and sent by --producers threads on a fixed schedule: a late \\
+            send keeps its due time, so a slow service shows as latency. Latency is recorded in \\
+            an HdrHistogram after --warmup. Example: navload --rate 50000 --duration 10
+            """)
+
+    @Option(help: "navigatord's intents endpoint.") var intents = "tcp://127.0.0.1:7401"
+    @Option(help: "navigatord's requests endpoint.") var requests = "tcp://127.0.0.1:7402"
+    @Option(help: "navigatord's commands endpoint.") var commands = "tcp://127.0.0.1:7403"
+    @Option(help: "Seconds to wait for navigatord's answers.") var timeout: Double = 5
+    @Option(help: "Intents per second, in all.") var rate: Double = 10_000
+    @Option(help: "Seconds measured (after the warm-up).") var duration: Double = 10
+    @Option(help: "Seconds sent first without being measured.") var warmup: Double = 2
+    @Option(help: "Sessions the intents are spread over.") var sessions = 1000
+    @Option(help: "Producer threads, each with its own connection.") var producers = 2
+    @Option(help: "Measure every Nth session's batches (1: all).") var sample = 1
+    @Option(help: "Write the report as JSON to this file.") var report: String?
+    @Flag(
+        help:
+            "Step the rate up (x1.5 from --rate) until p99 exceeds --p99-bound or batches are lost; report the highest that held."
+    )
+    var findMax = false
+    @Option(help: "The p99 latency bound for --find-max, in milliseconds.") var p99Bound: Double = 1
+    @Flag(help: "Also measure a raw libzmq PUSH->PULL pipe with intent-sized messages, for comparison.")
+    var baseline = false
+    @Option(help: "navigatord's process id for CPU and RSS (default: the process named navigatord).")
+    var servicePid: Int32?
+    @Option(help: "Seed of the intent mix.") var seed: UInt64 = 1
+
+    func validate() throws {
+        guard rate > 0, rate <= 10_000_000 else {
+            throw ValidationError("--rate \(rate) is out of range; expected 0 < rate <= 10,000,000")
+        }
+        guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
+        guard sessions > 0, producers > 0, producers <= 64, sample > 0 else {
+            throw ValidationError("--sessions, --producers (1 to 64) and --sample must be positive")
+        }
+    }
+
+    func run() async throws {
+        var plan = LoadPlan()
+        plan.endpoints = ServiceEndpoints(intents: intents, requests: requests, commands: commands)
+        plan.rate = rate
+        plan.duration = duration
+        plan.warmup = warmup
+        plan.sessions = sessions
+        plan.producers = producers
+        plan.sample = sample
+        plan.timeout = timeout
+        plan.servicePID = servicePid
+        plan.seed = seed
+        do {
+            var output: [String: String] = [:]
+            if findMax {
+                let bound = UInt64(p99Bound * 1000)
+                let result = try await FindMax.run(plan, p99Bound: bound) { step in
+                    print(
+                        "step \(Int(step.targetRate))/s: achieved \(Int(step.achievedRate))/s, p99 \(step.latency.p99) µs, lost \(step.batchesLost) -> \(FindMax.passed(step, p99Bound: bound) ? "held" : "did not hold")"
+                    )
+                }
+                if let best = result.best {
+                    print(
+                        "highest sustainable rate: \(Int(best.achievedRate)) intents/s (p99 \(best.latency.p99) µs <= \(bound) µs, no loss)"
+                    )
+                    printTable(best)
+                } else {
+                    print(
+                        "no rate held: the first step (\(Int(rate))/s) already exceeded p99 \(bound) µs or lost batches"
+                    )
+                }
+                output["findMax"] = try json(result.steps)
+            } else {
+                let report = try await LoadRunner.run(plan) { progress in
+                    print(
+                        "  \(String(format: "%5.1f", progress.elapsed)) s  sent \(progress.sent)  \(Int(progress.rate))/s  p50 \(progress.latency.p50) µs  p99 \(progress.latency.p99) µs  lost \(progress.lost)"
+                    )
+                }
+                printTable(report)
+                output["run"] = try json(report)
+            }
+            if baseline {
+                let rate = try await Baseline.measure(messageSize: 64, seconds: 3)
+                print("baseline: raw PUSH->PULL over tcp loopback, 64-byte messages: \(Int(rate)) messages/s")
+                output["baselineMessagesPerSecond"] = String(Int(rate))
+            }
+            if let report {
+                let text =
+                    "{" + output.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ")
+                    + "}\n"
+                try text.write(toFile: report, atomically: true, encoding: .utf8)
+                print("report written to \(report)")
+            }
+        } catch let error as ClientError {
+            FileHandle.standardError.write(Data("navload: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    func printTable(_ report: LoadReport) {
+        let rows: [(String, String)] = [
+            ("target rate", "\(Int(report.targetRate)) intents/s"),
+            (
+                "achieved rate",
+                "\(Int(report.achievedRate)) intents/s (\(report.sent) sent, \(report.lateSends) late by > 1 ms)"
+            ),
+            ("latency p50 / p90 / p99", "\(report.latency.p50) / \(report.latency.p90) / \(report.latency.p99) µs"),
+            (
+                "latency p99.9 / max",
+                "\(report.latency.p999) / \(report.latency.max) µs (\(report.batchesMeasured) batches measured)"
+            ),
+            ("batches lost", "\(report.batchesLost)"),
+            (
+                "outcomes",
+                "resolved \(report.resolved), refreshed \(report.refreshed), ignored \(report.ignored), parked \(report.parked), rejected \(report.rejected) (released later \(report.released))"
+            ),
+            ("accounted", "\(report.accounted) of \(report.sent) sent"),
+            (
+                "navigatord CPU",
+                report.serviceCPU.map { String(format: "%.2f cores", $0) } ?? "unknown (not found on this machine)"
+            ),
+            ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),
+        ]
+        let width = rows.map(\.0.count).max() ?? 0
+        for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
+    }
+
+    func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import NavigatorClient
+import NavigatorCore
+import NavigatorService
+import Testing
+
+@testable import NavigatorLoad
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("navload")
+struct LoadTests {
+    @Test("the schedule is open-loop: due times follow the rate, producers share the indices")
+    func schedule() {
+        let schedule = Schedule(start: 1_000, rate: 4)
+        #expect(schedule.due(0) == 1_000)
+        #expect(schedule.due(1) == 1_000 + 250_000_000)
+        #expect(schedule.due(8) == 1_000 + 2_000_000_000)
+        #expect(schedule.count(in: 2.6) == 10)
+        let shares = (0..<3).map { Array(Schedule.indices(producer: $0, of: 3, total: 8)) }
+        #expect(shares == [[0, 3, 6], [1, 4, 7], [2, 5]])
+        #expect(Set(shares.flatMap { $0 }) == Set(0..<8))
+    }
+
+    @Test("latency percentiles come out of the histogram in microseconds")
+    func latency() {
+        var latency = Latency()
+        for microseconds in 1...1000 { latency.record(nanoseconds: Int64(microseconds) * 1000) }
+        latency.record(nanoseconds: -5)  // clock skew reads as zero, never negative
+        let summary = latency.summary
+        #expect(latency.count == 1001)
+        #expect((499...501).contains(summary.p50))
+        #expect((989...991).contains(summary.p99))
+        #expect((999...1001).contains(summary.max))
+        var other = Latency()
+        other.record(nanoseconds: 5_000_000)
+        latency.merge(other)
+        #expect(latency.summary.max >= 4_990)
+        #expect(Latency().summary.p99 == 0)
+    }
+
+    @Test("a rate holds only with p99 in bound, nothing lost, everything accounted and the rate achieved")
+    func passing() {
+        var report = LoadReport(
+            targetRate: 1000, achievedRate: 990, sent: 100, measuredSeconds: 1, lateSends: 0,
+            latency: .init(p50: 100, p90: 200, p99: 900, p999: 1500, max: 2000, mean: 150), batchesMeasured: 100,
+            batchesLost: 0, resolved: 90, refreshed: 0, ignored: 5, parked: 3, rejected: 2, released: 0,
+            serviceCPU: nil,
+            serviceRSSBytes: nil)
+        #expect(FindMax.passed(report, p99Bound: 1000))
+        #expect(!FindMax.passed(report, p99Bound: 800))
+        report.batchesLost = 1
+        #expect(!FindMax.passed(report, p99Bound: 1000))
+        report.batchesLost = 0
+        report.rejected = 1
+        #expect(!FindMax.passed(report, p99Bound: 1000))
+        report.rejected = 2
+        report.achievedRate = 900
+        #expect(!FindMax.passed(report, p99Bound: 1000))
+    }
+
+    @Test("a short run against a service: every intent is accounted for and nothing is lost")
+    func shortRun() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "navload-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = ServiceConfiguration()
+        configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
+        configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
+        configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
+        configuration.metricsAddress = "off"
+        configuration.dataDirectory = directory.path
+        configuration.workers = 2
+        var logger = Logger(label: "navload-test")
+        logger.logLevel = .critical
+        let server = try NavigatorServer(configuration: configuration, logger: logger)
+        try await server.start()
+        do {
+            var plan = LoadPlan()
+            let endpoints = server.endpoints
+            plan.endpoints = ServiceEndpoints(
+                intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0])
+            plan.rate = 500
+            plan.duration = 1
+            plan.warmup = 0.2
+            plan.sessions = 20
+            plan.producers = 2
+            plan.servicePID = getpid()
+            let report = try await LoadRunner.run(plan)
+            #expect(report.sent == 600)
+            #expect(report.accounted == 600)
+            #expect(report.batchesLost == 0)
+            #expect(report.batchesMeasured > 0)
+            #expect(report.resolved > 0 && report.rejected > 0)  // the mix has a share of invalid intents
+            #expect(report.serviceRSSBytes != nil)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+}
