@@ -81,11 +81,12 @@ public enum FindMax {
         public var steps: [LoadReport]
     }
 
-    /// Whether a run sustained its rate: p99 within `bound` microseconds, nothing lost, every
-    /// intent accounted for, and at least 95% of the target rate achieved.
+    /// Whether a run sustained its rate: batches were measured at all, p99 within `bound`
+    /// microseconds, nothing lost, every intent accounted for, and at least 95% of the target rate
+    /// achieved.
     public static func passed(_ report: LoadReport, p99Bound bound: UInt64) -> Bool {
-        report.latency.p99 <= bound && report.batchesLost == 0 && report.accounted == UInt64(report.sent)
-            && report.achievedRate >= 0.95 * report.targetRate
+        report.batchesMeasured > 0 && report.latency.p99 <= bound && report.batchesLost == 0
+            && report.accounted == UInt64(report.sent) && report.achievedRate >= 0.95 * report.targetRate
     }
 
     public static func run(

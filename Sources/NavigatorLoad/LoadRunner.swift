@@ -57,10 +57,13 @@ public enum LoadRunner {
         let total = schedule.count(in: plan.warmup + plan.duration)
         listener.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
         let tally = Tally()
+        // Ids unique to this run: a second run against the same service must not be deduplicated.
+        let run = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         var producers: [DedicatedThread] = []
         for producer in 0..<max(1, plan.producers) {
             producers.append(
-                try await startProducer(producer, plan: plan, map: map, schedule: schedule, total: total, tally: tally))
+                try await startProducer(
+                    producer, run: run, plan: plan, map: map, schedule: schedule, total: total, tally: tally))
         }
         // Progress while the producers run.
         let started = wallClock()
@@ -188,7 +191,7 @@ public enum LoadRunner {
     }
 
     static func startProducer(
-        _ index: Int, plan: LoadPlan, map: RouteMap, schedule: Schedule, total: Int, tally: Tally
+        _ index: Int, run: String, plan: LoadPlan, map: RouteMap, schedule: Schedule, total: Int, tally: Tally
     ) async throws -> DedicatedThread {
         var started: DedicatedThread?
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -217,7 +220,7 @@ public enum LoadRunner {
                     if wallClock() - due > 1_000_000 { tally.late.wrappingAdd(1, ordering: .relaxed) }
                     let session = "load-\(i % plan.sessions)"
                     guard case .intent(var intent) = mix.next(session: session, sentAt: due) else { continue }
-                    intent.id = "\(intent.id)-\(index)"
+                    intent.id = "\(run)-\(intent.id)-\(index)"
                     guard let bytes: [UInt8] = try? Navigator_V1_Intent(intent).serializedBytes(),
                         (try? push.send(multipart: [session, bytes])) != nil
                     else { break }

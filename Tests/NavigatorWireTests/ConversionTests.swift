@@ -136,3 +136,27 @@ struct ConversionTests {
         #expect(Navigator_V1_RejectCode(.unknownScreen).label == "unknown_screen")
     }
 }
+
+@Suite("State file records")
+struct StoredSessionTests {
+    @Test("a session's whole state survives the state file's encoding")
+    func roundTrip() throws {
+        let intent = Intent(
+            id: "p1", session: "s", target: .path([ScreenContext("chat", ["conversationId": "4"])]), priority: .high,
+            ttlMilliseconds: 900, sentAt: 5, setConditions: ["authenticated": false])
+        let state = SessionState(
+            tree: try ConversionTests.richTree(), conditions: ["authenticated": true, "beta": false],
+            parked: [
+                ParkedIntent(
+                    intent: intent, reason: .blocked(by: 20, screen: "incomingCall"), parkedAt: 10, expiresAt: 20),
+                ParkedIntent(
+                    intent: intent, reason: .guardUnmet(condition: "authenticated", redirect: "login"), parkedAt: 11,
+                    expiresAt: 21),
+            ],
+            recentIntentIDs: ["a": 1, "b": 2])
+        let bytes: [UInt8] = try Navigator_V1_StoredSession(state, seq: 42).serializedBytes()
+        let (back, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+        #expect(back == state)
+        #expect(seq == 42)
+    }
+}

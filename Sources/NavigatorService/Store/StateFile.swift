@@ -1,15 +1,19 @@
 import Foundation
 import GRDB
 import NavigatorCore
+import NavigatorWire
 
 /// The durable copy of every session: an SQLite file (`navigator.sqlite` in the data
 /// directory), one row per session with its seq and its state (tree, conditions, parked
-/// intents, recent intent ids) as JSON.
+/// intents, recent intent ids) as a protobuf `StoredSession` (proto/navigator/v1/state.proto):
+/// compact and quick to write, which matters because hot sessions are written many times a
+/// second.
 ///
 /// WAL mode with `synchronous = NORMAL`: a committed write survives the process being killed
 /// (kill -9) — the requirement here — though not necessarily a power cut.
 final class StateFile: Sendable {
-    static let schemaVersion = 1
+    /// 1: JSON rows (early builds); 2: protobuf rows.
+    static let schemaVersion = 2
     let path: String
     private let queue: DatabaseQueue
 
@@ -62,7 +66,6 @@ final class StateFile: Sendable {
 
     /// Every stored session. A row that does not decode is an error naming the session.
     func loadAll() throws -> [(String, SessionStore.Record)] {
-        let decoder = JSONDecoder()
         do {
             return try queue.read { db in
                 var records: [(String, SessionStore.Record)] = []
@@ -72,7 +75,7 @@ final class StateFile: Sendable {
                     let seq: Int64 = row["seq"]
                     let data: Data = row["state"]
                     do {
-                        let state = try decoder.decode(SessionState.self, from: data)
+                        let (state, _) = try Navigator_V1_StoredSession(serializedBytes: [UInt8](data)).core()
                         records.append((id, SessionStore.Record(state: state, seq: UInt64(seq))))
                     } catch {
                         throw ServiceError("state file \(path): session \(id) does not decode: \(error)")
@@ -90,9 +93,13 @@ final class StateFile: Sendable {
     /// Writes these sessions in one transaction.
     func write(_ records: [(String, SessionStore.Record)]) throws {
         guard !records.isEmpty else { return }
-        let encoder = JSONEncoder()
         let now = Date().timeIntervalSince1970
-        let rows = try records.map { (id, record) in (id, Int64(record.seq), try encoder.encode(record.state)) }
+        let rows = try records.map { (id, record) in
+            (
+                id, Int64(record.seq),
+                Data(try Navigator_V1_StoredSession(record.state, seq: record.seq).serializedBytes() as [UInt8])
+            )
+        }
         try queue.write { db in
             let statement = try db.cachedStatement(
                 sql: "INSERT INTO sessions (id, seq, state, updated_at) VALUES (?, ?, ?, ?) "

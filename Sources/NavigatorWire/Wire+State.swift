@@ -1,0 +1,54 @@
+import NavigatorCore
+
+extension Navigator_V1_StoredSession {
+    /// A session's state and seq as the state file keeps them.
+    public init(_ state: SessionState, seq: UInt64) {
+        self.init()
+        self.seq = seq
+        tree = .init(state.tree)
+        conditions = state.conditions
+        parked = state.parked.map(Navigator_V1_StoredParkedIntent.init)
+        recentIntentIds = state.recentIntentIDs
+    }
+
+    /// The state back; a record that does not make a valid state says which part is wrong.
+    public func core() throws(WireError) -> (state: SessionState, seq: UInt64) {
+        var list: [ParkedIntent] = []
+        for (index, stored) in parked.enumerated() { list.append(try stored.core("parked[\(index)]")) }
+        let state = SessionState(
+            tree: try tree.core("tree"), conditions: conditions, parked: list, recentIntentIDs: recentIntentIds)
+        return (state, seq)
+    }
+}
+
+extension Navigator_V1_StoredParkedIntent {
+    public init(_ parked: ParkedIntent) {
+        self.init()
+        intent = .init(parked.intent)
+        switch parked.reason {
+        case .guardUnmet(let condition, let redirect):
+            guardUnmet = .with {
+                $0.condition = condition
+                $0.redirect = redirect
+            }
+        case .blocked(let id, let screen):
+            blocked = .with {
+                $0.modalID = id.rawValue
+                $0.screen = screen
+            }
+        }
+        parkedAtUnixNanos = parked.parkedAt
+        expiresAtUnixNanos = parked.expiresAt
+    }
+
+    public func core(_ field: String) throws(WireError) -> ParkedIntent {
+        let reason: ParkReason
+        switch self.reason {
+        case .guardUnmet(let value): reason = .guardUnmet(condition: value.condition, redirect: value.redirect)
+        case .blocked(let value): reason = .blocked(by: NodeID(rawValue: value.modalID), screen: value.screen)
+        case nil: throw WireError(.malformed, "\(field) has no reason")
+        }
+        return ParkedIntent(
+            intent: try intent.core(), reason: reason, parkedAt: parkedAtUnixNanos, expiresAt: expiresAtUnixNanos)
+    }
+}
