@@ -85,7 +85,11 @@ struct Navigatord: AsyncParsableCommand {
     @Option(help: help("maxParkedPerSession", "Parked intents kept per session [default: 64]"))
     var maxParkedPerSession: String?
 
-    @Option(help: help("flushIntervalMilliseconds", "How often changed sessions are written [default: 50]"))
+    @Option(
+        help: help(
+            "flushIntervalMilliseconds",
+            "How often changed sessions are written; acknowledged requests are written before their reply regardless [default: 1000]"
+        ))
     var flushIntervalMilliseconds: String?
 
     @Option(help: help("shutdownTimeoutSeconds", "Longest graceful shutdown before sockets close [default: 10]"))

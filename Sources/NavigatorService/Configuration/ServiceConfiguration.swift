@@ -37,7 +37,7 @@ public struct ServiceConfiguration: Hashable, Sendable {
     /// Parked intents one session may hold; the oldest expire beyond it.
     public var maxParkedPerSession = 64
     /// How often changed sessions are written to the state file.
-    public var flushIntervalMilliseconds = 50
+    public var flushIntervalMilliseconds = 1000
     /// How long a graceful shutdown may take before sockets are closed regardless.
     public var shutdownTimeoutSeconds = 10
 
