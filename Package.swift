@@ -91,9 +91,16 @@ let package = Package(
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
+        // Helpers the test targets share (an in-process service's configuration, directories).
+        .target(
+            name: "NavigatorTestSupport",
+            dependencies: ["NavigatorService", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/NavigatorTestSupport"
+        ),
         .testTarget(
             name: "NavigatorLoadTests",
             dependencies: [
+                "NavigatorTestSupport",
                 "NavigatorLoad", "NavigatorClient", "NavigatorService", "NavigatorCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,6 +108,7 @@ let package = Package(
         .testTarget(
             name: "NavigatorClientTests",
             dependencies: [
+                "NavigatorTestSupport",
                 "NavigatorClient", "NavigatorService", "NavigatorCore", "NavigatorWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -108,6 +116,7 @@ let package = Package(
         .testTarget(
             name: "NavigatorServiceTests",
             dependencies: [
+                "NavigatorTestSupport",
                 "NavigatorService", "NavigatorWire", "NavigatorCore", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),

@@ -3,24 +3,16 @@ import Logging
 import NavigatorClient
 import NavigatorCore
 import NavigatorService
+import NavigatorTestSupport
 import NavigatorWire
 import Testing
 
 /// A service on ephemeral ports and a connection to it, both stopped whatever happens.
 func withConnection(_ body: @Sendable (NavigatorConnection, NavigatorServer) async throws -> Void) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "navcli-\(UUID().uuidString.prefix(8))")
+    let directory = TestService.temporaryDirectory("navcli")
     defer { try? FileManager.default.removeItem(at: directory) }
-    var configuration = ServiceConfiguration()
-    configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
-    configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
-    configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
-    configuration.metricsAddress = "off"
-    configuration.dataDirectory = directory.path
-    configuration.workers = 2
-    var logger = Logger(label: "client-test")
-    logger.logLevel = .warning
-    let server = try NavigatorServer(configuration: configuration, logger: logger)
+    let configuration = TestService.configuration(dataDirectory: directory)
+    let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("client-test"))
     try await server.start()
     let endpoints = server.endpoints
     do {

@@ -3,6 +3,7 @@ import Logging
 import NavigatorClient
 import NavigatorCore
 import NavigatorService
+import NavigatorTestSupport
 import Testing
 
 @testable import NavigatorLoad
@@ -67,19 +68,11 @@ struct LoadTests {
 
     @Test("a short run against a service: every intent is accounted for and nothing is lost")
     func shortRun() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "navload-\(UUID().uuidString.prefix(8))")
+        let directory = TestService.temporaryDirectory("navload")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = ServiceConfiguration()
-        configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
-        configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
-        configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
-        configuration.metricsAddress = "off"
-        configuration.dataDirectory = directory.path
-        configuration.workers = 2
-        var logger = Logger(label: "navload-test")
-        logger.logLevel = .critical
-        let server = try NavigatorServer(configuration: configuration, logger: logger)
+        let configuration = TestService.configuration(dataDirectory: directory)
+        let server = try NavigatorServer(
+            configuration: configuration, logger: TestService.logger("navload-test", level: .critical))
         try await server.start()
         do {
             var plan = LoadPlan()

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NavigatorCore
 import NavigatorService
+import NavigatorTestSupport
 import NavigatorWire
 import SwiftProtobuf
 import Testing
@@ -15,18 +16,9 @@ func withService(
 ) async throws {
     let directory = dataDirectory ?? temporaryDirectory("navsvc")
     defer { if dataDirectory == nil { try? FileManager.default.removeItem(at: directory) } }
-    var configuration = ServiceConfiguration()
-    configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
-    configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
-    configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
-    configuration.metricsAddress = "off"
-    configuration.dataDirectory = directory.path
-    configuration.workers = workers
-    configuration.shutdownTimeoutSeconds = 5
+    var configuration = TestService.configuration(dataDirectory: directory, workers: workers)
     configure(&configuration)
-    var logger = Logger(label: "navigatord-test")
-    logger.logLevel = .warning
-    let server = try NavigatorServer(configuration: configuration, logger: logger)
+    let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("navigatord-test"))
     try await server.start()
     do {
         try await body(server, server.endpoints)
@@ -37,9 +29,7 @@ func withService(
     await server.stop()
 }
 
-func temporaryDirectory(_ prefix: String) -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
-}
+func temporaryDirectory(_ prefix: String) -> URL { TestService.temporaryDirectory(prefix) }
 
 /// A producer, a requests client and shells, all owned by the one thread that runs the test's
 /// socket work.
