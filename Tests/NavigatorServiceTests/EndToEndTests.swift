@@ -1,9 +1,10 @@
 import Foundation
 import NavigatorCore
-import NavigatorService
 import NavigatorWire
 import Testing
 import ZeroMQ
+
+@testable import NavigatorService
 
 @Suite("navigatord end to end")
 struct EndToEndTests {
@@ -60,5 +61,36 @@ struct MultiBindTests {
             #expect(batch.intentID == "t1")
             #expect(reply.snapshot.seq == 1)
         }
+    }
+}
+
+@Suite("Audit stream")
+struct AuditTests {
+    @Test("audit records reach audit subscribers, with the outcome and the batch's seq")
+    func audit() async throws {
+        try await withService { _, endpoints in
+            let (resolved, rejected) = try await onThread {
+                let client = try Client(endpoints)
+                let audit = try client.subscribe(Topic.allAudit)
+                try client.send(wireIntent("a1", [ScreenContext("chat", ["conversationId": "3"])]), session: "au")
+                try client.send(wireIntent("a2", [ScreenContext("nope")]), session: "au")
+                return (try audit.nextPublished(), try audit.nextPublished())
+            }
+            #expect(resolved.topic == "a/au/" && resolved.header.kind == .audit)
+            let first = try resolved.audit
+            #expect(first.kind == .resolution && first.intentID == "a1" && first.outcome == .resolved && first.seq == 1)
+            #expect(first.summary.hasPrefix("transition:"))
+            let second = try rejected.audit
+            #expect(second.outcome == .rejected && second.rejectCode == .unknownScreen)
+        }
+    }
+
+    @Test(
+        "which subscriptions receive audit records",
+        arguments: [
+            ("", true), ("a", true), ("a/", true), ("a/x/", true), ("s/", false), ("ab", false), ("r/", false),
+        ])
+    func topics(topic: String, receives: Bool) {
+        #expect(EgressLoop.receivesAudit(topic: Array(topic.utf8)) == receives)
     }
 }

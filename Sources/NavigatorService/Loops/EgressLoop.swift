@@ -31,6 +31,12 @@ struct EgressLoop: SocketLoop {
         return Sockets(xpub: xpub, inbox: inbox)
     }
 
+    /// Whether a subscription to `topic` receives audit records (`a/<session>/`).
+    static func receivesAudit(topic: some Collection<UInt8>) -> Bool {
+        let prefix = Array("a/".utf8)
+        return topic.count <= prefix.count ? prefix.starts(with: topic) : topic.starts(with: prefix)
+    }
+
     func run(_ sockets: Sockets) {
         var poller = Poller()
         poller.add(sockets.inbox)
@@ -43,10 +49,13 @@ struct EgressLoop: SocketLoop {
                 if poller.events(at: 1).contains(.readable) {
                     while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false) {
                         guard count == 1, let first = frames[0].withUnsafeBytes({ $0.first }) else { continue }
+                        let audit = frames[0].withUnsafeBytes { Self.receivesAudit(topic: $0.dropFirst()) }
                         if first == 1 {
                             counters.subscribedTopics.add()
+                            if audit { counters.auditTopics.add() }
                         } else if first == 0 {
                             counters.subscribedTopics.subtract()
+                            if audit { counters.auditTopics.subtract() }
                         }
                     }
                 }

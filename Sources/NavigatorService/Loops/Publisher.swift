@@ -36,7 +36,10 @@ final class Publisher {
         try send(Topic.rejections(session), .rejection, [], counters.rejectionSeq.next(), sentAt, rejection)
     }
 
-    func audit(_ record: Navigator_V1_AuditRecord, sentAt: Int64) throws {
+    /// Publishes an audit record — built only if someone subscribes to the audit stream.
+    func audit(_ record: @autoclosure () -> Navigator_V1_AuditRecord, sentAt: Int64) throws {
+        guard counters.auditTopics.load > 0 else { return }
+        let record = record()
         try send(Topic.audit(record.session), .audit, [], counters.auditSeq.next(), sentAt, record)
     }
 

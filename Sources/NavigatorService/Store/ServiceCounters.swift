@@ -35,6 +35,9 @@ final class ServiceCounters: Sendable {
     let requests: AtomicCounter
     /// Topics with at least one subscriber, as the XPUB reports them (subscribe minus unsubscribe).
     let subscribedTopics = AtomicCounter()
+    /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
+    /// built and published only while there is one.
+    let auditTopics = AtomicCounter()
     /// Messages handed to each worker, and handled by it: the difference is its queue.
     let forwarded: [AtomicCounter]
     let handled: [AtomicCounter]
