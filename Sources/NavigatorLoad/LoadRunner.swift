@@ -81,19 +81,27 @@ public enum LoadRunner {
         }
         for thread in producers { _ = try? await DedicatedThread.run(name: "navload-join") { thread.join() } }
         let finished = wallClock()
-        // Let the last batches arrive: until nothing came for half a second (at most the timeout).
+        // Let the service finish: until its counters account for every intent sent and the
+        // subscriber has gone quiet (bounded by the timeout). Quiet alone is not enough when only
+        // a sample of sessions is measured.
         let drainEnd = ContinuousClock.now + .seconds(plan.timeout)
         var seen = listener.batches
+        var after = try await connection.stats()
+        func accounted(_ stats: Navigator_V1_Stats) -> UInt64 {
+            ["resolved", "refreshed", "ignored", "parked", "rejected"].reduce(0) { sum, key in
+                sum + ((stats.intentsByOutcome[key] ?? 0) &- (before.intentsByOutcome[key] ?? 0))
+            }
+        }
         while ContinuousClock.now < drainEnd {
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(250))
+            after = try await connection.stats()
             let now = listener.batches
-            if now == seen { break }
+            if accounted(after) >= UInt64(total) && now == seen { break }
             seen = now
         }
         reporter.cancel()
         listener.stop.store(true, ordering: .releasing)
         _ = try? await DedicatedThread.run(name: "navload-join") { subscriber.join() }
-        let after = try await connection.stats()
         func delta(_ key: String) -> UInt64 {
             (after.intentsByOutcome[key] ?? 0) &- (before.intentsByOutcome[key] ?? 0)
         }
