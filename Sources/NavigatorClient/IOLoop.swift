@@ -77,7 +77,7 @@ struct IOLoop: Sendable {
             var request = Navigator_V1_Request()
             request.requestID = shared.nextRequestID()
             request.snapshot = .with { $0.session = session }
-            follower.awaitSnapshot(request.requestID)
+            follower.awaitSnapshot()
             sendRequest(request.requestID, (try? request.serializedBytes()) ?? [], .snapshot(follower: follower.id))
         }
 

@@ -9,15 +9,15 @@ final class SessionFollower {
     enum Verdict { case ok, resync }
 
     private enum State {
-        /// Waiting for snapshot `request`; batches meanwhile are kept.
-        case waiting(request: String, buffered: [(FrameHeader, Navigator_V1_CommandBatch)])
+        /// Waiting for a snapshot; batches meanwhile are kept.
+        case waiting(buffered: [(FrameHeader, Navigator_V1_CommandBatch)])
         case live(tree: ScreenTree, seq: UInt64)
     }
 
     let id: Int
     let target: FollowTarget
     private let continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation
-    private var state: State = .waiting(request: "", buffered: [])
+    private var state: State = .waiting(buffered: [])
 
     init(id: Int, target: FollowTarget, continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) {
         self.id = id
@@ -39,12 +39,9 @@ final class SessionFollower {
         }
     }
 
-    func awaitSnapshot(_ request: String) {
-        if case .waiting(_, let buffered) = state {
-            state = .waiting(request: request, buffered: buffered)
-        } else {
-            state = .waiting(request: request, buffered: [])
-        }
+    /// A snapshot was asked for: keep batches until it comes (those kept so far stay).
+    func awaitSnapshot() {
+        if case .live = state { state = .waiting(buffered: []) }
     }
 
     func receive(snapshot reply: Navigator_V1_Reply) -> Verdict {
@@ -52,7 +49,7 @@ final class SessionFollower {
             fail(NavigatorConnection.unexpected(reply, "a snapshot"))
             return .ok
         }
-        guard case .waiting(_, let buffered) = state else { return .ok }
+        guard case .waiting(let buffered) = state else { return .ok }
         let tree: ScreenTree
         do {
             tree = try snapshot.tree.core()
@@ -72,9 +69,9 @@ final class SessionFollower {
         switch (kind, target) {
         case (.batch, .session):
             guard let batch = try? Navigator_V1_CommandBatch(serializedBytes: payload) else { return .ok }
-            if case .waiting(let request, var buffered) = state {
+            if case .waiting(var buffered) = state {
                 buffered.append((header, batch))
-                state = .waiting(request: request, buffered: buffered)
+                state = .waiting(buffered: buffered)
                 return .ok
             }
             return apply(header, batch)
@@ -99,7 +96,7 @@ final class SessionFollower {
         if header.seq <= seq { return .ok }  // already in the snapshot
         guard header.seq == seq + 1 else {
             continuation.yield(.gap(expected: seq + 1, received: header.seq))
-            state = .waiting(request: "", buffered: [(header, batch)])
+            state = .waiting(buffered: [(header, batch)])
             return .resync
         }
         do {
@@ -107,7 +104,7 @@ final class SessionFollower {
         } catch {
             // The mirror no longer matches the service: start again from a snapshot.
             continuation.yield(.gap(expected: seq + 1, received: header.seq))
-            state = .waiting(request: "", buffered: [])
+            state = .waiting(buffered: [])
             return .resync
         }
         state = .live(tree: tree, seq: header.seq)

@@ -97,15 +97,15 @@ struct Navigatord: AsyncParsableCommand {
 
     func run() async throws {
         let flags: [String: [String]] = [
-            "intents": intents, "requests": requests, "commands": commands, "metrics": metrics.map { [$0] } ?? [],
-            "dataDirectory": dataDirectory.map { [$0] } ?? [], "routes": routes.map { [$0] } ?? [],
-            "workers": workers.map { [$0] } ?? [], "logLevel": logLevel.map { [$0] } ?? [],
-            "maxMessageBytes": maxMessageBytes.map { [$0] } ?? [], "highWaterMark": highWaterMark.map { [$0] } ?? [],
-            "dedupWindowSeconds": dedupWindowSeconds.map { [$0] } ?? [],
-            "parkedTTLSeconds": parkedTTLSeconds.map { [$0] } ?? [],
-            "maxParkedPerSession": maxParkedPerSession.map { [$0] } ?? [],
-            "flushIntervalMilliseconds": flushIntervalMilliseconds.map { [$0] } ?? [],
-            "shutdownTimeoutSeconds": shutdownTimeoutSeconds.map { [$0] } ?? [],
+            "intents": intents, "requests": requests, "commands": commands, "metrics": one(metrics),
+            "dataDirectory": one(dataDirectory), "routes": one(routes),
+            "workers": one(workers), "logLevel": one(logLevel),
+            "maxMessageBytes": one(maxMessageBytes), "highWaterMark": one(highWaterMark),
+            "dedupWindowSeconds": one(dedupWindowSeconds),
+            "parkedTTLSeconds": one(parkedTTLSeconds),
+            "maxParkedPerSession": one(maxParkedPerSession),
+            "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
+            "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
         ]
         let environment = ProcessEnvironment.current
         let configuration: ServiceConfiguration
@@ -132,6 +132,9 @@ struct Navigatord: AsyncParsableCommand {
         }
     }
 }
+
+/// An option given at most once, as the loader's list of values.
+func one(_ value: String?) -> [String] { value.map { [$0] } ?? [] }
 
 /// Help for an option of a setting, naming its environment variable.
 func help(_ key: String, _ text: String, list: Bool = false) -> ArgumentHelp {

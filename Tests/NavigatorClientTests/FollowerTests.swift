@@ -29,7 +29,7 @@ struct FollowerTests {
     func gap() async throws {
         let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
         let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
-        follower.awaitSnapshot("r1")
+        follower.awaitSnapshot()
         let start = RouteMap.demo.initialTree()
         // Arrives before the snapshot: kept; seq 2 is in the snapshot already, seq 3 is new.
         let (h2, b2) = try batch(2, [.selectTab("chats")])
@@ -40,7 +40,7 @@ struct FollowerTests {
         // seq 4 is lost; 5 reveals the gap.
         let (h5, b5) = try batch(5, [.selectTab("home")])
         #expect(follower.receive(.batch, header: h5, payload: b5) == .resync)
-        follower.awaitSnapshot("r2")
+        follower.awaitSnapshot()
         #expect(follower.receive(snapshot: reply(seq: 5, tree: start)) == .ok)
         continuation.finish()
 
@@ -60,7 +60,7 @@ struct FollowerTests {
     func divergence() throws {
         let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
         let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
-        follower.awaitSnapshot("r1")
+        follower.awaitSnapshot()
         #expect(follower.receive(snapshot: reply(seq: 0, tree: RouteMap.demo.initialTree())) == .ok)
         let (h1, b1) = try batch(1, [.popTo(999)])
         #expect(follower.receive(.batch, header: h1, payload: b1) == .resync)

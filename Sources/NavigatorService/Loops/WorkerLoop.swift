@@ -163,10 +163,16 @@ struct WorkerLoop: SocketLoop {
         record: inout SessionStore.Record
     ) -> [(Navigator_V1_CommandBatch, Int64)] {
         var result: [(Navigator_V1_CommandBatch, Int64)] = []
+        // A batch carries the tree's version after it. With one batch that is the session's
+        // version now; only when released intents add batches is the sequence replayed on a copy
+        // (they are all applied to the session already).
+        let batchCount =
+            (resolution?.commands.isEmpty == false ? 1 : 0) + (echo.isEmpty ? 0 : 1)
+            + released.filter { !$0.commands.isEmpty }.count
         var tree = before
         func add(_ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: String) {
             guard !commands.isEmpty else { return }
-            try? tree.apply(commands)  // already applied to the session; this tracks each batch's version
+            if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
             record.seq += 1
             let batch = Navigator_V1_CommandBatch(
                 session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,

@@ -44,10 +44,6 @@ final class ServiceCounters: Sendable {
     /// Running counts for the header seq of rejections and audit records.
     let rejectionSeq = AtomicCounter()
     let auditSeq = AtomicCounter()
-    /// Latency of a resolution in microseconds, as a histogram (upper bounds below, then +Inf).
-    static let latencyBounds: [UInt64] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
-    let latencyBuckets = (0...12).map { _ in AtomicCounter() }
-    let latencySumMicros = AtomicCounter()
 
     /// The same counts as swift-metrics instruments, for /metrics.
     let metrics: ServiceMetrics
@@ -75,11 +71,8 @@ final class ServiceCounters: Sendable {
         metrics.rejections[index].increment()
     }
 
+    /// A resolution's duration, into the histogram /metrics serves.
     func recordLatency(nanoseconds: Int64) {
-        let micros = UInt64(max(0, nanoseconds / 1000))
-        let bucket = Self.latencyBounds.firstIndex { micros <= $0 } ?? Self.latencyBounds.count
-        latencyBuckets[bucket].add()
-        latencySumMicros.add(micros)
         metrics.resolveDuration.recordNanoseconds(nanoseconds)
     }
 
