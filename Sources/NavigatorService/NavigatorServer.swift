@@ -41,7 +41,8 @@ public final class NavigatorServer: Service, Sendable {
         let holder = resolvers
         store = SessionStore(shards: configuration.workers) { holder.resolver.initialState() }
         persistence = Persistence(
-            file: try StateFile(directory: configuration.dataDirectory), store: store, logger: logger)
+            file: try StateFile(directory: configuration.dataDirectory), store: store,
+            packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
         let restored = try persistence.restore()
         if restored > 0 { logger.info("restored \(restored) sessions from \(persistence.file.path)") }
         context = try Context(ioThreads: 1)

@@ -92,6 +92,13 @@ struct Navigatord: AsyncParsableCommand {
         ))
     var flushIntervalMilliseconds: String?
 
+    @Option(
+        help: help(
+            "packIdleAfterSeconds",
+            "Seconds a session stays unchanged before its state is kept packed in memory until its next use; 0: never [default: 30]"
+        ))
+    var packIdleAfterSeconds: String?
+
     @Option(help: help("shutdownTimeoutSeconds", "Longest graceful shutdown before sockets close [default: 10]"))
     var shutdownTimeoutSeconds: String?
 
@@ -105,6 +112,7 @@ struct Navigatord: AsyncParsableCommand {
             "parkedTTLSeconds": one(parkedTTLSeconds),
             "maxParkedPerSession": one(maxParkedPerSession),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
+            "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
         ]
         let environment = ProcessEnvironment.current

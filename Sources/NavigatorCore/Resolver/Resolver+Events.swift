@@ -53,17 +53,21 @@ extension Resolver {
     /// one once its condition holds. Those that can now be shown (or turn out to be shown
     /// already) leave the parked list.
     func release(in state: inout SessionState, now: Int64, except skipped: String? = nil) -> [Resolution] {
-        guard !state.parked.isEmpty else { return [] }
-        var released: [Resolution] = []
-        let order = state.parked.enumerated().sorted {
-            ($0.element.intent.priority, -$0.offset) > ($1.element.intent.priority, -$1.offset)
-        }.map(\.element)
-        for parked in order where parked.intent.id != skipped && parked.expiresAt > now {
-            guard case .path(let path) = parked.intent.target else { continue }
+        func canGo(_ parked: ParkedIntent) -> Bool {
+            guard parked.intent.id != skipped, parked.expiresAt > now else { return false }
             switch parked.reason {
-            case .blocked(let blocker, _): if state.tree.modalIndex(blocker) != nil { continue }
-            case .guardUnmet(let condition, _): if !state.isMet(condition) { continue }
+            case .blocked(let blocker, _): return state.tree.modalIndex(blocker) == nil
+            case .guardUnmet(let condition, _): return state.isMet(condition)
             }
+        }
+        // Most changes release nothing: find that out without copying or sorting the list.
+        guard state.parked.contains(where: canGo) else { return [] }
+        var released: [Resolution] = []
+        let order = state.parked.indices.sorted {
+            (state.parked[$0].intent.priority, -$0) > (state.parked[$1].intent.priority, -$1)
+        }.map { state.parked[$0] }
+        for parked in order where canGo(parked) {
+            guard case .path(let path) = parked.intent.target else { continue }
             let note = ExplanationStep(
                 .release, "parked \(Self.ago(now - parked.parkedAt)) (\(parked.reason)); trying again")
             let attempt = decide(parked.intent, path: path, state: &state, now: now, steps: [note], releasing: parked)

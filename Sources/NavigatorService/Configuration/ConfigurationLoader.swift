@@ -83,6 +83,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.flushIntervalMilliseconds = try integer(values[0], "flushIntervalMilliseconds", 1...60_000)
         },
+        Setting(key: "packIdleAfterSeconds", help: "idle time before a session is packed", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.packIdleAfterSeconds = try integer(values[0], "packIdleAfterSeconds", 0...86_400)
+        },
         Setting(key: "shutdownTimeoutSeconds", help: "shutdown bound", isList: false) {
             config, values throws(ConfigurationError) in
             config.shutdownTimeoutSeconds = try integer(values[0], "shutdownTimeoutSeconds", 1...600)

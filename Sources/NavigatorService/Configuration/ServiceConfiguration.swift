@@ -38,6 +38,9 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var maxParkedPerSession = 64
     /// How often changed sessions are written to the state file.
     public var flushIntervalMilliseconds = 1000
+    /// How long a session stays unchanged before its state is kept packed in memory (the state
+    /// file's encoding: a few hundred bytes) until its next use; 0 keeps every session live.
+    public var packIdleAfterSeconds = 30
     /// How long a graceful shutdown may take before sockets are closed regardless.
     public var shutdownTimeoutSeconds = 10
 

@@ -37,9 +37,10 @@ struct WorkerLoop: SocketLoop {
 
     func run(_ sockets: Sockets) {
         var state = WorkerState(resolver: resolvers.resolver, generation: resolvers.generation)
-        // Sessions of this shard with parked intents, for the expiry pass.
+        // Sessions of this shard with parked intents, for the expiry pass (due at once: their
+        // times are read when the pass unpacks them).
         state.parkedSessions = store.shards[index].records.withLock { records in
-            Set(records.filter { !$0.value.state.parked.isEmpty }.keys)
+            records.filter { $0.value.parkedCount > 0 }.mapValues { _ in 0 }
         }
         var poller = Poller()
         poller.add(sockets.inbox)
@@ -90,7 +91,17 @@ struct WorkerLoop: SocketLoop {
     struct WorkerState {
         var resolver: Resolver
         var generation: Int
-        var parkedSessions: Set<String> = []
+        /// Sessions with parked intents, and when the first of them is due to expire (unix ns;
+        /// 0: at the next pass, for a session over its limit of parked intents).
+        var parkedSessions: [String: Int64] = [:]
+
+        mutating func noteParked(_ session: String, _ parked: [ParkedIntent], limit: Int) {
+            if parked.isEmpty {
+                parkedSessions[session] = nil
+            } else {
+                parkedSessions[session] = parked.count > limit ? 0 : parked.lazy.map(\.expiresAt).min()!
+            }
+        }
     }
 
     // MARK: Intents
@@ -129,6 +140,7 @@ struct WorkerLoop: SocketLoop {
     private func resolve(_ intent: Intent, _ state: inout WorkerState, _ sockets: Sockets) throws -> Resolved {
         let started = WallClock.now()
         let resolver = state.resolver
+        let limit = resolver.options.maxParked
         let (resolution, batches, parkedNow, expiresAt) = store.update(intent.session) { record in
             let before = record.state.tree
             let resolution = resolver.resolve(intent, into: &record.state, now: started)
@@ -136,14 +148,10 @@ struct WorkerLoop: SocketLoop {
                 session: intent.session, resolution: resolution, released: resolution.released, before: before,
                 record: &record)
             let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
-            return (resolution, batches, !record.state.parked.isEmpty, expiresAt)
+            return (resolution, batches, record.state.parked, expiresAt)
         }
         counters.recordLatency(nanoseconds: WallClock.now() - started)
-        if parkedNow {
-            state.parkedSessions.insert(intent.session)
-        } else {
-            state.parkedSessions.remove(intent.session)
-        }
+        state.noteParked(intent.session, parkedNow, limit: limit)
         let wireOutcome = Navigator_V1_Outcome(resolution.outcome)
         counters.count(wireOutcome)
         for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
@@ -339,15 +347,15 @@ struct WorkerLoop: SocketLoop {
         }
         let resolver = state.resolver
         let now = WallClock.now()
-        typealias Outcome = (EventResolution, [(Navigator_V1_CommandBatch, Int64)], UInt64, Bool)
+        typealias Outcome = (EventResolution, [(Navigator_V1_CommandBatch, Int64)], UInt64, [ParkedIntent])
         let (result, batches, seq, parkedNow) = store.update(wire.session) { record -> Outcome in
             let before = record.state.tree
             let result = resolver.apply(event, to: &record.state, now: now)
-            guard result.error == nil else { return (result, [], record.seq, !record.state.parked.isEmpty) }
+            guard result.error == nil else { return (result, [], record.seq, record.state.parked) }
             let batches = Self.batches(
                 session: wire.session, resolution: nil, echo: result.echo, released: result.released, before: before,
                 record: &record)
-            return (result, batches, record.seq, !record.state.parked.isEmpty)
+            return (result, batches, record.seq, record.state.parked)
         }
         if let error = result.error {
             counters.count(.invalidEvent)
@@ -357,7 +365,7 @@ struct WorkerLoop: SocketLoop {
             }
             return
         }
-        if parkedNow { state.parkedSessions.insert(wire.session) } else { state.parkedSessions.remove(wire.session) }
+        state.noteParked(wire.session, parkedNow, limit: resolver.options.maxParked)
         for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         for released in result.released {
             counters.released.add()  // its own outcome was counted when it parked
@@ -375,11 +383,13 @@ struct WorkerLoop: SocketLoop {
         guard !state.parkedSessions.isEmpty else { return }
         let now = WallClock.now()
         let resolver = state.resolver
-        for session in state.parkedSessions {
-            let (expired, remaining) = store.update(session) { record in
-                (resolver.expire(&record.state, now: now), record.state.parked.count)
+        // Only sessions with an intent due (or too many parked) are touched.
+        let due = state.parkedSessions.filter { $0.value <= now }.keys
+        for session in due {
+            let (expired, parked) = store.update(session) { record in
+                (resolver.expire(&record.state, now: now), record.state.parked)
             }
-            if remaining == 0 { state.parkedSessions.remove(session) }
+            state.noteParked(session, parked, limit: resolver.options.maxParked)
             for parked in expired {
                 counters.expired.add()
                 counters.count(.expired)

@@ -14,3 +14,12 @@ enum WallClock {
         return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
     }
 }
+
+/// Monotonic nanoseconds, for intervals that must not jump with the wall clock.
+enum MonotonicClock {
+    static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+}

@@ -19,12 +19,18 @@ final class Persistence: Sendable {
     let file: StateFile
     let store: SessionStore
     let logger: Logger
+    /// Nanoseconds a session stays unchanged before it is packed (see ``compactIdle(now:)``);
+    /// 0: never.
+    let packAfter: Int64
     private let writing = Mutex(())
     private let stopping = Atomic<Bool>(false)
+    /// The sessions each flush wrote and when, oldest first: candidates for packing.
+    private let rounds = Mutex<[(at: Int64, sessions: [String])]>([])
 
-    init(file: StateFile, store: SessionStore, logger: Logger) {
+    init(file: StateFile, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
         self.file = file
         self.store = store
+        self.packAfter = packAfter.components.seconds * 1_000_000_000 + packAfter.components.attoseconds / 1_000_000_000
         self.logger = logger
     }
 
@@ -39,6 +45,11 @@ final class Persistence: Sendable {
     /// changed and the next flush tries again.
     func flushChanged() {
         writing.withLock { _ in
+            let now = MonotonicClock.now()
+            var written: [String] = []
+            defer {
+                if packAfter > 0, !written.isEmpty { rounds.withLock { $0.append((now, written)) } }
+            }
             for shard in store.shards {
                 let names = shard.dirty.withLock { dirty in
                     defer { dirty.removeAll(keepingCapacity: true) }
@@ -50,6 +61,7 @@ final class Persistence: Sendable {
                 }
                 do {
                     try file.write(records)
+                    written += names
                 } catch {
                     shard.dirty.withLock { $0.formUnion(names) }
                     logger.error(
@@ -58,6 +70,51 @@ final class Persistence: Sendable {
                 }
             }
         }
+    }
+
+    /// Packs the sessions that have not changed for ``packAfter`` (see ``SessionStore/Record``):
+    /// those a flush wrote at least that long ago and nothing changed since. Encoding happens
+    /// outside the shard's lock; a session changed meanwhile is left live. Returns how many
+    /// were packed.
+    @discardableResult
+    func compactIdle(now: Int64 = MonotonicClock.now()) -> Int {
+        guard packAfter > 0 else { return 0 }
+        let cutoff = now - packAfter
+        let due = rounds.withLock { rounds in
+            let count = rounds.prefix { $0.at <= cutoff }.count
+            defer { rounds.removeFirst(count) }
+            return Array(rounds.prefix(count))
+        }
+        // Each session with the time of the flush that wrote it: unchanged since then means idle.
+        var byShard = Array(repeating: [(String, Int64)](), count: store.shards.count)
+        for round in due {
+            for session in round.sessions { byShard[store.shardIndex(of: session)].append((session, round.at)) }
+        }
+        var packed = 0
+        for (shard, sessions) in zip(store.shards, byShard) {
+            var start = 0
+            while start < sessions.count {
+                let chunk = sessions[start..<min(start + 512, sessions.count)]
+                start = chunk.endIndex
+                let candidates = shard.records.withLock { records in
+                    chunk.compactMap { name, flushedAt in
+                        records[name].flatMap { !$0.isPacked && $0.changedAt <= flushedAt ? (name, $0) : nil }
+                    }
+                }
+                let encoded = candidates.compactMap { name, record in
+                    (try? record.stored()).map { (name, record.changedAt, $0) }
+                }
+                packed += shard.records.withLock { records in
+                    var count = 0
+                    for (name, changedAt, bytes) in encoded where records[name]?.changedAt == changedAt {
+                        records[name]?.pack(bytes)
+                        count += 1
+                    }
+                    return count
+                }
+            }
+        }
+        return packed
     }
 
     /// Writes one session now (an acknowledged request is durable before its reply).
@@ -79,6 +136,7 @@ final class Persistence: Sendable {
                 waited += step
                 if waited >= interval {
                     flushChanged()
+                    compactIdle()
                     waited = .zero
                 }
             }

@@ -1,4 +1,5 @@
 import NavigatorCore
+import NavigatorWire
 import Synchronization
 
 /// The active-screen trees of all sessions, split into shards by session.
@@ -8,10 +9,93 @@ import Synchronization
 /// `fnv1a(session) % shards`, the same function that routes its intents, so one session's work
 /// is always done, in order, by one worker.
 final class SessionStore: Sendable {
+    /// One session: its state, live or packed, and the seq of its last batch.
+    ///
+    /// A session nobody has changed for a while (see ``Persistence/compactIdle(after:now:)``)
+    /// keeps its state only as the protobuf `StoredSession` bytes the state file holds — a few
+    /// hundred bytes instead of the Swift values' allocations — and is unpacked on its next use.
     struct Record: Sendable {
-        var state: SessionState
+        private var storage: Storage
         /// The seq of the last batch published for the session (0: none yet).
-        var seq: UInt64
+        var seq: UInt64 { didSet { changedAt = MonotonicClock.now() } }
+        /// When the state or seq last changed (monotonic nanoseconds; 0: not since created).
+        private(set) var changedAt: Int64 = 0
+        /// How many intents the session has parked, readable without unpacking.
+        private(set) var parkedCount: Int32
+
+        private enum Storage: Sendable {
+            case live(Live)
+            case packed([UInt8])
+        }
+
+        /// The live state, boxed so that a packed record takes a pointer's room in the table;
+        /// copied before a change when shared (copy on write).
+        private final class Live: @unchecked Sendable {
+            var state: SessionState
+            init(_ state: SessionState) { self.state = state }
+        }
+
+        init(state: SessionState, seq: UInt64) {
+            storage = .live(Live(state))
+            self.seq = seq
+            parkedCount = Int32(state.parked.count)
+        }
+
+        /// A record from the state file's bytes, checked to decode.
+        init(packed bytes: [UInt8]) throws {
+            let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+            storage = .packed(bytes)
+            self.seq = seq
+            parkedCount = Int32(state.parked.count)
+        }
+
+        var state: SessionState {
+            get {
+                switch storage {
+                case .live(let live): live.state
+                case .packed(let bytes): Self.unpack(bytes)
+                }
+            }
+            _modify {
+                var live: Live
+                switch storage {
+                case .live(let existing):
+                    live = existing
+                    storage = .packed([])  // now `live` is the only reference unless a copy shares it
+                    if !isKnownUniquelyReferenced(&live) { live = Live(live.state) }
+                case .packed(let bytes):
+                    live = Live(Self.unpack(bytes))
+                }
+                defer {
+                    parkedCount = Int32(live.state.parked.count)
+                    storage = .live(live)
+                    changedAt = MonotonicClock.now()
+                }
+                yield &live.state
+            }
+        }
+
+        /// The bytes the state file keeps for this record: the packed ones as they are.
+        func stored() throws -> [UInt8] {
+            switch storage {
+            case .live(let live): try Navigator_V1_StoredSession(live.state, seq: seq).serializedBytes()
+            case .packed(let bytes): bytes
+            }
+        }
+
+        var isPacked: Bool { if case .packed = storage { true } else { false } }
+
+        /// Keeps only `bytes` (which must be ``stored()`` of this record).
+        mutating func pack(_ bytes: [UInt8]) { storage = .packed(bytes) }
+
+        private static func unpack(_ bytes: [UInt8]) -> SessionState {
+            // The bytes were encoded by this process (or checked when loaded), so they decode.
+            do {
+                return try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
+            } catch {
+                preconditionFailure("a packed session does not decode: \(error)")
+            }
+        }
     }
 
     final class Shard: Sendable {
@@ -67,7 +151,7 @@ final class SessionStore: Sendable {
 
     var parkedCount: Int {
         shards.reduce(0) { count, shard in
-            count + shard.records.withLock { $0.values.reduce(0) { $0 + $1.state.parked.count } }
+            count + shard.records.withLock { $0.values.reduce(0) { $0 + Int($1.parkedCount) } }
         }
     }
 }

@@ -64,7 +64,9 @@ final class StateFile: Sendable {
         }
     }
 
-    /// Every stored session. A row that does not decode is an error naming the session.
+    /// Every stored session, packed as stored (each checked to decode): restored sessions take
+    /// little memory until they are used. A row that does not decode is an error naming the
+    /// session.
     func loadAll() throws -> [(String, SessionStore.Record)] {
         do {
             return try queue.read { db in
@@ -75,8 +77,9 @@ final class StateFile: Sendable {
                     let seq: Int64 = row["seq"]
                     let data: Data = row["state"]
                     do {
-                        let (state, _) = try Navigator_V1_StoredSession(serializedBytes: [UInt8](data)).core()
-                        records.append((id, SessionStore.Record(state: state, seq: UInt64(seq))))
+                        var record = try SessionStore.Record(packed: [UInt8](data))
+                        record.seq = UInt64(seq)
+                        records.append((id, record))
                     } catch {
                         throw ServiceError("state file \(path): session \(id) does not decode: \(error)")
                     }
@@ -97,7 +100,7 @@ final class StateFile: Sendable {
         let rows = try records.map { (id, record) in
             (
                 id, Int64(record.seq),
-                Data(try Navigator_V1_StoredSession(record.state, seq: record.seq).serializedBytes() as [UInt8])
+                Data(try record.stored())
             )
         }
         try queue.write { db in

@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+import NavigatorCore
+import NavigatorWire
+import Testing
+
+@testable import NavigatorService
+
+@Suite("Packing idle sessions")
+struct PackingTests {
+    /// A store, its state file and persistence in a fresh directory, removed after `body`.
+    private func withStore(
+        packAfter: Duration = .seconds(30), _ body: (SessionStore, Persistence, Resolver, URL) throws -> Void
+    ) throws {
+        let directory = temporaryDirectory("navpack")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 2) { resolver.initialState() }
+        let persistence = Persistence(
+            file: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
+            logger: Logger(label: "test"))
+        try body(store, persistence, resolver, directory)
+    }
+
+    private func resolve(
+        _ id: String, _ path: [ScreenContext], session: String, _ store: SessionStore, _ resolver: Resolver
+    ) -> Resolution {
+        store.update(session) { record in
+            let resolution = resolver.resolve(
+                Intent(id: id, session: session, target: .path(path)), into: &record.state, now: 1_000)
+            if !resolution.commands.isEmpty { record.seq += 1 }
+            return resolution
+        }
+    }
+
+    private func record(_ session: String, _ store: SessionStore) -> SessionStore.Record? {
+        store.shards[store.shardIndex(of: session)].records.withLock { $0[session] }
+    }
+
+    @Test("sessions unchanged since a flush are packed after the idle time, and read back the same")
+    func packsIdle() throws {
+        try withStore { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)  // parks
+            let before = (a: try #require(record("a", store)), b: try #require(record("b", store)))
+            #expect(before.b.parkedCount == 1)
+
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now()) == 0)  // not idle long enough
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 2)
+
+            let after = (a: try #require(record("a", store)), b: try #require(record("b", store)))
+            #expect(after.a.isPacked && after.b.isPacked)
+            #expect(after.a.state == before.a.state && after.a.seq == before.a.seq)
+            #expect(after.b.state == before.b.state && after.b.parkedCount == 1)
+            #expect(store.parkedCount == 1)
+            // Each round is considered once.
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 60_000_000_000) == 0)
+        }
+    }
+
+    @Test("a packed session is unpacked by its next change, which resolves as on the live state")
+    func unpacksOnUse() throws {
+        try withStore { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            var expected = try #require(record("a", store)).state
+            let expectedResolution = resolver.resolve(
+                Intent(id: "s1", session: "a", target: .path([ScreenContext("settings")])), into: &expected, now: 1_000)
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 1)
+
+            let resolution = resolve("s1", [ScreenContext("settings")], session: "a", store, resolver)
+            let after = try #require(record("a", store))
+            #expect(!after.isPacked)
+            #expect(resolution == expectedResolution)
+            #expect(after.state == expected)
+            #expect(after.seq == 2)
+            // The dedup memory came through the packing too.
+            let again = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            #expect(again.outcome == .ignored("duplicate intent id c1"))
+        }
+    }
+
+    @Test("a session changed after its flush stays live")
+    func changedStaysLive() throws {
+        try withStore { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            persistence.flushChanged()
+            let flushedAt = MonotonicClock.now()
+            _ = resolve("s1", [ScreenContext("settings")], session: "a", store, resolver)
+            #expect(persistence.compactIdle(now: flushedAt + 31_000_000_000) == 0)
+            #expect(record("a", store)?.isPacked == false)
+            // Its next flush makes it a candidate again.
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 1)
+        }
+    }
+
+    @Test("packing off keeps every session live")
+    func off() throws {
+        try withStore(packAfter: .zero) { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 0)
+            #expect(record("a", store)?.isPacked == false)
+        }
+    }
+
+    @Test("restored sessions stay packed until used, with their states and parked counts")
+    func restoredPacked() throws {
+        try withStore { store, persistence, resolver, directory in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)
+            persistence.flushChanged()
+            let restoredStore = SessionStore(shards: 3) { resolver.initialState() }
+            let restored = Persistence(
+                file: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+            #expect(try restored.restore() == 2)
+            for session in ["a", "b"] {
+                let original = try #require(record(session, store))
+                let loaded = try #require(record(session, restoredStore))
+                #expect(loaded.isPacked)
+                #expect(loaded.state == original.state && loaded.seq == original.seq)
+            }
+            #expect(restoredStore.parkedCount == 1)
+        }
+    }
+
+    @Test("navigatord packs an idle session and serves it again: snapshot, next intent, seq")
+    func service() async throws {
+        let configure: (inout ServiceConfiguration) -> Void = {
+            $0.packIdleAfterSeconds = 1
+            $0.flushIntervalMilliseconds = 20
+        }
+        try await withService(workers: 1, configure) { server, endpoints in
+            let store = server.store
+            let (before, packedSnapshot, reply, after) = try await onThread {
+                let client = try Client(endpoints)
+                _ = try client.request(
+                    .intent(wireIntent("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "p")))
+                let before = try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                let deadline = ContinuousClock.now + .seconds(10)
+                while store.shards[0].records.withLock({ $0["p"]?.isPacked }) != true {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("session p was never packed") }
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+                let packedSnapshot = try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                let reply = try client.request(.intent(wireIntent("s1", [ScreenContext("settings")], session: "p")))
+                return (
+                    before, packedSnapshot, reply, try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                )
+            }
+            #expect(packedSnapshot == before)
+            #expect(reply.resolved.batch.seq == 2)
+            #expect(after.seq == 2)
+            #expect(try after.tree.core().top.context.screen == "settings")
+        }
+    }
+}
