@@ -34,4 +34,16 @@ static inline void czmq_set_thread_name(const char *name) {
 #endif
 }
 
+// Hands whole free pages of the heap back to the system (glibc's malloc_trim); 0 elsewhere.
+#if defined(__GLIBC__)
+extern int malloc_trim(size_t pad);
+#endif
+static inline int czmq_trim_heap(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
+}
+
 #endif

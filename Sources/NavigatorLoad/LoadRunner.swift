@@ -52,18 +52,34 @@ public enum LoadRunner {
             try await Task.sleep(for: .milliseconds(5))
         }
 
-        // The schedule.
-        let schedule = Schedule(start: wallClock() + 200_000_000, rate: plan.rate)
-        let total = schedule.count(in: plan.warmup + plan.duration)
-        listener.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
-        let tally = Tally()
+        // Every intent is drawn and encoded before the clock starts, so that producers only send.
+        let total = Schedule(start: 0, rate: plan.rate).count(in: plan.warmup + plan.duration)
         // Ids unique to this run: a second run against the same service must not be deduplicated.
         let run = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let producerCount = max(1, plan.producers)
+        let prepared = try await withThrowingTaskGroup(of: (Int, [Prepared]).self) { group in
+            for producer in 0..<producerCount {
+                group.addTask {
+                    let list = try await DedicatedThread.run(name: "navload-prepare") {
+                        prepare(producer: producer, of: producerCount, run: run, plan: plan, map: map, total: total)
+                    }
+                    return (producer, list)
+                }
+            }
+            var lists = Array(repeating: [Prepared](), count: producerCount)
+            for try await (producer, list) in group { lists[producer] = list }
+            return lists
+        }
+
+        // The schedule.
+        let schedule = Schedule(start: wallClock() + 200_000_000, rate: plan.rate)
+        listener.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
+        let tally = Tally()
         var producers: [DedicatedThread] = []
-        for producer in 0..<max(1, plan.producers) {
+        for producer in 0..<producerCount {
             producers.append(
                 try await startProducer(
-                    producer, run: run, plan: plan, map: map, schedule: schedule, total: total, tally: tally))
+                    producer, intents: prepared[producer], plan: plan, schedule: schedule, tally: tally))
         }
         // Progress while the producers run.
         let started = wallClock()
@@ -198,8 +214,54 @@ public enum LoadRunner {
         return started!
     }
 
+    /// An intent ready to go but for its sent-at: its session and its `Intent` encoded without
+    /// `sent_at_unix_nanos`, which is appended when it is due (a field appended to an encoded
+    /// protobuf message is part of it).
+    struct Prepared: Sendable {
+        /// Its place on the schedule.
+        var index: Int
+        var session: String
+        var payload: [UInt8]
+    }
+
+    /// The intents producer `index` of `producers` sends, drawn from the mix over the plan's
+    /// sessions (intent `i` goes to session `i % sessions`).
+    static func prepare(producer index: Int, of producers: Int, run: String, plan: LoadPlan, map: RouteMap, total: Int)
+        -> [Prepared]
+    {
+        var weights = IntentMix.Weights()
+        weights.event = 0  // client events are requests, not intents
+        weights.blocking = 0  // no shell here dismisses an incoming call: it would block its session
+        var mix = IntentMix(map: map, weights: weights, seed: plan.seed &+ UInt64(index))
+        var list: [Prepared] = []
+        list.reserveCapacity(total / producers + 1)
+        for i in Schedule.indices(producer: index, of: producers, total: total) {
+            let session = "load-\(i % plan.sessions)"
+            guard case .intent(var intent) = mix.next(session: session, sentAt: 0) else { continue }
+            intent.id = "\(run)-\(intent.id)-\(index)"
+            guard var payload = try? Navigator_V1_Intent(intent).serializedBytes() as [UInt8] else { continue }
+            payload.reserveCapacity(payload.count + sentAtFieldSize)
+            list.append(Prepared(index: i, session: session, payload: payload))
+        }
+        return list
+    }
+
+    /// Field 9 (`sent_at_unix_nanos`), varint: a tag byte and up to ten bytes of value.
+    static let sentAtFieldSize = 11
+
+    /// Appends `sent_at_unix_nanos = nanoseconds` to an encoded `Intent`.
+    static func appendSentAt(_ nanoseconds: Int64, to payload: inout [UInt8]) {
+        payload.append(9 << 3)  // field 9, wire type 0 (varint)
+        var value = UInt64(bitPattern: nanoseconds)
+        while value >= 0x80 {
+            payload.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        payload.append(UInt8(value))
+    }
+
     static func startProducer(
-        _ index: Int, run: String, plan: LoadPlan, map: RouteMap, schedule: Schedule, total: Int, tally: Tally
+        _ index: Int, intents: [Prepared], plan: LoadPlan, schedule: Schedule, tally: Tally
     ) async throws -> DedicatedThread {
         var started: DedicatedThread?
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -218,19 +280,14 @@ public enum LoadRunner {
                     return
                 }
                 continuation.resume()
-                var weights = IntentMix.Weights()
-                weights.event = 0  // client events are requests, not intents
-                weights.blocking = 0  // no shell here dismisses an incoming call: it would block its session
-                var mix = IntentMix(map: map, weights: weights, seed: plan.seed &+ UInt64(index))
-                for i in Schedule.indices(producer: index, of: max(1, plan.producers), total: total) {
-                    let due = schedule.due(i)
+                var intents = intents
+                for k in intents.indices {
+                    let due = schedule.due(intents[k].index)
                     waitUntil(due)
                     if wallClock() - due > 1_000_000 { tally.late.wrappingAdd(1, ordering: .relaxed) }
-                    let session = "load-\(i % plan.sessions)"
-                    guard case .intent(var intent) = mix.next(session: session, sentAt: due) else { continue }
-                    intent.id = "\(run)-\(intent.id)-\(index)"
-                    guard let bytes: [UInt8] = try? Navigator_V1_Intent(intent).serializedBytes(),
-                        (try? push.send(multipart: [session, bytes])) != nil
+                    appendSentAt(due, to: &intents[k].payload)
+                    guard (try? push.send(intents[k].session, more: true)) != nil,
+                        (try? push.send(intents[k].payload)) != nil
                     else { break }
                     tally.sent.wrappingAdd(1, ordering: .relaxed)
                 }

@@ -15,7 +15,15 @@ struct ProcessStats {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             }
             guard let pid = Int32(entryName) else { continue }
-            if read("/proc/\(pid)/comm")?.trimmingNewline == name { return pid }
+            guard read("/proc/\(pid)/comm")?.trimmingNewline == name else { continue }
+            // A process that is exiting (zombie or dead) is not the one under test.
+            if let stat = read("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")"),
+                let state = stat[stat.index(after: close)...].split(separator: " ").first,
+                state == "Z" || state == "X"
+            {
+                continue
+            }
+            return pid
         }
         return nil
     }

@@ -4,6 +4,7 @@ import NavigatorClient
 import NavigatorCore
 import NavigatorService
 import NavigatorTestSupport
+import NavigatorWire
 import Testing
 
 @testable import NavigatorLoad
@@ -24,6 +25,25 @@ struct LoadTests {
         let shares = (0..<3).map { Array(Schedule.indices(producer: $0, of: 3, total: 8)) }
         #expect(shares == [[0, 3, 6], [1, 4, 7], [2, 5]])
         #expect(Set(shares.flatMap { $0 }) == Set(0..<8))
+    }
+
+    @Test("prepared intents cover the producer's share of the schedule and take their sent-at when due")
+    func prepared() throws {
+        var plan = LoadPlan()
+        plan.sessions = 7
+        let list = LoadRunner.prepare(producer: 1, of: 3, run: "r", plan: plan, map: .demo, total: 30)
+        #expect(list.map(\.index) == Array(stride(from: 1, to: 30, by: 3)))
+        #expect(list.map(\.session) == list.map { "load-\($0.index % 7)" })
+        for due: Int64 in [0, 1, 127, 128, 1_763_712_000_123_456_789, .max] {
+            var payload = list[0].payload
+            let capacity = payload.capacity
+            LoadRunner.appendSentAt(due, to: &payload)
+            #expect(payload.capacity == capacity)  // room was reserved: no copy when it is sent
+            let intent = try Navigator_V1_Intent(serializedBytes: payload)
+            #expect(intent.sentAtUnixNanos == due)
+            #expect(intent.id.hasPrefix("r-") && intent.id.hasSuffix("-1"))
+            #expect(intent.session == list[0].session)
+        }
     }
 
     @Test("latency percentiles come out of the histogram in microseconds")

@@ -25,7 +25,7 @@ final class Persistence: Sendable {
     private let writing = Mutex(())
     private let stopping = Atomic<Bool>(false)
     /// The sessions each flush wrote and when, oldest first: candidates for packing.
-    private let rounds = Mutex<[(at: Int64, sessions: [String])]>([])
+    private let rounds = Mutex<[Round]>([])
 
     init(file: StateFile, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
         self.file = file
@@ -46,11 +46,7 @@ final class Persistence: Sendable {
     func flushChanged() {
         writing.withLock { _ in
             let now = MonotonicClock.now()
-            var written: [String] = []
-            defer {
-                if packAfter > 0, !written.isEmpty { rounds.withLock { $0.append((now, written)) } }
-            }
-            for shard in store.shards {
+            for (index, shard) in store.shards.enumerated() {
                 let names = shard.dirty.withLock { dirty in
                     defer { dirty.removeAll(keepingCapacity: true) }
                     return dirty
@@ -60,8 +56,13 @@ final class Persistence: Sendable {
                     names.compactMap { name in records[name].map { (name, $0) } }
                 }
                 do {
-                    try file.write(records)
-                    written += names
+                    let rows = try records.map { name, record in (name, record.seq, try record.stored()) }
+                    try file.write(rows)
+                    if packAfter > 0 {
+                        // What was written is what a session unchanged since will be packed as.
+                        let written = rows.map { ($0.0, $0.2) }
+                        rounds.withLock { $0.append(Round(at: now, shard: index, sessions: written)) }
+                    }
                 } catch {
                     shard.dirty.withLock { $0.formUnion(names) }
                     logger.error(
@@ -72,9 +73,16 @@ final class Persistence: Sendable {
         }
     }
 
+    /// Sessions one flush wrote from one shard, with the bytes written.
+    struct Round {
+        var at: Int64
+        var shard: Int
+        var sessions: [(String, [UInt8])]
+    }
+
     /// Packs the sessions that have not changed for ``packAfter`` (see ``SessionStore/Record``):
-    /// those a flush wrote at least that long ago and nothing changed since. Encoding happens
-    /// outside the shard's lock; a session changed meanwhile is left live. Returns how many
+    /// those a flush wrote at least that long ago and nothing changed since, with the bytes that
+    /// flush wrote (no second encoding). A session changed since stays live. Returns how many
     /// were packed.
     @discardableResult
     func compactIdle(now: Int64 = MonotonicClock.now()) -> Int {
@@ -85,28 +93,20 @@ final class Persistence: Sendable {
             defer { rounds.removeFirst(count) }
             return Array(rounds.prefix(count))
         }
-        // Each session with the time of the flush that wrote it: unchanged since then means idle.
-        var byShard = Array(repeating: [(String, Int64)](), count: store.shards.count)
-        for round in due {
-            for session in round.sessions { byShard[store.shardIndex(of: session)].append((session, round.at)) }
-        }
         var packed = 0
-        for (shard, sessions) in zip(store.shards, byShard) {
+        for round in due {
+            let shard = store.shards[round.shard]
             var start = 0
-            while start < sessions.count {
-                let chunk = sessions[start..<min(start + 512, sessions.count)]
+            while start < round.sessions.count {
+                // A chunk at a time: the worker waits for this lock.
+                let chunk = round.sessions[start..<min(start + 1024, round.sessions.count)]
                 start = chunk.endIndex
-                let candidates = shard.records.withLock { records in
-                    chunk.compactMap { name, flushedAt in
-                        records[name].flatMap { !$0.isPacked && $0.changedAt <= flushedAt ? (name, $0) : nil }
-                    }
-                }
-                let encoded = candidates.compactMap { name, record in
-                    (try? record.stored()).map { (name, record.changedAt, $0) }
-                }
                 packed += shard.records.withLock { records in
                     var count = 0
-                    for (name, changedAt, bytes) in encoded where records[name]?.changedAt == changedAt {
+                    for (name, bytes) in chunk {
+                        guard let record = records[name], !record.isPacked, record.changedAt <= round.at else {
+                            continue
+                        }
                         records[name]?.pack(bytes)
                         count += 1
                     }
@@ -122,7 +122,7 @@ final class Persistence: Sendable {
         try writing.withLock { _ in
             let shard = store.shards[store.shardIndex(of: session)]
             guard let record = shard.records.withLock({ $0[session] }) else { return }
-            try file.write([(session, record)])
+            try file.write([(session, record.seq, try record.stored())])
         }
     }
 
@@ -136,7 +136,19 @@ final class Persistence: Sendable {
                 waited += step
                 if waited >= interval {
                     flushChanged()
-                    compactIdle()
+                    let started = MonotonicClock.now()
+                    let packed = compactIdle()
+                    let trimmed = MonotonicClock.now()
+                    // Freed live states sit in pages malloc keeps; hand whole free pages back.
+                    if packed >= 1000 { Heap.returnFreePages() }
+                    if packed > 0 {
+                        logger.debug(
+                            "packed idle sessions",
+                            metadata: [
+                                "sessions": "\(packed)", "packMicroseconds": "\((trimmed - started) / 1000)",
+                                "trimMicroseconds": "\((MonotonicClock.now() - trimmed) / 1000)",
+                            ])
+                    }
                     waited = .zero
                 }
             }

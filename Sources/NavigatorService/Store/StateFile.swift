@@ -93,23 +93,18 @@ final class StateFile: Sendable {
         }
     }
 
-    /// Writes these sessions in one transaction.
-    func write(_ records: [(String, SessionStore.Record)]) throws {
-        guard !records.isEmpty else { return }
-        let now = Date().timeIntervalSince1970
-        let rows = try records.map { (id, record) in
-            (
-                id, Int64(record.seq),
-                Data(try record.stored())
-            )
-        }
+    /// Writes these sessions (id, seq, ``SessionStore/Record/stored()`` bytes) in one
+    /// transaction.
+    func write(_ rows: [(String, UInt64, [UInt8])]) throws {
+        guard !rows.isEmpty else { return }
+        let now = Int64(Date().timeIntervalSince1970)
         try queue.write { db in
             let statement = try db.cachedStatement(
                 sql: "INSERT INTO sessions (id, seq, state, updated_at) VALUES (?, ?, ?, ?) "
                     + "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, state = excluded.state, updated_at = excluded.updated_at"
             )
-            for (id, seq, data) in rows {
-                try statement.execute(arguments: [id, seq, data, Int64(now)])
+            for (id, seq, bytes) in rows {
+                try statement.execute(arguments: [id, Int64(seq), Data(bytes), now])
             }
         }
     }
