@@ -48,7 +48,12 @@ public struct LoadReport: Hashable, Sendable, Codable {
     public var parked: UInt64
     public var rejected: UInt64
     public var released: UInt64
-    /// navigatord's CPU use over the run (1.0 = one core) and its resident memory after it.
+    /// Intents per second navigatord got through: all sent, over the time from the first one's
+    /// due time until its counters accounted for the last (to 0.1 s). Below the target rate
+    /// when the service cannot keep up; `nil` when it did not account for all in time.
+    public var serviceRate: Double?
+    /// navigatord's CPU use over the whole run, warm-up to drained (1.0 = one core), and its
+    /// resident memory after it.
     public var serviceCPU: Double?
     public var serviceRSSBytes: UInt64?
 

@@ -38,6 +38,7 @@ public enum LoadRunner {
         let before = try await connection.stats()
         let service = (plan.servicePID ?? ProcessStats.find(named: "navigatord")).map(ProcessStats.init)
         let cpuBefore = service?.cpuSeconds
+        let cpuFrom = wallClock()
 
         // The subscriber, subscribed before anything is sent.
         let listener = Listener()
@@ -108,13 +109,19 @@ public enum LoadRunner {
                 sum + ((stats.intentsByOutcome[key] ?? 0) &- (before.intentsByOutcome[key] ?? 0))
             }
         }
+        var accountedAt: Int64?
         while ContinuousClock.now < drainEnd {
-            try await Task.sleep(for: .milliseconds(250))
+            try await Task.sleep(for: .milliseconds(100))
             after = try await connection.stats()
             let now = listener.batches
-            if accounted(after) >= UInt64(total) && now == seen { break }
+            if accounted(after) >= UInt64(total) {
+                if accountedAt == nil { accountedAt = wallClock() }
+                if now == seen { break }
+            }
             seen = now
         }
+        let cpuTo = wallClock()
+        let cpuAfter = service?.cpuSeconds
         reporter.cancel()
         listener.stop.store(true, ordering: .releasing)
         _ = try? await DedicatedThread.run(name: "navload-join") { subscriber.join() }
@@ -131,7 +138,8 @@ public enum LoadRunner {
             refreshed: delta("refreshed"), ignored: delta("ignored"), parked: delta("parked"),
             rejected: delta("rejected"),
             released: delta("released"),
-            serviceCPU: cpuBefore.flatMap { start in service?.cpuSeconds.map { ($0 - start) / sendSeconds } },
+            serviceRate: accountedAt.map { Double(total) / (Double(max(1, $0 - schedule.start)) / 1e9) },
+            serviceCPU: cpuBefore.flatMap { start in cpuAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
             serviceRSSBytes: service?.residentBytes)
     }
 

@@ -126,6 +126,11 @@ struct RunCommand: AsyncParsableCommand {
             ),
             ("accounted", "\(report.accounted) of \(report.sent) sent"),
             (
+                "service throughput",
+                report.serviceRate.map { "\(Int($0)) intents/s (sent, resolved and accounted)" }
+                    ?? "unknown (not all accounted for within --timeout)"
+            ),
+            (
                 "navigatord CPU",
                 report.serviceCPU.map { String(format: "%.2f cores", $0) } ?? "unknown (not found on this machine)"
             ),

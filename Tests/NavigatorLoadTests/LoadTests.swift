@@ -69,8 +69,7 @@ struct LoadTests {
             targetRate: 1000, achievedRate: 990, sent: 100, measuredSeconds: 1, lateSends: 0,
             latency: .init(p50: 100, p90: 200, p99: 900, p999: 1500, max: 2000, mean: 150), batchesMeasured: 100,
             batchesLost: 0, resolved: 90, refreshed: 0, ignored: 5, parked: 3, rejected: 2, released: 0,
-            serviceCPU: nil,
-            serviceRSSBytes: nil)
+            serviceRate: 990, serviceCPU: nil, serviceRSSBytes: nil)
         #expect(FindMax.passed(report, p99Bound: 1000))
         #expect(!FindMax.passed(report, p99Bound: 800))
         report.batchesLost = 1
@@ -112,6 +111,12 @@ struct LoadTests {
             #expect(report.batchesMeasured > 0)
             #expect(report.resolved > 0 && report.rejected > 0)  // the mix has a share of invalid intents
             #expect(report.serviceRSSBytes != nil)
+            // The service cannot have got through more than was sent over the schedule's 1.2 s.
+            let rate = try #require(report.serviceRate)
+            #expect(rate > 0 && rate <= 500.5)
+            // CPU is a share of the machine's cores over the whole run, not of the send time alone.
+            let cpu = try #require(report.serviceCPU)
+            #expect(cpu >= 0 && cpu <= Double(ServiceConfiguration.onlineCores) * 1.05)
         } catch {
             await server.stop()
             throw error
