@@ -8,11 +8,15 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Publish intents open-loop at a rate and report latency, loss and outcomes.",
         discussion: """
-            Intents come from a mix drawn from navigatord's own route map (pushes, modals, paths, \\
-            deep links, tab switches, refreshes, duplicates, a share of invalid intents), spread \\
-            over --sessions sessions and sent by --producers threads on a fixed schedule: a late \\
-            send keeps its due time, so a slow service shows as latency. Latency is recorded in \\
-            an HdrHistogram after --warmup. Example: navload --rate 50000 --duration 10
+            Intents come from a mix drawn from navigatord's own route map (pushes, modals, paths, \
+            deep links, tab switches, refreshes, duplicates, a share of invalid intents), spread \
+            over --sessions sessions and sent by --producers threads on a fixed schedule: a late \
+            send keeps its due time, so a slow service shows as latency. Every intent is drawn and \
+            encoded before the clock starts. Latency is recorded in an HdrHistogram after \
+            --warmup. The report ends with the service's throughput (how fast its counters \
+            accounted for everything sent) and its CPU and memory.
+
+            Example: navload --rate 10000 --duration 10
             """)
 
     @Option(help: "navigatord's intents endpoint.") var intents = "tcp://127.0.0.1:7401"

@@ -96,6 +96,21 @@ struct PackingTests {
         }
     }
 
+    @Test("only a session's latest write is kept as a candidate, however often it is flushed")
+    func candidates() {
+        var candidates = Persistence.Candidates()
+        candidates.add("hot", at: 1, [1])
+        candidates.add("cold", at: 1, [2])
+        candidates.add("hot", at: 2, [3])
+        candidates.add("hot", at: 3, [4])
+        let first = candidates.take(through: 2)
+        #expect(first.map(\.session) == ["cold"])  // hot was written again at 3
+        #expect(first.map(\.bytes) == [[2]])
+        let second = candidates.take(through: 3)
+        #expect(second.map(\.session) == ["hot"] && second.map(\.at) == [3] && second.map(\.bytes) == [[4]])
+        #expect(candidates.take(through: 100).isEmpty)
+    }
+
     @Test("packing off keeps every session live")
     func off() throws {
         try withStore(packAfter: .zero) { store, persistence, resolver, _ in

@@ -24,8 +24,8 @@ final class Persistence: Sendable {
     let packAfter: Int64
     private let writing = Mutex(())
     private let stopping = Atomic<Bool>(false)
-    /// The sessions each flush wrote and when, oldest first: candidates for packing.
-    private let rounds = Mutex<[Round]>([])
+    /// Sessions written by flushes, candidates for packing.
+    private let candidates = Mutex(Candidates())
 
     init(file: StateFile, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
         self.file = file
@@ -46,7 +46,7 @@ final class Persistence: Sendable {
     func flushChanged() {
         writing.withLock { _ in
             let now = MonotonicClock.now()
-            for (index, shard) in store.shards.enumerated() {
+            for shard in store.shards {
                 let names = shard.dirty.withLock { dirty in
                     defer { dirty.removeAll(keepingCapacity: true) }
                     return dirty
@@ -60,8 +60,9 @@ final class Persistence: Sendable {
                     try file.write(rows)
                     if packAfter > 0 {
                         // What was written is what a session unchanged since will be packed as.
-                        let written = rows.map { ($0.0, $0.2) }
-                        rounds.withLock { $0.append(Round(at: now, shard: index, sessions: written)) }
+                        candidates.withLock { candidates in
+                            for (name, _, bytes) in rows { candidates.add(name, at: now, bytes) }
+                        }
                     }
                 } catch {
                     shard.dirty.withLock { $0.formUnion(names) }
@@ -73,11 +74,36 @@ final class Persistence: Sendable {
         }
     }
 
-    /// Sessions one flush wrote from one shard, with the bytes written.
-    struct Round {
-        var at: Int64
-        var shard: Int
-        var sessions: [(String, [UInt8])]
+    /// The last write of each session flushed within the idle time, and the writes in order.
+    struct Candidates {
+        private var latest: [String: (at: Int64, bytes: [UInt8])] = [:]
+        private var order: [(at: Int64, session: String)] = []
+        private var head = 0
+
+        /// A session a flush wrote at `at` (monotonic ns): only its latest write is kept.
+        mutating func add(_ session: String, at: Int64, _ bytes: [UInt8]) {
+            latest[session] = (at, bytes)
+            order.append((at, session))
+        }
+
+        /// The sessions whose latest write is at or before `cutoff`, with it; they are forgotten.
+        mutating func take(through cutoff: Int64) -> [(session: String, at: Int64, bytes: [UInt8])] {
+            var due: [(session: String, at: Int64, bytes: [UInt8])] = []
+            while head < order.count, order[head].at <= cutoff {
+                let (at, session) = order[head]
+                head += 1
+                // An older write of a session written again later is passed over.
+                if let last = latest[session], last.at == at {
+                    due.append((session, at, last.bytes))
+                    latest[session] = nil
+                }
+            }
+            if head > 4096, head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
+            return due
+        }
     }
 
     /// Packs the sessions that have not changed for ``packAfter`` (see ``SessionStore/Record``):
@@ -87,26 +113,20 @@ final class Persistence: Sendable {
     @discardableResult
     func compactIdle(now: Int64 = MonotonicClock.now()) -> Int {
         guard packAfter > 0 else { return 0 }
-        let cutoff = now - packAfter
-        let due = rounds.withLock { rounds in
-            let count = rounds.prefix { $0.at <= cutoff }.count
-            defer { rounds.removeFirst(count) }
-            return Array(rounds.prefix(count))
-        }
+        let due = candidates.withLock { $0.take(through: now - packAfter) }
+        var byShard = Array(repeating: [(session: String, at: Int64, bytes: [UInt8])](), count: store.shards.count)
+        for entry in due { byShard[store.shardIndex(of: entry.session)].append(entry) }
         var packed = 0
-        for round in due {
-            let shard = store.shards[round.shard]
+        for (shard, entries) in zip(store.shards, byShard) {
             var start = 0
-            while start < round.sessions.count {
+            while start < entries.count {
                 // A chunk at a time: the worker waits for this lock.
-                let chunk = round.sessions[start..<min(start + 1024, round.sessions.count)]
+                let chunk = entries[start..<min(start + 1024, entries.count)]
                 start = chunk.endIndex
                 packed += shard.records.withLock { records in
                     var count = 0
-                    for (name, bytes) in chunk {
-                        guard let record = records[name], !record.isPacked, record.changedAt <= round.at else {
-                            continue
-                        }
+                    for (name, at, bytes) in chunk {
+                        guard let record = records[name], !record.isPacked, record.changedAt <= at else { continue }
                         records[name]?.pack(bytes)
                         count += 1
                     }
