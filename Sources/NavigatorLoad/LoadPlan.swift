@@ -56,6 +56,8 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// resident memory after it.
     public var serviceCPU: Double?
     public var serviceRSSBytes: UInt64?
+    /// The mean size of an intent message as sent (session frame plus payload), in bytes.
+    public var meanIntentBytes: Int = 0
 
     /// Outcomes the service reported for this run's intents.
     public var accounted: UInt64 { resolved + refreshed + ignored + parked + rejected }

@@ -72,6 +72,9 @@ public enum LoadRunner {
             return lists
         }
 
+        // Each message as it goes out: session frame, payload, and the sent-at field (10 bytes).
+        let intentBytes = prepared.joined().reduce(0) { $0 + $1.session.utf8.count + $1.payload.count + 10 }
+
         // The schedule.
         let schedule = Schedule(start: wallClock() + 200_000_000, rate: plan.rate)
         listener.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
@@ -140,7 +143,8 @@ public enum LoadRunner {
             released: delta("released"),
             serviceRate: accountedAt.map { Double(total) / (Double(max(1, $0 - schedule.start)) / 1e9) },
             serviceCPU: cpuBefore.flatMap { start in cpuAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
-            serviceRSSBytes: service?.residentBytes)
+            serviceRSSBytes: service?.residentBytes,
+            meanIntentBytes: intentBytes / max(1, total))
     }
 
     /// What the producers count, shared with the run.

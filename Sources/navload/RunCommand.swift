@@ -66,6 +66,7 @@ struct RunCommand: AsyncParsableCommand {
         plan.seed = seed
         do {
             var output: [String: String] = [:]
+            var last: LoadReport?
             if findMax {
                 let bound = UInt64(p99Bound * 1000)
                 let result = try await FindMax.run(plan, p99Bound: bound) { step in
@@ -84,6 +85,7 @@ struct RunCommand: AsyncParsableCommand {
                     )
                 }
                 output["findMax"] = try json(result.steps)
+                last = result.best ?? result.steps.last
             } else {
                 let report = try await LoadRunner.run(plan) { progress in
                     print(
@@ -92,11 +94,19 @@ struct RunCommand: AsyncParsableCommand {
                 }
                 printTable(report)
                 output["run"] = try json(report)
+                last = report
             }
             if baseline {
-                let rate = try await Baseline.measure(messageSize: 64, seconds: 3)
-                print("baseline: raw PUSH->PULL over tcp loopback, 64-byte messages: \(Int(rate)) messages/s")
+                let size = max(16, last?.meanIntentBytes ?? 64)
+                let rate = try await Baseline.measure(messageSize: size, seconds: 3)
+                print("baseline: raw PUSH->PULL over tcp loopback, \(size)-byte messages: \(Int(rate)) messages/s")
+                if let served = last?.serviceRate {
+                    print(
+                        "service throughput / baseline: \(String(format: "%.2f%%", 100 * served / rate)) (\(Int(served)) / \(Int(rate)))"
+                    )
+                }
                 output["baselineMessagesPerSecond"] = String(Int(rate))
+                output["baselineMessageBytes"] = String(size)
             }
             if let report {
                 let text =

@@ -111,6 +111,7 @@ struct LoadTests {
             #expect(report.batchesMeasured > 0)
             #expect(report.resolved > 0 && report.rejected > 0)  // the mix has a share of invalid intents
             #expect(report.serviceRSSBytes != nil)
+            #expect(report.meanIntentBytes > 30 && report.meanIntentBytes < 300)
             // The service cannot have got through more than was sent over the schedule's 1.2 s.
             let rate = try #require(report.serviceRate)
             #expect(rate > 0 && rate <= 500.5)
