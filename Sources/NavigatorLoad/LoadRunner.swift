@@ -21,6 +21,11 @@ public enum LoadRunner {
         public var rate: Double
         public var latency: Latency.Summary
         public var lost: UInt64
+        /// Rejections published for the measured sessions so far (the mix has a share of
+        /// invalid intents, so some are expected).
+        public var rejected: UInt64
+        /// Sends that failed (a producer stops at its first).
+        public var sendErrors: Int
     }
 
     public static func run(_ plan: LoadPlan, progress: (@Sendable (Progress) -> Void)? = nil) async throws -> LoadReport
@@ -42,7 +47,10 @@ public enum LoadRunner {
 
         // The subscriber, subscribed before anything is sent.
         let listener = Listener()
-        let topics = plan.sample <= 1 ? [Topic.allBatches] : plan.measuredSessions.map(Topic.batches)
+        let topics =
+            plan.sample <= 1
+            ? [Topic.allBatches, Topic.allRejections]
+            : plan.measuredSessions.flatMap { [Topic.batches($0), Topic.rejections($0)] }
         let subscriber = try await startSubscriber(plan.endpoints.commands, topics: topics, listener: listener)
         let deadline = ContinuousClock.now + .seconds(plan.timeout)
         while try await connection.stats().subscribers < before.subscribers + 1 {
@@ -96,7 +104,8 @@ public enum LoadRunner {
                 progress?(
                     Progress(
                         elapsed: elapsed, sent: count, rate: elapsed > 0 ? Double(count) / elapsed : 0,
-                        latency: listener.latencySummary, lost: listener.lost))
+                        latency: listener.latencySummary, lost: listener.lost, rejected: listener.rejected,
+                        sendErrors: tally.failed.load(ordering: .relaxed)))
             }
         }
         for thread in producers { _ = try? await DedicatedThread.run(name: "navload-join") { thread.join() } }
@@ -151,6 +160,7 @@ public enum LoadRunner {
     final class Tally: Sendable {
         let sent = Atomic<Int>(0)
         let late = Atomic<Int>(0)
+        let failed = Atomic<Int>(0)
     }
 
     /// Shared between the subscriber thread and the run.
@@ -165,6 +175,7 @@ public enum LoadRunner {
             var batches: UInt64 = 0
             var measured: UInt64 = 0
             var lost: UInt64 = 0
+            var rejected: UInt64 = 0
         }
 
         func record(session: String, header: FrameHeader, at now: Int64) {
@@ -180,7 +191,10 @@ public enum LoadRunner {
             }
         }
 
+        func recordRejection() { state.withLock { $0.rejected += 1 } }
+
         var latencySummary: Latency.Summary { state.withLock { $0.latency.summary } }
+        var rejected: UInt64 { state.withLock { $0.rejected } }
         var batches: UInt64 { state.withLock { $0.batches } }
         var measured: UInt64 { state.withLock { $0.measured } }
         var lost: UInt64 { state.withLock { $0.lost } }
@@ -211,12 +225,16 @@ public enum LoadRunner {
                 while !listener.stop.load(ordering: .acquiring) {
                     guard (try? poller.poll(timeout: .milliseconds(50))) != nil else { break }
                     while let count = try? sub.receiveMultipart(into: &frames, wait: false) {
-                        guard count == 3, let (_, session) = Topic.parse(frames[0].string),
+                        guard count == 3, let (kind, session) = Topic.parse(frames[0].string),
                             let header = try? frames[1].withUnsafeBytes({ (bytes) throws(WireError) in
                                 try FrameHeader(decoding: bytes)
                             })
                         else { continue }
-                        listener.record(session: session, header: header, at: wallClock())
+                        if kind == .rejection {
+                            listener.recordRejection()
+                        } else {
+                            listener.record(session: session, header: header, at: wallClock())
+                        }
                     }
                 }
                 sub.close()
@@ -300,7 +318,10 @@ public enum LoadRunner {
                     appendSentAt(due, to: &intents[k].payload)
                     guard (try? push.send(intents[k].session, more: true)) != nil,
                         (try? push.send(intents[k].payload)) != nil
-                    else { break }
+                    else {
+                        tally.failed.wrappingAdd(1, ordering: .relaxed)
+                        break
+                    }
                     tally.sent.wrappingAdd(1, ordering: .relaxed)
                 }
             }

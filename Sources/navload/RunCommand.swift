@@ -89,7 +89,7 @@ struct RunCommand: AsyncParsableCommand {
             } else {
                 let report = try await LoadRunner.run(plan) { progress in
                     print(
-                        "  \(String(format: "%5.1f", progress.elapsed)) s  sent \(progress.sent)  \(Int(progress.rate))/s  p50 \(progress.latency.p50) µs  p99 \(progress.latency.p99) µs  lost \(progress.lost)"
+                        "  \(String(format: "%5.1f", progress.elapsed)) s  sent \(progress.sent)  \(Int(progress.rate))/s  p50 \(progress.latency.p50) µs  p99 \(progress.latency.p99) µs  lost \(progress.lost)  rejected \(progress.rejected)  send errors \(progress.sendErrors)"
                     )
                 }
                 printTable(report)
