@@ -54,6 +54,15 @@ struct PackingTests {
             #expect(after.a.state == before.a.state && after.a.seq == before.a.seq)
             #expect(after.b.state == before.b.state && after.b.parkedCount == 1)
             #expect(store.parkedCount == 1)
+            // The running count follows parking and releasing: signing in releases g1.
+            _ = store.update("b") { record in
+                resolver.resolve(
+                    Intent(
+                        id: "in", session: "b", target: .path([ScreenContext("home")]),
+                        setConditions: ["authenticated": true]), into: &record.state, now: 2_000)
+            }
+            #expect(record("b", store)?.parkedCount == 0)
+            #expect(store.parkedCount == 0)
             // Each round is considered once.
             #expect(persistence.compactIdle(now: MonotonicClock.now() + 60_000_000_000) == 0)
         }

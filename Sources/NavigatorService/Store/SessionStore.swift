@@ -102,6 +102,8 @@ final class SessionStore: Sendable {
         let records = Mutex<[String: Record]>([:])
         /// Sessions changed since the last flush to disk.
         let dirty = Mutex<Set<String>>([])
+        /// Parked intents of all its sessions, kept as they change (reading it takes no lock).
+        let parked = Atomic<Int>(0)
     }
 
     let shards: [Shard]
@@ -129,7 +131,11 @@ final class SessionStore: Sendable {
     func update<R>(_ session: String, _ body: (inout Record) -> R) -> R {
         let shard = shards[shardIndex(of: session)]
         let result = shard.records.withLock { records in
-            body(&records[session, default: Record(state: initial(), seq: 0)])
+            let parkedBefore = records[session]?.parkedCount ?? 0
+            let result = body(&records[session, default: Record(state: initial(), seq: 0)])
+            let parkedAfter = records[session]?.parkedCount ?? 0
+            if parkedAfter != parkedBefore { shard.parked.add(Int(parkedAfter - parkedBefore), ordering: .relaxed) }
+            return result
         }
         shard.dirty.withLock { _ = $0.insert(session) }
         return result
@@ -143,15 +149,13 @@ final class SessionStore: Sendable {
     /// Fills the shards from stored records (at start, before any worker runs).
     func load(_ records: [(String, Record)]) {
         for (session, record) in records {
-            shards[shardIndex(of: session)].records.withLock { $0[session] = record }
+            let shard = shards[shardIndex(of: session)]
+            let replaced = shard.records.withLock { $0.updateValue(record, forKey: session) }
+            shard.parked.add(Int(record.parkedCount - (replaced?.parkedCount ?? 0)), ordering: .relaxed)
         }
     }
 
     var sessionCount: Int { shards.reduce(0) { count, shard in count + shard.records.withLock { $0.count } } }
 
-    var parkedCount: Int {
-        shards.reduce(0) { count, shard in
-            count + shard.records.withLock { $0.values.reduce(0) { $0 + Int($1.parkedCount) } }
-        }
-    }
+    var parkedCount: Int { shards.reduce(0) { $0 + $1.parked.load(ordering: .relaxed) } }
 }
