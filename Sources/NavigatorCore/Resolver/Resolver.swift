@@ -231,12 +231,16 @@ public struct Resolver: Sendable {
             // Later steps may undo earlier ones (a push into a sheet that the next step
             // dismisses): publish the way from where the user is to where the path ends.
             commands = state.tree.commands(to: tree)
-        }
-        do {
-            // The batch as a whole, exactly as a shell will apply it.
-            try state.tree.apply(commands)
-        } catch {
-            return finish(.rejected(ResolveError(.internalError, "the batch does not apply: \(error.message)")))
+            do {
+                // The batch as a whole, exactly as a shell will apply it.
+                try state.tree.apply(commands)
+            } catch {
+                return finish(.rejected(ResolveError(.internalError, "the batch does not apply: \(error.message)")))
+            }
+        } else {
+            // One plan, already applied as a whole to a copy of this very tree just above: that
+            // copy is the result (applying the batch again would only repeat the work).
+            state.tree = tree
         }
         if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
         if commands.isEmpty {
