@@ -30,6 +30,12 @@ public final class Message {
         }
     }
 
+    /// Takes over `other`'s content without copying it (`zmq_msg_move`); `other` is left empty.
+    public convenience init(moving other: Message) {
+        self.init()
+        zmq_msg_move(raw, other.raw)  // fails only for invalid messages, which a Message never holds
+    }
+
     deinit {
         zmq_msg_close(raw)
         raw.deallocate()

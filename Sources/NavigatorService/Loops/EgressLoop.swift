@@ -67,7 +67,12 @@ struct EgressLoop: SocketLoop {
                         stops += 1
                         continue
                     }
-                    for index in 0..<count { try sockets.xpub.send(frames[index], more: index < count - 1) }
+                    // A bundle of [topic][header][payload] triples (see Publisher).
+                    guard count % 3 == 0 else {
+                        logger.error("egress got a bundle of \(count) frames; expected triples", metadata: [:])
+                        continue
+                    }
+                    for index in 0..<count { try sockets.xpub.send(frames[index], more: index % 3 != 2) }
                 }
             }
             logger.debug("egress stopped", metadata: ["producers": "\(producers)"])

@@ -24,6 +24,36 @@ struct IngressLoop: SocketLoop {
         let publisher: Publisher
     }
 
+    /// Intents waiting to go to each worker, handed over in bundles of `[kind]` and then
+    /// `[session][Intent]` pairs: one inproc message (and at most one wake-up) per bundle.
+    final class Bundles {
+        private var pending: [[ZeroMQ.Message]]
+        static let limit = 64
+
+        init(workers: Int) { pending = Array(repeating: [], count: workers) }
+
+        /// Adds an intent for `worker`, taking over the frames' contents; sends the bundle when full.
+        func add(_ session: ZeroMQ.Message, _ payload: ZeroMQ.Message, for worker: Int, _ sockets: Sockets) throws {
+            pending[worker].append(ZeroMQ.Message(moving: session))
+            pending[worker].append(ZeroMQ.Message(moving: payload))
+            if pending[worker].count >= Self.limit * 2 { try flush(worker, sockets) }
+        }
+
+        func flushAll(_ sockets: Sockets) throws {
+            for worker in pending.indices { try flush(worker, sockets) }
+        }
+
+        private func flush(_ worker: Int, _ sockets: Sockets) throws {
+            guard !pending[worker].isEmpty else { return }
+            let push = sockets.workers[worker]
+            try push.send([Internal.intentKind], more: true)
+            for (index, frame) in pending[worker].enumerated() {
+                try push.send(frame, more: index < pending[worker].count - 1)
+            }
+            pending[worker].removeAll(keepingCapacity: true)
+        }
+    }
+
     func open() throws -> Sockets {
         let pull = try Socket(context, type: .pull)
         try pull.set(.receiveHighWaterMark, highWaterMark)
@@ -49,7 +79,7 @@ struct IngressLoop: SocketLoop {
         poller.add(sockets.pull)
         poller.add(sockets.control)
         var frames: [Message] = []
-        let kind = [Internal.intentKind]
+        let bundles = Bundles(workers: sockets.workers.count)
         do {
             while true {
                 try poller.poll(timeout: nil)
@@ -57,8 +87,9 @@ struct IngressLoop: SocketLoop {
                     _ = try sockets.control.receiveMultipart()
                     // Stop intake: take what is already queued, then tell the workers.
                     while let count = try sockets.pull.receiveMultipart(into: &frames, wait: false) {
-                        try handle(frames, count, sockets, kind)
+                        try handle(frames, count, sockets, bundles)
                     }
+                    try bundles.flushAll(sockets)
                     sockets.pull.close()
                     for worker in sockets.workers { try worker.send(Internal.stop) }
                     try sockets.publisher.stop()
@@ -67,8 +98,11 @@ struct IngressLoop: SocketLoop {
                 }
                 for _ in 0..<1024 {
                     guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false) else { break }
-                    try handle(frames, count, sockets, kind)
+                    try handle(frames, count, sockets, bundles)
                 }
+                // Nothing more to read: hand over what waits.
+                try bundles.flushAll(sockets)
+                try sockets.publisher.flush()
             }
         } catch {
             if (error as? ZeroMQError)?.code == .terminated {
@@ -79,7 +113,7 @@ struct IngressLoop: SocketLoop {
         }
     }
 
-    private func handle(_ frames: [Message], _ count: Int, _ sockets: Sockets, _ kind: [UInt8]) throws {
+    private func handle(_ frames: [Message], _ count: Int, _ sockets: Sockets, _ bundles: Bundles) throws {
         let sessionProblem: String?
         var session = ""
         do {
@@ -100,10 +134,7 @@ struct IngressLoop: SocketLoop {
         }
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         counters.forwarded[worker].add()
-        let push = sockets.workers[worker]
-        try push.send(kind, more: true)
-        try push.send(frames[0], more: true)
-        try push.send(frames[1])
+        try bundles.add(frames[0], frames[1], for: worker, sockets)
     }
 
     private func reject(_ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ sockets: Sockets)

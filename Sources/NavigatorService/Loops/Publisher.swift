@@ -5,10 +5,18 @@ import ZeroMQ
 
 /// The PUSH end towards egress, owned by one thread (a worker or ingress): builds the header and
 /// payload of batches, rejections and audit records and hands them over.
+///
+/// Messages are handed over in bundles: one inproc message of `[topic][header][payload]` triples,
+/// sent by ``flush()`` (the owner calls it when it has nothing more to read, and before it
+/// waits) or when ``bundleLimit`` messages are waiting. So a busy worker wakes egress once per
+/// bundle instead of once per batch; egress publishes the triples one by one, in order.
 final class Publisher {
     private let socket: Socket
     private let counters: ServiceCounters
     private var header = [UInt8](repeating: 0, count: FrameHeader.size)
+    /// Frames waiting for ``flush()``, three per message.
+    private var pending: [ZeroMQ.Message] = []
+    static let bundleLimit = 64
 
     init(context: Context, counters: ServiceCounters) throws {
         socket = try Socket(context, type: .push)
@@ -43,7 +51,15 @@ final class Publisher {
         try send(Topic.audit(record.session), .audit, [], counters.auditSeq.next(), sentAt, record)
     }
 
+    /// Hands the waiting messages to egress as one bundle.
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        defer { pending.removeAll(keepingCapacity: true) }
+        for (index, frame) in pending.enumerated() { try socket.send(frame, more: index < pending.count - 1) }
+    }
+
     func stop() throws {
+        try flush()
         try socket.send(Internal.stop)
     }
 
@@ -54,8 +70,9 @@ final class Publisher {
         let frame = FrameHeader(kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now())
         header.withUnsafeMutableBytes { frame.encode(into: $0) }
         let payload: [UInt8] = try message.serializedBytes()
-        try socket.send(topic, more: true)
-        try socket.send(header, more: true)
-        try socket.send(payload)
+        pending.append(try ZeroMQ.Message(copying: topic))
+        pending.append(try ZeroMQ.Message(copying: header))
+        pending.append(try ZeroMQ.Message(copying: payload))
+        if pending.count >= Self.bundleLimit * 3 { try flush() }
     }
 }

@@ -61,11 +61,16 @@ struct WorkerLoop: SocketLoop {
                         stops += 1
                         continue
                     }
-                    counters.handled[index].add()
                     let kind = frames[0].withUnsafeBytes { $0.first ?? 0 }
-                    if kind == Internal.intentKind, count == 3 {
-                        try handleIntent(session: frames[1].string, payload: frames[2].bytes, &state, sockets)
+                    if kind == Internal.intentKind, count % 2 == 1 {
+                        // A bundle from ingress: [kind] then [session][Intent] pairs.
+                        for pair in stride(from: 1, to: count, by: 2) {
+                            counters.handled[index].add()
+                            try handleIntent(
+                                session: frames[pair].string, payload: frames[pair + 1].bytes, &state, sockets)
+                        }
                     } else if kind == Internal.requestKind, count == 4 {
+                        counters.handled[index].add()
                         try handleRequest(frames, &state, sockets)
                     }
                 }
@@ -73,6 +78,7 @@ struct WorkerLoop: SocketLoop {
                     try expire(&state, sockets)
                     nextExpiry = WallClock.now() + Self.expiryInterval
                 }
+                try sockets.publisher.flush()  // nothing more to read: hand over what waits
             }
             try sockets.publisher.stop()
             try sockets.replies.send(Internal.stop)
@@ -275,6 +281,7 @@ struct WorkerLoop: SocketLoop {
                 }
             }
         }
+        try sockets.publisher.flush()  // the batch goes out no later than the reply
         try sockets.replies.send(frames[1], more: true)
         try sockets.replies.send(frames[2], more: true)
         try sockets.replies.send(try reply.serializedBytes() as [UInt8])
