@@ -9,7 +9,10 @@ import ZeroMQ
 /// Messages are handed over in bundles: one inproc message of `[topic][header][payload]` triples,
 /// sent by ``flush()`` (the owner calls it when it has nothing more to read, and before it
 /// waits) or when ``bundleLimit`` messages are waiting. So a busy worker wakes egress once per
-/// bundle instead of once per batch; egress publishes the triples one by one, in order.
+/// bundle instead of once per batch; egress publishes the triples one by one, in order. Bundles
+/// only form from a backlog: a worker with nothing more to read sends what it has at once.
+/// (Also flushing after a fixed delay, 200 µs, was tried: bundles stayed small and the rate the
+/// service sustains fell from about 24,700/s to 23,300–24,400/s with queues growing.)
 final class Publisher {
     private let socket: Socket
     private let counters: ServiceCounters
