@@ -1,14 +1,34 @@
 import NavigatorCore
 
 extension Navigator_V1_StoredSession {
-    /// A session's state and seq as the state file keeps them.
-    public init(_ state: SessionState, seq: UInt64) {
+    /// A session's state and seq as the state file keeps them; without the parked intents when
+    /// `parked` is false (see ``encodedParkedField(_:)``).
+    public init(_ state: SessionState, seq: UInt64, parked includeParked: Bool = true) {
         self.init()
         self.seq = seq
         tree = .init(state.tree)
         conditions = state.conditions
-        parked = state.parked.map(Navigator_V1_StoredParkedIntent.init)
+        if includeParked { parked = state.parked.map(Navigator_V1_StoredParkedIntent.init) }
         recentIntentIds = state.recentIntentIDs
+    }
+
+    /// The `parked` field (4) of a `StoredSession` holding `parked`, encoded on its own: appended
+    /// to a `StoredSession` encoded without parked intents, the two decode as one message with
+    /// them (a repeated field may come in any place).
+    public static func encodedParkedField(_ parked: [ParkedIntent]) throws -> [UInt8] {
+        var field: [UInt8] = []
+        for intent in parked {
+            let bytes: [UInt8] = try Navigator_V1_StoredParkedIntent(intent).serializedBytes()
+            field.append(4 << 3 | 2)  // field 4, length-delimited
+            var length = UInt64(bytes.count)
+            while length >= 0x80 {
+                field.append(UInt8(truncatingIfNeeded: length) | 0x80)
+                length >>= 7
+            }
+            field.append(UInt8(length))
+            field += bytes
+        }
+        return field
     }
 
     /// The state back; a record that does not make a valid state says which part is wrong.

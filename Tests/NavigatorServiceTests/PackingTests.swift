@@ -120,6 +120,48 @@ struct PackingTests {
         #expect(candidates.take(through: 100).isEmpty)
     }
 
+    @Test("a flush reuses the encoding of an unchanged parked list, and encodes a changed one anew")
+    func parkedEncoding() throws {
+        try withStore { store, persistence, resolver, directory in
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)
+            func decoded(_ bytes: [UInt8]) throws -> SessionState {
+                try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
+            }
+            let first = try #require(record("b", store)).storedReusingParked()
+            #expect(try decoded(first.bytes) == record("b", store)?.state)
+            let encoding = try #require(first.parked)
+            store.shards[store.shardIndex(of: "b")].records.withLock { $0["b"]?.keep(encoding) }
+
+            let again = try #require(record("b", store)).storedReusingParked()
+            #expect(again.parked === encoding)  // reused, not encoded again
+            #expect(again.bytes == first.bytes)
+
+            // A change to the session that leaves the list alone keeps the reuse.
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "b", store, resolver)
+            let unchanged = try #require(record("b", store)).storedReusingParked()
+            #expect(unchanged.parked === encoding)
+            #expect(try decoded(unchanged.bytes) == record("b", store)?.state)
+
+            // Parking a second intent changes the list: encoded anew, and both come back.
+            _ = resolve("g2", [ScreenContext("editProfile")], session: "b", store, resolver)
+            let changed = try #require(record("b", store)).storedReusingParked()
+            #expect(changed.parked !== encoding)
+            let state = try decoded(changed.bytes)
+            #expect(state == record("b", store)?.state)
+            #expect(state.parked.map(\.intent.id) == ["g1", "g2"])
+
+            // Through the state file: two flushes (the second reusing), then a restore.
+            persistence.flushChanged()
+            _ = resolve("c2", [ScreenContext("chat", ["conversationId": "7"])], session: "b", store, resolver)
+            persistence.flushChanged()
+            let restoredStore = SessionStore(shards: 1) { resolver.initialState() }
+            let restored = Persistence(
+                file: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+            #expect(try restored.restore() == 1)
+            #expect(record("b", restoredStore)?.state == record("b", store)?.state)
+        }
+    }
+
     @Test("packing off keeps every session live")
     func off() throws {
         try withStore(packAfter: .zero) { store, persistence, resolver, _ in

@@ -56,8 +56,16 @@ final class Persistence: Sendable {
                     names.compactMap { name in records[name].map { (name, $0) } }
                 }
                 do {
-                    let rows = try records.map { name, record in (name, record.seq, try record.stored()) }
+                    let encoded = try records.map { name, record in (name, record.seq, try record.storedReusingParked())
+                    }
+                    let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
                     try file.write(rows)
+                    // The parked lists' encodings, for the next flush of sessions that keep them.
+                    shard.records.withLock { records in
+                        for (name, _, stored) in encoded where stored.parked.map({ !$0.list.isEmpty }) == true {
+                            records[name]?.keep(stored.parked!)
+                        }
+                    }
                     if packAfter > 0 {
                         // What was written is what a session unchanged since will be packed as.
                         candidates.withLock { candidates in

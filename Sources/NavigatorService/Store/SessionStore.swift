@@ -76,17 +76,66 @@ final class SessionStore: Sendable {
         }
 
         /// The bytes the state file keeps for this record: the packed ones as they are.
-        func stored() throws -> [UInt8] {
-            switch storage {
-            case .live(let live): try Navigator_V1_StoredSession(live.state, seq: seq).serializedBytes()
-            case .packed(let bytes): bytes
+        func stored() throws -> [UInt8] { try storedReusingParked().bytes }
+
+        /// The encoding of a parked list, kept with the very list it encodes.
+        final class ParkedEncoding: @unchecked Sendable {
+            // @unchecked: immutable after init.
+            let list: [ParkedIntent]
+            let bytes: [UInt8]
+
+            init(_ list: [ParkedIntent]) throws {
+                self.list = list
+                bytes = try Navigator_V1_StoredSession.encodedParkedField(list)
             }
+
+            /// Whether `other` is this list unchanged. Exact: this object holds a reference to
+            /// the list's storage, so any change to a copy of it made a new storage (copy on
+            /// write), and the old one cannot be freed and reused while held here.
+            func encodes(_ other: [ParkedIntent]) -> Bool {
+                guard other.count == list.count else { return false }
+                guard !list.isEmpty else { return true }
+                return list.withUnsafeBufferPointer { mine in
+                    other.withUnsafeBufferPointer { mine.baseAddress == $0.baseAddress }
+                }
+            }
+        }
+
+        /// The parked list's encoding from the last flush (see ``keep(_:)``).
+        private var parkedEncoding: ParkedEncoding?
+
+        /// ``stored()``, reusing the parked intents' encoding from the last flush when the list
+        /// has not changed since (sessions that wait long keep many parked intents, and a busy
+        /// one is written every flush); returns the encoding of the list for ``keep(_:)``.
+        func storedReusingParked() throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
+            switch storage {
+            case .packed(let bytes):
+                return (bytes, nil)
+            case .live(let live):
+                let state = live.state
+                var bytes: [UInt8] = try Navigator_V1_StoredSession(state, seq: seq, parked: false).serializedBytes()
+                let parked =
+                    if let cached = parkedEncoding, cached.encodes(state.parked) { cached } else {
+                        try ParkedEncoding(state.parked)
+                    }
+                bytes += parked.bytes
+                return (bytes, parked)
+            }
+        }
+
+        /// Keeps a parked list's encoding for the next flush, if the list is still the one.
+        mutating func keep(_ encoding: ParkedEncoding) {
+            guard case .live(let live) = storage, encoding.encodes(live.state.parked) else { return }
+            parkedEncoding = encoding
         }
 
         var isPacked: Bool { if case .packed = storage { true } else { false } }
 
         /// Keeps only `bytes` (which must be ``stored()`` of this record).
-        mutating func pack(_ bytes: [UInt8]) { storage = .packed(bytes) }
+        mutating func pack(_ bytes: [UInt8]) {
+            storage = .packed(bytes)
+            parkedEncoding = nil
+        }
 
         private static func unpack(_ bytes: [UInt8]) -> SessionState {
             // The bytes were encoded by this process (or checked when loaded), so they decode.
