@@ -127,24 +127,23 @@ struct PackingTests {
             func decoded(_ bytes: [UInt8]) throws -> SessionState {
                 try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
             }
-            let first = try #require(record("b", store)).storedReusingParked()
+            let first = try #require(record("b", store)).storedReusingParked(nil)
             #expect(try decoded(first.bytes) == record("b", store)?.state)
             let encoding = try #require(first.parked)
-            store.shards[store.shardIndex(of: "b")].records.withLock { $0["b"]?.keep(encoding) }
 
-            let again = try #require(record("b", store)).storedReusingParked()
+            let again = try #require(record("b", store)).storedReusingParked(encoding)
             #expect(again.parked === encoding)  // reused, not encoded again
             #expect(again.bytes == first.bytes)
 
             // A change to the session that leaves the list alone keeps the reuse.
             _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "b", store, resolver)
-            let unchanged = try #require(record("b", store)).storedReusingParked()
+            let unchanged = try #require(record("b", store)).storedReusingParked(encoding)
             #expect(unchanged.parked === encoding)
             #expect(try decoded(unchanged.bytes) == record("b", store)?.state)
 
             // Parking a second intent changes the list: encoded anew, and both come back.
             _ = resolve("g2", [ScreenContext("editProfile")], session: "b", store, resolver)
-            let changed = try #require(record("b", store)).storedReusingParked()
+            let changed = try #require(record("b", store)).storedReusingParked(encoding)
             #expect(changed.parked !== encoding)
             let state = try decoded(changed.bytes)
             #expect(state == record("b", store)?.state)

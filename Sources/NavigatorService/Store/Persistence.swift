@@ -26,6 +26,9 @@ final class Persistence: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Sessions written by flushes, candidates for packing.
     private let candidates = Mutex(Candidates())
+    /// The encodings of the parked lists the last flushes wrote, for live sessions that have
+    /// parked intents: reused while a list does not change. Only flushes and packing touch it.
+    private let parkedEncodings = Mutex<[String: SessionStore.Record.ParkedEncoding]>([:])
 
     init(file: StateFile, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
         self.file = file
@@ -56,14 +59,17 @@ final class Persistence: Sendable {
                     names.compactMap { name in records[name].map { (name, $0) } }
                 }
                 do {
-                    let encoded = try records.map { name, record in (name, record.seq, try record.storedReusingParked())
+                    let encoded = try parkedEncodings.withLock { cache in
+                        try records.map { name, record in
+                            (name, record.seq, try record.storedReusingParked(cache[name]))
+                        }
                     }
                     let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
                     try file.write(rows)
                     // The parked lists' encodings, for the next flush of sessions that keep them.
-                    shard.records.withLock { records in
-                        for (name, _, stored) in encoded where stored.parked.map({ !$0.list.isEmpty }) == true {
-                            records[name]?.keep(stored.parked!)
+                    parkedEncodings.withLock { cache in
+                        for (name, _, stored) in encoded {
+                            cache[name] = stored.parked.flatMap { $0.list.isEmpty ? nil : $0 }
                         }
                     }
                     if packAfter > 0 {
@@ -131,15 +137,17 @@ final class Persistence: Sendable {
                 // A chunk at a time: the worker waits for this lock.
                 let chunk = entries[start..<min(start + 1024, entries.count)]
                 start = chunk.endIndex
-                packed += shard.records.withLock { records in
-                    var count = 0
+                let packedNames = shard.records.withLock { records in
+                    var names: [String] = []
                     for (name, at, bytes) in chunk {
                         guard let record = records[name], !record.isPacked, record.changedAt <= at else { continue }
                         records[name]?.pack(bytes)
-                        count += 1
+                        names.append(name)
                     }
-                    return count
+                    return names
                 }
+                packed += packedNames.count
+                parkedEncodings.withLock { cache in for name in packedNames { cache[name] = nil } }
             }
         }
         return packed

@@ -11,7 +11,7 @@ import Synchronization
 final class SessionStore: Sendable {
     /// One session: its state, live or packed, and the seq of its last batch.
     ///
-    /// A session nobody has changed for a while (see ``Persistence/compactIdle(after:now:)``)
+    /// A session nobody has changed for a while (see ``Persistence/compactIdle(now:)``)
     /// keeps its state only as the protobuf `StoredSession` bytes the state file holds — a few
     /// hundred bytes instead of the Swift values' allocations — and is unpacked on its next use.
     struct Record: Sendable {
@@ -76,7 +76,7 @@ final class SessionStore: Sendable {
         }
 
         /// The bytes the state file keeps for this record: the packed ones as they are.
-        func stored() throws -> [UInt8] { try storedReusingParked().bytes }
+        func stored() throws -> [UInt8] { try storedReusingParked(nil).bytes }
 
         /// The encoding of a parked list, kept with the very list it encodes.
         final class ParkedEncoding: @unchecked Sendable {
@@ -101,13 +101,10 @@ final class SessionStore: Sendable {
             }
         }
 
-        /// The parked list's encoding from the last flush (see ``keep(_:)``).
-        private var parkedEncoding: ParkedEncoding?
-
-        /// ``stored()``, reusing the parked intents' encoding from the last flush when the list
-        /// has not changed since (sessions that wait long keep many parked intents, and a busy
-        /// one is written every flush); returns the encoding of the list for ``keep(_:)``.
-        func storedReusingParked() throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
+        /// ``stored()``, reusing `cached` (the parked intents' encoding from an earlier flush) when
+        /// the list has not changed since — sessions that wait long keep many parked intents, and
+        /// a busy one is written every flush; returns the encoding of the list as it is now.
+        func storedReusingParked(_ cached: ParkedEncoding?) throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
             switch storage {
             case .packed(let bytes):
                 return (bytes, nil)
@@ -115,27 +112,16 @@ final class SessionStore: Sendable {
                 let state = live.state
                 var bytes: [UInt8] = try Navigator_V1_StoredSession(state, seq: seq, parked: false).serializedBytes()
                 let parked =
-                    if let cached = parkedEncoding, cached.encodes(state.parked) { cached } else {
-                        try ParkedEncoding(state.parked)
-                    }
+                    if let cached, cached.encodes(state.parked) { cached } else { try ParkedEncoding(state.parked) }
                 bytes += parked.bytes
                 return (bytes, parked)
             }
         }
 
-        /// Keeps a parked list's encoding for the next flush, if the list is still the one.
-        mutating func keep(_ encoding: ParkedEncoding) {
-            guard case .live(let live) = storage, encoding.encodes(live.state.parked) else { return }
-            parkedEncoding = encoding
-        }
-
         var isPacked: Bool { if case .packed = storage { true } else { false } }
 
         /// Keeps only `bytes` (which must be ``stored()`` of this record).
-        mutating func pack(_ bytes: [UInt8]) {
-            storage = .packed(bytes)
-            parkedEncoding = nil
-        }
+        mutating func pack(_ bytes: [UInt8]) { storage = .packed(bytes) }
 
         private static func unpack(_ bytes: [UInt8]) -> SessionState {
             // The bytes were encoded by this process (or checked when loaded), so they decode.
