@@ -71,15 +71,14 @@ final class StateFile: Sendable {
         do {
             return try queue.read { db in
                 var records: [(String, SessionStore.Record)] = []
-                let rows = try Row.fetchCursor(db, sql: "SELECT id, seq, state FROM sessions")
+                // The state bytes hold the seq too (the column is for people reading the file);
+                // the bytes stay the record's packed form, so they are the one source.
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, state FROM sessions")
                 while let row = try rows.next() {
                     let id: String = row["id"]
-                    let seq: Int64 = row["seq"]
                     let data: Data = row["state"]
                     do {
-                        var record = try SessionStore.Record(packed: [UInt8](data))
-                        record.seq = UInt64(seq)
-                        records.append((id, record))
+                        records.append((id, try SessionStore.Record(packed: [UInt8](data))))
                     } catch {
                         throw ServiceError("state file \(path): session \(id) does not decode: \(error)")
                     }
