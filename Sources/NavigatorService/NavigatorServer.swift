@@ -24,6 +24,8 @@ public final class NavigatorServer: Service, Sendable {
     private let lifecycle = Mutex(Lifecycle.initial)
     /// Whether the service takes work (/readyz).
     private let ready = Atomic<Bool>(false)
+    /// Sessions in the state file's quarantine table (rows that did not load).
+    let quarantinedSessions: Int
 
     enum Lifecycle {
         case initial
@@ -39,12 +41,27 @@ public final class NavigatorServer: Service, Sendable {
         resolvers = ResolverHolder(resolver, source: source)
         counters = ServiceCounters(workers: configuration.workers)
         let holder = resolvers
-        store = SessionStore(shards: configuration.workers) { holder.resolver.initialState() }
+        let file = try StateFile(directory: configuration.dataDirectory)
+        let (epoch, continued) = try file.beginRun()
+        store = SessionStore(shards: configuration.workers, epoch: epoch) { holder.resolver.initialState() }
         persistence = Persistence(
-            file: try StateFile(directory: configuration.dataDirectory), store: store,
-            packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
-        let restored = try persistence.restore()
-        if restored > 0 { logger.info("restored \(restored) sessions from \(persistence.file.path)") }
+            file: file, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
+        let (restored, quarantined) = try persistence.restore()
+        for (session, reason) in quarantined {
+            logger.error(
+                "a stored session does not load; moved to the quarantine table of the state file",
+                metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
+        }
+        quarantinedSessions = try file.quarantinedCount()
+        if restored > 0 {
+            logger.info(
+                "restored \(restored) sessions from \(file.path)",
+                metadata: [
+                    "epoch": "\(epoch)",
+                    "seqs":
+                        "\(continued ? "continue (the last run stopped cleanly)" : "start a new epoch (the last run did not stop cleanly)")",
+                ])
+        }
         context = try Context(ioThreads: 1)
     }
 
@@ -92,7 +109,7 @@ public final class NavigatorServer: Service, Sendable {
                 threads.append(
                     try await WorkerLoop(
                         index: index, context: context, store: store, resolvers: resolvers, counters: counters,
-                        persistence: persistence, logger: logger
+                        persistence: persistence, maxSessions: configuration.maxSessions, logger: logger
                     ).start())
             }
             threads.append(
@@ -158,7 +175,17 @@ public final class NavigatorServer: Service, Sendable {
         persistence.stop()
         await Self.join(flusher)
         let persistence = self.persistence
-        _ = try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }
+        let complete = (try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }) ?? false
+        if complete && finished {
+            // Every session is on disk: the next run continues this epoch's seqs.
+            do {
+                try persistence.file.markCleanStop()
+            } catch {
+                logger.error("could not mark the state file cleanly stopped", metadata: ["error": "\(error)"])
+            }
+        } else {
+            logger.error("not every session could be written at shutdown; the next run starts a new epoch")
+        }
         let context = self.context
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
         if let (server, thread) = http {
@@ -176,6 +203,7 @@ public final class NavigatorServer: Service, Sendable {
             let metrics = counters.metrics
             metrics.sessions.record(store.sessionCount)
             metrics.parked.record(store.parkedCount)
+            metrics.quarantined.record(quarantinedSessions)
             metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
             for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }
             return .init(
@@ -226,6 +254,12 @@ public final class NavigatorServer: Service, Sendable {
         options.dedupWindow = Int64(configuration.dedupWindowSeconds) * 1_000_000_000
         options.defaultTTL = Int64(configuration.parkedTTLSeconds) * 1_000_000_000
         options.maxParked = configuration.maxParkedPerSession
+        options.limits = TreeLimits(
+            maxModals: configuration.maxModals, maxStackDepth: configuration.maxStackDepth,
+            maxTabs: configuration.maxTabs, maxInfoEntries: configuration.maxInfoEntries,
+            maxTextBytes: configuration.maxTextBytes)
+        options.maxConditions = configuration.maxConditions
+        options.maxConditionKeyBytes = configuration.maxConditionKeyBytes
         return (try Resolver(map: map, options: options), source)
     }
 

@@ -54,10 +54,11 @@ extension Navigator_V1_Priority {
 }
 
 extension Navigator_V1_ClientEvent {
-    public init(_ event: ClientEvent, session: String, lastSeq: UInt64 = 0) {
+    public init(_ event: ClientEvent, session: String, lastSeq: UInt64 = 0, epoch: UInt64 = 0) {
         self.init()
         self.session = session
         self.lastSeq = lastSeq
+        self.epoch = epoch
         switch event {
         case .ready: ready = .init()
         case .poppedTo(let id): poppedTo = .with { $0.screenID = id.rawValue }
@@ -75,7 +76,17 @@ extension Navigator_V1_ClientEvent {
         }
     }
 
+    /// The event; one whose content does not make a valid screen, modal or tree is an invalid
+    /// event (the message decoded; what it says is wrong).
     public func core() throws(WireError) -> ClientEvent {
+        do {
+            return try decoded()
+        } catch {
+            throw error.code == .malformed ? WireError(.invalidEvent, error.message) : error
+        }
+    }
+
+    private func decoded() throws(WireError) -> ClientEvent {
         switch kind {
         case .ready: return .ready
         case .poppedTo(let value): return .poppedTo(NodeID(rawValue: value.screenID))
@@ -111,6 +122,8 @@ extension Navigator_V1_RejectCode {
         case .unknownURL: self = .unknownURL
         case .invalidEvent: self = .invalidEvent
         case .expired: self = .expired
+        case .limitExceeded: self = .limitExceeded
+        case .staleEvent: self = .staleEvent
         case .internalError: self = .internal
         }
     }
@@ -121,6 +134,7 @@ extension Navigator_V1_RejectCode {
         case .invalidSession: self = .invalidSession
         case .badFrames: self = .badFrames
         case .sessionMismatch: self = .sessionMismatch
+        case .invalidEvent: self = .invalidEvent
         }
     }
 
@@ -146,6 +160,9 @@ extension Navigator_V1_RejectCode {
         case .shuttingDown: "shutting_down"
         case .internal: "internal"
         case .pathTooLong: "path_too_long"
+        case .limitExceeded: "limit_exceeded"
+        case .staleEvent: "stale_event"
+        case .unavailable: "unavailable"
         case .UNRECOGNIZED(let value): "unrecognized_\(value)"
         }
     }

@@ -10,6 +10,7 @@ extension Navigator_V1_StoredSession {
         conditions = state.conditions
         if includeParked { parked = state.parked.map(Navigator_V1_StoredParkedIntent.init) }
         recentIntentIds = state.recentIntentIDs
+        lastServiceSeq = state.lastServiceSeq
     }
 
     /// The `parked` field (4) of a `StoredSession` holding `parked`, encoded on its own: appended
@@ -36,7 +37,8 @@ extension Navigator_V1_StoredSession {
         var list: [ParkedIntent] = []
         for (index, stored) in parked.enumerated() { list.append(try stored.core("parked[\(index)]")) }
         let state = SessionState(
-            tree: try tree.core("tree"), conditions: conditions, parked: list, recentIntentIDs: recentIntentIds)
+            tree: try tree.core("tree"), conditions: conditions, parked: list, recentIntentIDs: recentIntentIds,
+            lastServiceSeq: lastServiceSeq)
         return (state, seq)
     }
 }

@@ -6,6 +6,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case badFrames = "bad_frames"
         case malformed = "malformed"
         case sessionMismatch = "session_mismatch"
+        case invalidEvent = "invalid_event"
     }
 
     public var code: Code

@@ -87,6 +87,33 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "maxSessions",
+            "Sessions held at once; an intent or event that would create one more is refused [default: 2000000]"))
+    var maxSessions: String?
+
+    @Option(help: help("maxModals", "Modals one session may present at once [default: 16]"))
+    var maxModals: String?
+
+    @Option(help: help("maxStackDepth", "Screens in one navigation stack [default: 64]"))
+    var maxStackDepth: String?
+
+    @Option(help: help("maxTabs", "Tabs of a tab-bar root [default: 16]"))
+    var maxTabs: String?
+
+    @Option(help: help("maxInfoEntries", "Info entries of one screen [default: 32]"))
+    var maxInfoEntries: String?
+
+    @Option(help: help("maxTextBytes", "Bytes of a screen name, tab name, info key or info value [default: 1024]"))
+    var maxTextBytes: String?
+
+    @Option(help: help("maxConditions", "Conditions one session may hold [default: 64]"))
+    var maxConditions: String?
+
+    @Option(help: help("maxConditionKeyBytes", "Bytes of a condition name [default: 64]"))
+    var maxConditionKeyBytes: String?
+
+    @Option(
+        help: help(
             "flushIntervalMilliseconds",
             "How often changed sessions are written; acknowledged requests are written before their reply regardless [default: 1000]"
         ))
@@ -111,6 +138,14 @@ struct Navigatord: AsyncParsableCommand {
             "dedupWindowSeconds": one(dedupWindowSeconds),
             "parkedTTLSeconds": one(parkedTTLSeconds),
             "maxParkedPerSession": one(maxParkedPerSession),
+            "maxSessions": one(maxSessions),
+            "maxModals": one(maxModals),
+            "maxStackDepth": one(maxStackDepth),
+            "maxTabs": one(maxTabs),
+            "maxInfoEntries": one(maxInfoEntries),
+            "maxTextBytes": one(maxTextBytes),
+            "maxConditions": one(maxConditions),
+            "maxConditionKeyBytes": one(maxConditionKeyBytes),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),

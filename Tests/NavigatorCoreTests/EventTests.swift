@@ -82,17 +82,24 @@ struct EventTests {
         #expect(expired.first?.expiresAt == expired.first!.parkedAt + 500_000_000)
     }
 
-    @Test("beyond the parked capacity the oldest are expired, and reported")
+    @Test("at the parked capacity one more is refused; over a lowered capacity the oldest expire, reported")
     func parkedCapacity() throws {
         var options = Resolver.Options()
-        options.maxParked = 2
+        options.maxParked = 3
         let resolver = try Resolver(map: .demo, options: options)
         var state = resolver.initialState()
         _ = resolver.resolve(intent(incomingCall, id: "call"), into: &state, now: 1)
         for index in 1...3 {
             _ = resolver.resolve(intent(chat(index), id: "c\(index)"), into: &state, now: Int64(index) + 1)
         }
-        let evicted = resolver.expire(&state, now: 10)
+        let refused = resolver.resolve(intent(chat(4), id: "c4"), into: &state, now: 5)
+        #expect(refused.outcome == .rejected(refused.rejection!))
+        #expect(refused.rejection?.code == .limitExceeded)
+        #expect(state.parked.map(\.intent.id) == ["c1", "c2", "c3"])
+
+        options.maxParked = 2  // a restart with a lower limit
+        let lowered = try Resolver(map: .demo, options: options)
+        let evicted = lowered.expire(&state, now: 10)
         #expect(evicted.map(\.intent.id) == ["c1"])
         #expect(state.parked.map(\.intent.id) == ["c2", "c3"])
     }

@@ -10,7 +10,11 @@ struct Harness {
     private var counter = 0
 
     init(map: RouteMap = .demo) {
-        resolver = try! Resolver(map: map)  // the demo map is valid (tested separately)
+        self.init(resolver: try! Resolver(map: map))  // the demo map is valid (tested separately)
+    }
+
+    init(resolver: Resolver) {
+        self.resolver = resolver
         state = resolver.initialState()
     }
 

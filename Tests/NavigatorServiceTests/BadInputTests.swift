@@ -118,7 +118,7 @@ struct BadInputTests {
                 (.invalidSession, "session id is empty"),
                 (.invalidSession, "session id has 129 bytes"),
                 (.invalidEvent, "no screen #99 in the tree"),
-                (.malformed, "client event has no kind set"),
+                (.invalidEvent, "client event has no kind set"),
             ]
             for (reply, (code, message)) in zip(replies, expected) {
                 guard case .rejected(let rejected)? = reply.kind else {

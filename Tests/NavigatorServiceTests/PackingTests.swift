@@ -15,7 +15,7 @@ struct PackingTests {
         let directory = temporaryDirectory("navpack")
         defer { try? FileManager.default.removeItem(at: directory) }
         let resolver = try Resolver(map: .demo)
-        let store = SessionStore(shards: 2) { resolver.initialState() }
+        let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
         let persistence = Persistence(
             file: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
             logger: Logger(label: "test"))
@@ -153,10 +153,10 @@ struct PackingTests {
             persistence.flushChanged()
             _ = resolve("c2", [ScreenContext("chat", ["conversationId": "7"])], session: "b", store, resolver)
             persistence.flushChanged()
-            let restoredStore = SessionStore(shards: 1) { resolver.initialState() }
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
             let restored = Persistence(
                 file: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
-            #expect(try restored.restore() == 1)
+            #expect(try restored.restore().restored == 1)
             #expect(record("b", restoredStore)?.state == record("b", store)?.state)
         }
     }
@@ -177,10 +177,10 @@ struct PackingTests {
             _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
             _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)
             persistence.flushChanged()
-            let restoredStore = SessionStore(shards: 3) { resolver.initialState() }
+            let restoredStore = SessionStore(shards: 3, epoch: 1) { resolver.initialState() }
             let restored = Persistence(
                 file: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
-            #expect(try restored.restore() == 2)
+            #expect(try restored.restore().restored == 2)
             for session in ["a", "b"] {
                 let original = try #require(record(session, store))
                 let loaded = try #require(record(session, restoredStore))

@@ -101,7 +101,7 @@ struct ConversionTests {
         var tree = Navigator_V1_ScreenTree()
         #expect(message { _ = try tree.core() } == "malformed: tree.root is missing")
         tree.root = .init(.stack([]))
-        #expect(message { _ = try tree.core() }.contains("tree is not a valid tree: root stack is empty"))
+        #expect(message { _ = try tree.core() }.contains("tree is not a valid tree: the root has an empty stack"))
         tree.root = .init(.stack([Screen(id: 1, ScreenContext("a"))]))
         tree.root.stack.stack[0].id = 0
         #expect(

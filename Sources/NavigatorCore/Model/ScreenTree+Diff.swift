@@ -3,8 +3,21 @@ extension ScreenTree {
     /// dismiss the modals that go, select the tab, change the stacks (pop, replace, refresh,
     /// push), present the new modals. A different kind of root, or other tabs, is a set-root.
     ///
-    /// Screens are matched by id, so the batch is exact and applying it twice changes nothing.
+    /// Screens are matched by id, so applying the batch twice changes nothing. The batch is
+    /// exact: applied to this tree it gives `target`'s root and modals. When the step-by-step way
+    /// does not (a screen moved to another stack or place), the batch rebuilds the tree: set the
+    /// root, present the modals.
     public func commands(to target: ScreenTree) -> [Command] {
+        let steps = stepCommands(to: target)
+        if let result = try? applying(steps), result.root == target.root, result.modals == target.modals {
+            return steps
+        }
+        var rebuild: [Command] = []
+        if root != target.root || !modals.isEmpty { rebuild.append(.setRoot(target.root)) }
+        return rebuild + target.modals.map { .present($0) }
+    }
+
+    private func stepCommands(to target: ScreenTree) -> [Command] {
         var commands: [Command] = []
         switch (root, target.root) {
         case (.tabs(let from), .tabs(let to))
@@ -44,9 +57,14 @@ extension ScreenTree {
     private static func stackCommands(_ ref: StackRef, from old: [Screen], to new: [Screen]) -> [Command] {
         var commands: [Command] = []
         let common = zip(old, new).prefix { $0.id == $1.id }.count
-        for index in 0..<common where old[index].context.info != new[index].context.info {
-            let changes = new[index].context.info.filter { old[index].context.info[$0.key] != $0.value }
-            if !changes.isEmpty { commands.append(.refresh(new[index].id, info: changes)) }
+        for index in 0..<common where old[index].context != new[index].context {
+            let (was, now) = (old[index].context, new[index].context)
+            if was.screen != now.screen || was.info.keys.contains(where: { now.info[$0] == nil }) {
+                // Another screen name, or info keys gone: refresh only adds and overwrites.
+                commands.append(.replace(new[index].id, with: new[index]))
+            } else {
+                commands.append(.refresh(new[index].id, info: now.info.filter { was.info[$0.key] != $0.value }))
+            }
         }
         var nextNew = common
         if common == 0 || (old.count == common + 1 && new.count == common + 1) {

@@ -11,15 +11,16 @@ public struct ScreenTree: Hashable, Sendable, Codable {
     /// The highest service-namespace id the tree has seen, so new ids are never reused.
     public private(set) var lastServiceID: UInt64
 
-    /// A tree, validated: non-empty stacks, unique tab names, a selected tab that exists, valid
-    /// and unique ids. `lastServiceID` is raised to the highest service id in the tree.
+    /// A tree, checked against the invariant (``checkInvariant()``): non-empty stacks, unique tab
+    /// names, a selected tab that exists, valid and unique ids. `lastServiceID` is raised to the
+    /// highest service id in the tree.
     public init(root: Root, modals: [Modal] = [], version: UInt64 = 0, lastServiceID: UInt64 = 0) throws(TreeError) {
         self.root = root
         self.modals = modals
         self.version = version
-        self.lastServiceID = 0
-        try validate()
-        self.lastServiceID = max(lastServiceID, allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0)
+        self.lastServiceID = lastServiceID
+        self.lastServiceID = max(lastServiceID, highestServiceID)
+        try checkInvariant()
     }
 
     public init(from decoder: any Decoder) throws {
@@ -28,13 +29,16 @@ public struct ScreenTree: Hashable, Sendable, Codable {
         modals = try container.decode([Modal].self, forKey: .modals)
         version = try container.decode(UInt64.self, forKey: .version)
         lastServiceID = try container.decode(UInt64.self, forKey: .lastServiceID)
+        lastServiceID = max(lastServiceID, highestServiceID)
         do {
-            try validate()
+            try checkInvariant()
         } catch {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
         }
-        let highest = allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0
-        lastServiceID = max(lastServiceID, highest)
+    }
+
+    private var highestServiceID: UInt64 {
+        allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0
     }
 
     // MARK: Queries
@@ -111,48 +115,95 @@ public struct ScreenTree: Hashable, Sendable, Codable {
 
     var allIDs: [NodeID] { stacks.flatMap { $0.screens.map(\.id) } + modals.map(\.id) }
 
-    // MARK: Invariants
+    // MARK: The invariant
 
-    private func validate() throws(TreeError) {
+    /// The tree's invariant, checked here and nowhere else: every stack non-empty; a tab bar
+    /// with at least one tab, unique tab names and a selected tab among them; every id valid
+    /// (never 0 or 2^63), unique, and a service id no higher than ``lastServiceID`` (which stays
+    /// below 2^63). Returns the tree's size for ``TreeLimits``.
+    @discardableResult
+    public func checkInvariant() throws(TreeError) -> TreeSize {
+        guard lastServiceID < NodeID.clientBit else {
+            throw TreeError(
+                .invalidID, "the highest service id \(lastServiceID) is in the client namespace; expected below 2^63")
+        }
+        var size = TreeSize()
+        var ids: [NodeID] = []
+        ids.reserveCapacity(16)
+        func check(_ stack: [Screen], _ name: @autoclosure () -> String) throws(TreeError) {
+            guard !stack.isEmpty else { throw TreeError(.emptyStack, "\(name()) has an empty stack") }
+            size.deepestStack = max(size.deepestStack, stack.count)
+            for screen in stack {
+                ids.append(screen.id)
+                size.longestText = max(size.longestText, screen.context.screen.utf8.count)
+                size.mostInfoEntries = max(size.mostInfoEntries, screen.context.info.count)
+                for (key, value) in screen.context.info {
+                    size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
+                }
+            }
+        }
         switch root {
         case .tabs(let bar):
             guard !bar.tabs.isEmpty else { throw TreeError(.invalidTree, "tab bar has no tabs; expected at least one") }
-            var names = Set<String>()
-            for tab in bar.tabs {
-                guard names.insert(tab.name).inserted else {
+            size.tabs = bar.tabs.count
+            for (index, tab) in bar.tabs.enumerated() {
+                guard !bar.tabs[..<index].contains(where: { $0.name == tab.name }) else {
                     throw TreeError(.invalidTree, "tab \(tab.name) appears twice; expected unique tab names")
                 }
-                guard !tab.stack.isEmpty else { throw TreeError(.emptyStack, "tab \(tab.name) has an empty stack") }
+                size.longestText = max(size.longestText, tab.name.utf8.count)
+                try check(tab.stack, "tab \(tab.name)")
             }
-            guard names.contains(bar.selected) else {
+            guard bar.index(of: bar.selected) != nil else {
                 throw TreeError(
                     .unknownTab,
                     "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name).joined(separator: ", "))")
             }
         case .stack(let screens):
-            guard !screens.isEmpty else { throw TreeError(.emptyStack, "root stack is empty") }
+            try check(screens, "the root")
         }
-        var seen = Set<NodeID>()
+        size.modals = modals.count
         for modal in modals {
-            guard !modal.stack.isEmpty else { throw TreeError(.emptyStack, "modal \(modal.id) has an empty stack") }
+            ids.append(modal.id)
+            try check(modal.stack, "modal \(modal.id)")
         }
-        for id in allIDs {
-            guard id.isValid else { throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 is never an id") }
-            guard seen.insert(id).inserted else { throw TreeError(.duplicateID, "id \(id) appears twice in the tree") }
+        for id in ids {
+            guard id.isValid else {
+                throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 and 2^63 are never ids")
+            }
+            guard id.isClientAssigned || id.rawValue <= lastServiceID else {
+                throw TreeError(
+                    .invalidID, "service id \(id) is above the highest the service issued (#\(lastServiceID))")
+            }
         }
+        if ids.count <= 32 {
+            // Small trees (nearly all): comparing pairs beats hashing.
+            for index in ids.indices where ids[(index + 1)...].contains(ids[index]) {
+                throw TreeError(.duplicateID, "id \(ids[index]) appears twice in the tree")
+            }
+        } else {
+            var seen = Set<NodeID>(minimumCapacity: ids.count)
+            for id in ids where !seen.insert(id).inserted {
+                throw TreeError(.duplicateID, "id \(id) appears twice in the tree")
+            }
+        }
+        return size
     }
 }
 
 // MARK: - The one mutation path
 
 extension ScreenTree {
-    /// Applies a batch of commands in order, all or nothing: if one cannot be applied, the tree
-    /// is left as it was and the error names the command and the reason.
+    /// Applies a batch of commands in order, all or nothing: if one cannot be applied, or the
+    /// result breaks the invariant (``checkInvariant()``) or grows beyond `limits`, the tree is
+    /// left as it was and the error names the command (or the limit) and the reason.
     ///
     /// Commands whose effect is already there change nothing, and so does a batch whose net
     /// effect is nothing (re-applying `[popTo(a), push(b)]` must not pop and push `b` again):
     /// ``version`` counts the commands of batches that changed the tree.
-    public mutating func apply(_ commands: [Command]) throws(TreeError) {
+    ///
+    /// A tree already beyond `limits` (the limits were lowered) accepts changes that do not
+    /// grow the measures over their limit.
+    public mutating func apply(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) {
         var copy = self
         for (index, command) in commands.enumerated() {
             do {
@@ -166,17 +217,27 @@ extension ScreenTree {
             lastServiceID = copy.lastServiceID
             return
         }
+        let size = try copy.checkInvariant()
+        let over = size.excess(limits)
+        if !over.isEmpty {
+            // Only this rare path measures the tree as it was.
+            let before = (try? checkInvariant()) ?? TreeSize()
+            if let (measure, message) = over.first(where: { size[keyPath: $0.0] > before[keyPath: $0.0] }) {
+                _ = measure
+                throw TreeError(.limitExceeded, "the change would leave \(message)")
+            }
+        }
         self = copy
     }
 
-    public mutating func apply(_ command: Command) throws(TreeError) {
-        try apply([command])
+    public mutating func apply(_ command: Command, within limits: TreeLimits = .none) throws(TreeError) {
+        try apply([command], within: limits)
     }
 
     /// Returns a copy with the commands applied.
-    public func applying(_ commands: [Command]) throws(TreeError) -> ScreenTree {
+    public func applying(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) -> ScreenTree {
         var copy = self
-        try copy.apply(commands)
+        try copy.apply(commands, within: limits)
         return copy
     }
 
@@ -254,17 +315,25 @@ extension ScreenTree {
 
         case .setRoot(let newRoot):
             guard newRoot != root || !modals.isEmpty else { return false }
-            let candidate = try ScreenTree(root: newRoot)
             root = newRoot
             modals = []
-            lastServiceID = max(lastServiceID, candidate.lastServiceID)
+            for id in allIDs { note(id) }
+            return true
+
+        case .replace(let id, let screen) where id == screen.id:
+            // The same screen with another context: it changes in place.
+            guard let (ref, index, old) = locate(id) else {
+                throw TreeError(.unknownScreen, "no screen \(id) in the tree")
+            }
+            guard old.context != screen.context else { return false }
+            try mutateStack(ref) { $0[index].context = screen.context }
             return true
 
         case .replace(let id, let screen):
             if contains(screen.id) {
                 // The new screen is in place already; an old one that lingers (a batch re-applied
                 // after it pushed the old one again) goes.
-                guard let (ref, index, _) = locate(id), id != screen.id else { return false }
+                guard let (ref, index, _) = locate(id) else { return false }
                 try mutateStack(ref) { $0.remove(at: index) }
                 return true
             }

@@ -10,6 +10,7 @@ public struct TreeError: Error, Hashable, Sendable, CustomStringConvertible {
         case emptyStack = "empty_stack"
         case notTabBar = "not_tab_bar"
         case invalidTree = "invalid_tree"
+        case limitExceeded = "limit_exceeded"
     }
 
     public var code: Code

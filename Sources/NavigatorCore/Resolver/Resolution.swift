@@ -11,6 +11,8 @@ public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConv
         case unknownURL = "unknown_url"
         case invalidEvent = "invalid_event"
         case expired = "expired"
+        case limitExceeded = "limit_exceeded"
+        case staleEvent = "stale_event"
         case internalError = "internal"
     }
 
@@ -20,6 +22,16 @@ public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConv
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// A tree change that did not apply: a limit is the caller's to know; anything else here is
+    /// a fault of the resolver's own plan.
+    init(treeError error: TreeError, _ what: String) {
+        if error.code == .limitExceeded {
+            self.init(.limitExceeded, error.message)
+        } else {
+            self.init(.internalError, "\(what): \(error.message)")
+        }
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
@@ -78,6 +90,18 @@ public struct Resolution: Hashable, Sendable {
         }
     }
 
+    public init(intent: Intent, outcome: Outcome, explanation: [ExplanationStep], released: [Resolution]) {
+        self.intent = intent
+        self.outcome = outcome
+        self.explanation = explanation
+        self.released = released
+    }
+
+    /// The error, if the intent was rejected.
+    public var rejection: ResolveError? {
+        if case .rejected(let error) = outcome { error } else { nil }
+    }
+
     /// The decisive step's detail, in one line.
     public var summary: String {
         (explanation.last { $0.decisive } ?? explanation.last).map { "\($0.step.rawValue): \($0.detail)" } ?? ""
@@ -92,4 +116,10 @@ public struct EventResolution: Hashable, Sendable {
     public var released: [Resolution]
     /// Set when the event could not be applied.
     public var error: ResolveError?
+
+    public init(echo: [Command], released: [Resolution], error: ResolveError? = nil) {
+        self.echo = echo
+        self.released = released
+        self.error = error
+    }
 }

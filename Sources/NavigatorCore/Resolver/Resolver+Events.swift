@@ -26,15 +26,30 @@ extension Resolver {
             }
             echo = [.present(modal)]
         case .sync(let tree):
+            // The service's ids are the service's to issue: a shell names only those it was sent.
+            let issued = state.tree.lastServiceID
+            if let invented = tree.stacks.lazy.flatMap(\.screens).map(\.id).first(where: {
+                !$0.isClientAssigned && $0.rawValue > issued
+            }) ?? tree.modals.map(\.id).first(where: { !$0.isClientAssigned && $0.rawValue > issued }) {
+                return refused(
+                    "synced tree has service id \(invented), which the service never issued (highest #\(issued)); a shell's own screens take client ids (top bit set)"
+                )
+            }
             echo = state.tree.commands(to: tree)
         case .conditions(let set):
+            if let problem = conditionsProblem(set, in: state) {
+                return EventResolution(echo: [], released: [], error: problem)
+            }
             echo = []
             conditions = set
         }
         let version = state.tree.version
         do {
-            try state.tree.apply(echo)
+            try state.tree.apply(echo, within: options.limits)
         } catch {
+            if error.code == .limitExceeded {
+                return EventResolution(echo: [], released: [], error: ResolveError(.limitExceeded, error.message))
+            }
             return refused("\(error.message)")
         }
         let conditionsChanged = conditions.contains { state.conditions[$0.key] != $0.value }
@@ -42,6 +57,41 @@ extension Resolver {
         let changed = conditionsChanged || state.tree.version != version || event == .ready
         guard changed, !state.parked.isEmpty else { return EventResolution(echo: echo, released: [], error: nil) }
         return EventResolution(echo: echo, released: release(in: &state, now: now), error: nil)
+    }
+
+    /// Why a client event made on the tree at (`epoch`, `lastSeq`) may not be applied to the
+    /// session at (`currentEpoch`, `seq`), or nil if it may. The rule (README, "Client events"):
+    ///
+    /// - `ready`, `ack` and `conditions` do not depend on the tree: never stale;
+    /// - a `sync` with `last_seq` 0 and `epoch` 0 is an app's authoritative tree (after a
+    ///   restart): applied as it is;
+    /// - any other event is stale when its epoch is set and differs, when `lastSeq` is ahead of
+    ///   the session (another epoch's seq), or when a batch the shell has not seen changed the
+    ///   tree for something else than a client event (`lastSeq < lastServiceSeq`). Echoes of
+    ///   client events do not make an event stale: they only repeat what shells did.
+    public func staleness(
+        of event: ClientEvent, lastSeq: UInt64, epoch: UInt64, session state: SessionState, seq: UInt64,
+        currentEpoch: UInt64
+    ) -> ResolveError? {
+        switch event {
+        case .ready, .ack, .conditions: return nil
+        case .sync where lastSeq == 0 && epoch == 0: return nil
+        default: break
+        }
+        let reason: String
+        if epoch != 0 && epoch != currentEpoch {
+            reason = "it was made in epoch \(epoch), and the session's stream is in epoch \(currentEpoch)"
+        } else if lastSeq > seq {
+            reason = "its last_seq \(lastSeq) is ahead of the session's seq \(seq) (a seq of another epoch)"
+        } else if lastSeq < state.lastServiceSeq {
+            reason =
+                "it was made on the tree of seq \(lastSeq), and batch \(state.lastServiceSeq) changed the tree since"
+        } else {
+            return nil
+        }
+        return ResolveError(
+            .staleEvent,
+            "stale client event: \(reason); expected a resync (snapshot at epoch \(currentEpoch), seq \(seq))")
     }
 
     private func refused(_ message: String) -> EventResolution {

@@ -64,6 +64,12 @@ extension Resolver {
                     "\(position)\(context.screen) has no info key \(key); expected \(known.isEmpty ? "no info" : "one of \(known.joined(separator: ", "))")"
                 )
             }
+            guard value.utf8.count <= options.limits.maxTextBytes else {
+                throw ResolveError(
+                    .limitExceeded,
+                    "\(position)\(context.screen).\(key) has \(value.utf8.count) bytes; expected at most \(options.limits.maxTextBytes) (maxTextBytes)"
+                )
+            }
             guard let normalized = declared.type.normalize(value) else {
                 throw ResolveError(
                     .invalidInfo, "\(position)\(context.screen).\(key) is \"\(value)\"; expected \(declared.type.name)")

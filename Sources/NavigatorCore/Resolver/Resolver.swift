@@ -17,9 +17,14 @@ public struct Resolver: Sendable {
         public var defaultTTL: Int64 = 5 * 60 * 1_000_000_000
         /// The longest path an intent may give.
         public var maxPathLength: Int = 16
-        /// The most intents one session may keep parked; ``Resolver/expire(_:now:)`` expires the
-        /// oldest beyond it.
+        /// The most intents one session may keep parked: one more is refused (`limitExceeded`).
+        /// ``Resolver/expire(_:now:)`` expires the oldest beyond it (a lowered limit).
         public var maxParked: Int = 64
+        /// How large a session's tree may grow.
+        public var limits = TreeLimits()
+        /// The most conditions one session may hold, and the longest condition name (bytes).
+        public var maxConditions: Int = 64
+        public var maxConditionKeyBytes: Int = 64
 
         public init() {}
     }
@@ -84,6 +89,10 @@ public struct Resolver: Sendable {
         normalized.target = .path(path)
         var previousConditions: [String: Bool]? = nil
         let conditionsChanged = intent.setConditions.contains { state.conditions[$0.key] != $0.value }
+        if let problem = conditionsProblem(intent.setConditions, in: state) {
+            steps.append(.init(.validate, problem.message, decisive: true))
+            return Resolution(intent: intent, outcome: .rejected(problem), explanation: steps, released: [])
+        }
         if conditionsChanged {
             previousConditions = state.conditions
             state.conditions.merge(intent.setConditions) { _, new in new }
@@ -127,6 +136,11 @@ public struct Resolver: Sendable {
                 continue
             }
             let reason = ParkReason.guardUnmet(condition: guardSpec.condition, redirect: guardSpec.redirect)
+            if parked == nil, let full = parkingFull(state) {
+                steps.append(
+                    .init(.guard, "\(element.screen) needs \(guardSpec.condition); \(full.message)", decisive: true))
+                return finish(.rejected(full))
+            }
             var redirect: [Command] = []
             var note = "\(element.screen) needs \(guardSpec.condition)"
             var ids = IDAllocator(after: state.tree)
@@ -146,12 +160,22 @@ public struct Resolver: Sendable {
             }
             steps.append(.init(.guard, note + "; the intent waits", decisive: true))
             do {
-                try state.tree.apply(redirect)
+                try state.tree.apply(redirect, within: options.limits)
             } catch {
-                return finish(.rejected(ResolveError(.internalError, "guard redirect: \(error.message)")))
+                return finish(.rejected(ResolveError(treeError: error, "guard redirect")))
             }
             state.park(intent, reason: reason, now: now, previous: parked, options: options)
             return finish(.parked(reason, redirect: redirect))
+        }
+
+        // New screens take service ids above the highest issued; the namespace ends below 2^63.
+        guard state.tree.lastServiceID < NodeID.clientBit - UInt64(1 << 20) else {
+            let error = ResolveError(
+                .limitExceeded,
+                "the session's service ids are used up (highest #\(state.tree.lastServiceID)); expected a fresh session"
+            )
+            steps.append(.init(.transition, error.message, decisive: true))
+            return finish(.rejected(error))
         }
 
         // 4-8, for each context of the path, planned on a working copy of the tree.
@@ -164,7 +188,7 @@ public struct Resolver: Sendable {
         {
             // The guard is met now: the screen shown instead (login) has done its job.
             let dismiss = Command.dismissTo(index == 0 ? nil : tree.modals[index - 1].id)
-            if (try? tree.apply(dismiss)) != nil {
+            if (try? tree.apply(dismiss, within: options.limits)) != nil {
                 commands.append(dismiss)
                 composed = true
                 steps.append(.init(.release, "\(redirectScreen) is no longer needed; dismissing it"))
@@ -191,6 +215,10 @@ public struct Resolver: Sendable {
             if let (blockIndex, modal) = blocker(of: step.plan.commands, in: tree) {
                 let blocking = modal.stack[0]
                 guard intent.priority == .critical else {
+                    if parked == nil, let full = parkingFull(state) {
+                        steps.append(.init(.blocking, label + full.message, decisive: true))
+                        return finish(.rejected(full))
+                    }
                     steps.append(
                         .init(
                             .blocking,
@@ -203,7 +231,7 @@ public struct Resolver: Sendable {
                 }
                 let dismiss = Command.dismissTo(blockIndex == 0 ? nil : tree.modals[blockIndex - 1].id)
                 do {
-                    try tree.apply(dismiss)
+                    try tree.apply(dismiss, within: options.limits)
                     commands.append(dismiss)
                     composed = true
                     ids = idsBefore  // the first plan is discarded, and so are its ids
@@ -218,11 +246,10 @@ public struct Resolver: Sendable {
                         label + "critical priority: dismissing the blocking \(blocking); then \(step.plan.detail)"))
             }
             do {
-                try tree.apply(step.plan.commands)
+                try tree.apply(step.plan.commands, within: options.limits)
             } catch {
                 steps.append(.init(step.kind, label + error.message, decisive: true))
-                return finish(
-                    .rejected(ResolveError(.internalError, "the planned commands do not apply: \(error.message)")))
+                return finish(.rejected(ResolveError(treeError: error, "the planned commands do not apply")))
             }
             commands += step.plan.commands
         }
@@ -233,9 +260,9 @@ public struct Resolver: Sendable {
             commands = state.tree.commands(to: tree)
             do {
                 // The batch as a whole, exactly as a shell will apply it.
-                try state.tree.apply(commands)
+                try state.tree.apply(commands, within: options.limits)
             } catch {
-                return finish(.rejected(ResolveError(.internalError, "the batch does not apply: \(error.message)")))
+                return finish(.rejected(ResolveError(treeError: error, "the batch does not apply")))
             }
         } else {
             // One plan, already applied as a whole to a copy of this very tree just above: that
@@ -305,6 +332,33 @@ public struct Resolver: Sendable {
         let blockingScreens = tree.modals[first...].flatMap(\.stack).filter(context.isBlocking)
         for screen in blockingScreens where after.locate(screen.id)?.screen.context.screen != screen.context.screen {
             return verdict
+        }
+        return nil
+    }
+
+    /// Why the session cannot park one more intent, if it cannot.
+    func parkingFull(_ state: SessionState) -> ResolveError? {
+        guard state.parked.count >= options.maxParked else { return nil }
+        return ResolveError(
+            .limitExceeded,
+            "the session has \(state.parked.count) parked intents; expected fewer than \(options.maxParked) (maxParkedPerSession) before one more may wait"
+        )
+    }
+
+    /// Why setting these conditions would break a limit, if it would.
+    func conditionsProblem(_ set: [String: Bool], in state: SessionState) -> ResolveError? {
+        guard !set.isEmpty else { return nil }
+        if let long = set.keys.first(where: { $0.utf8.count > options.maxConditionKeyBytes || $0.isEmpty }) {
+            return ResolveError(
+                .limitExceeded,
+                "condition name of \(long.utf8.count) bytes; expected 1 to \(options.maxConditionKeyBytes) bytes (maxConditionKeyBytes)"
+            )
+        }
+        let count = state.conditions.count + set.keys.filter { state.conditions[$0] == nil }.count
+        guard count <= options.maxConditions else {
+            return ResolveError(
+                .limitExceeded,
+                "the session would hold \(count) conditions; expected at most \(options.maxConditions) (maxConditions)")
         }
         return nil
     }

@@ -8,15 +8,20 @@ public struct SessionState: Hashable, Sendable, Codable {
     public internal(set) var parked: [ParkedIntent]
     /// Intent ids seen within the dedup window, with when they were seen (unix ns).
     public internal(set) var recentIntentIDs: [String: Int64]
+    /// The seq of the last batch published for something other than a client event (an intent,
+    /// a release, a guard's redirect): a shell whose last seq is older has not seen it, so its
+    /// tree events are stale (``Resolver/staleness(of:lastSeq:epoch:session:seq:currentEpoch:)``).
+    public var lastServiceSeq: UInt64
 
     public init(
         tree: ScreenTree, conditions: [String: Bool] = [:], parked: [ParkedIntent] = [],
-        recentIntentIDs: [String: Int64] = [:]
+        recentIntentIDs: [String: Int64] = [:], lastServiceSeq: UInt64 = 0
     ) {
         self.tree = tree
         self.conditions = conditions
         self.parked = parked
         self.recentIntentIDs = recentIntentIDs
+        self.lastServiceSeq = lastServiceSeq
     }
 
     public func isMet(_ condition: String) -> Bool { conditions[condition] == true }

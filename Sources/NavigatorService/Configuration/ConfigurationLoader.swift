@@ -79,6 +79,37 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.maxParkedPerSession = try integer(values[0], "maxParkedPerSession", 1...10_000)
         },
+        Setting(key: "maxSessions", help: "sessions held at once", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxSessions = try integer(values[0], "maxSessions", 1...100_000_000)
+        },
+        Setting(key: "maxModals", help: "modals per session", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxModals = try integer(values[0], "maxModals", 1...1024)
+        },
+        Setting(key: "maxStackDepth", help: "screens per stack", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxStackDepth = try integer(values[0], "maxStackDepth", 1...4096)
+        },
+        Setting(key: "maxTabs", help: "tabs per tab bar", isList: false) { config, values throws(ConfigurationError) in
+            config.maxTabs = try integer(values[0], "maxTabs", 1...256)
+        },
+        Setting(key: "maxInfoEntries", help: "info entries per screen", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxInfoEntries = try integer(values[0], "maxInfoEntries", 1...1024)
+        },
+        Setting(key: "maxTextBytes", help: "bytes per name or value", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxTextBytes = try integer(values[0], "maxTextBytes", 16...65_536)
+        },
+        Setting(key: "maxConditions", help: "conditions per session", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxConditions = try integer(values[0], "maxConditions", 1...4096)
+        },
+        Setting(key: "maxConditionKeyBytes", help: "bytes per condition name", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxConditionKeyBytes = try integer(values[0], "maxConditionKeyBytes", 8...1024)
+        },
         Setting(key: "flushIntervalMilliseconds", help: "write-behind interval", isList: false) {
             config, values throws(ConfigurationError) in
             config.flushIntervalMilliseconds = try integer(values[0], "flushIntervalMilliseconds", 1...60_000)

@@ -36,6 +36,22 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var parkedTTLSeconds = 300
     /// Parked intents one session may hold; the oldest expire beyond it.
     public var maxParkedPerSession = 64
+    /// Sessions held at once; an intent or event that would create one more is refused.
+    public var maxSessions = 2_000_000
+    /// Modals one session may present at once.
+    public var maxModals = 16
+    /// Screens in one navigation stack.
+    public var maxStackDepth = 64
+    /// Tabs of a tab-bar root.
+    public var maxTabs = 16
+    /// Info entries of one screen.
+    public var maxInfoEntries = 32
+    /// Bytes of a screen name, tab name, info key or info value.
+    public var maxTextBytes = 1_024
+    /// Conditions one session may hold.
+    public var maxConditions = 64
+    /// Bytes of a condition name.
+    public var maxConditionKeyBytes = 64
     /// How often changed sessions are written to the state file.
     public var flushIntervalMilliseconds = 1000
     /// How long a session stays unchanged before its state is kept packed in memory (the state

@@ -142,11 +142,13 @@ struct RequestsLoop: SocketLoop {
         }
         var answer = Navigator_V1_Reply()
         answer.requestID = request.requestID
-        guard request.requestID.utf8.count <= 128 else {
+        guard !request.requestID.isEmpty, request.requestID.utf8.count <= 128 else {
+            // The id goes back as it came, so a client pipelining requests can tell which failed.
             counters.count(.invalidID)
-            answer.requestID = ""
             answer.rejected = .rejection(
-                .invalidID, "request_id has \(request.requestID.utf8.count) bytes; expected at most 128")
+                .invalidID,
+                "request_id \(request.requestID.isEmpty ? "is empty" : "has \(request.requestID.utf8.count) bytes"); expected 1 to 128 bytes"
+            )
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
         }
         if stopping {
@@ -215,7 +217,8 @@ struct RequestsLoop: SocketLoop {
             logger.notice(
                 "request rejected",
                 metadata: [
-                    "request": "\(reply.requestID)", "code": "\(rejected.code.label)", "reason": "\(rejected.message)",
+                    "request": "\(LogText(reply.requestID))", "code": "\(rejected.code.label)",
+                    "reason": "\(LogText(rejected.message))",
                 ])
         }
         let bytes: [UInt8] = try reply.serializedBytes()
@@ -244,6 +247,7 @@ struct RequestsLoop: SocketLoop {
             .with {
                 $0.session = session
                 $0.seq = record.seq
+                $0.epoch = store.epoch
                 $0.tree = .init(record.state.tree)
                 $0.conditions = record.state.conditions
                 $0.parked = record.state.parked.map { parked in

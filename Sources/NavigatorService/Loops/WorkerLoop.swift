@@ -13,6 +13,8 @@ struct WorkerLoop: SocketLoop {
     let resolvers: ResolverHolder
     let counters: ServiceCounters
     let persistence: Persistence
+    /// Sessions in memory at most: an intent or event that would create one more is refused.
+    let maxSessions: Int
     let logger: Logger
     /// Stop markers to wait for: from ingress and from the requests thread.
     let producers = 2
@@ -147,12 +149,23 @@ struct WorkerLoop: SocketLoop {
         let started = WallClock.now()
         let resolver = state.resolver
         let limit = resolver.options.maxParked
+        guard store.admits(intent.session, limit: maxSessions) else {
+            let error = ResolveError(
+                .limitExceeded,
+                "the service holds \(store.sessionCount) sessions, its limit (maxSessions); expected an existing session"
+            )
+            counters.count(.rejected)
+            return Resolved(
+                resolution: Resolution(intent: intent, outcome: .rejected(error), explanation: [], released: []),
+                batch: nil, expiresAt: 0)
+        }
+        let epoch = store.epoch
         let (resolution, batches, parkedNow, expiresAt) = store.update(intent.session) { record in
             let before = record.state.tree
             let resolution = resolver.resolve(intent, into: &record.state, now: started)
             let batches = Self.batches(
-                session: intent.session, resolution: resolution, released: resolution.released, before: before,
-                record: &record)
+                session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
+                before: before, record: &record)
             let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
             return (resolution, batches, record.state.parked, expiresAt)
         }
@@ -173,8 +186,8 @@ struct WorkerLoop: SocketLoop {
     /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
     /// it has commands), or a client event's echo, then one per released intent.
     static func batches(
-        session: String, resolution: Resolution?, echo: [Command] = [], released: [Resolution], before: ScreenTree,
-        record: inout SessionStore.Record
+        session: String, epoch: UInt64, resolution: Resolution?, echo: [Command] = [], released: [Resolution],
+        before: ScreenTree, record: inout SessionStore.Record
     ) -> [(Navigator_V1_CommandBatch, Int64)] {
         var result: [(Navigator_V1_CommandBatch, Int64)] = []
         // A batch carries the tree's version after it. With one batch that is the session's
@@ -188,9 +201,13 @@ struct WorkerLoop: SocketLoop {
             guard !commands.isEmpty else { return }
             if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
             record.seq += 1
-            let batch = Navigator_V1_CommandBatch(
+            // Shells whose events were made before this batch sent them on a tree they no
+            // longer have (echoes only repeat what shells did themselves).
+            if cause != .clientEvent { record.state.lastServiceSeq = record.seq }
+            var batch = Navigator_V1_CommandBatch(
                 session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
                 commands: commands, treeVersion: tree.version, summary: summary, cause: cause)
+            batch.epoch = epoch
             result.append((batch, intent?.sentAt ?? 0))
         }
         if let resolution {
@@ -228,7 +245,8 @@ struct WorkerLoop: SocketLoop {
         logger.notice(
             "intent rejected",
             metadata: [
-                "session": "\(session)", "intent": "\(intentID)", "code": "\(code.label)", "reason": "\(message)",
+                "session": "\(LogText(session))", "intent": "\(LogText(intentID))", "code": "\(code.label)",
+                "reason": "\(LogText(message))",
             ])
         try sockets.publisher.rejection(
             session: session, intentID: intentID, source: source, code: code, message: message, sentAt: 0)
@@ -265,7 +283,8 @@ struct WorkerLoop: SocketLoop {
             logger.notice(
                 "request rejected",
                 metadata: [
-                    "request": "\(reply.requestID)", "code": "\(rejected.code.label)", "reason": "\(rejected.message)",
+                    "request": "\(LogText(reply.requestID))", "code": "\(rejected.code.label)",
+                    "reason": "\(LogText(rejected.message))",
                 ])
         }
         // Durable before the reply: the client may act on it.
@@ -274,10 +293,15 @@ struct WorkerLoop: SocketLoop {
                 try persistence.flush(session)
             } catch {
                 logger.error(
-                    "state write failed before a reply", metadata: ["session": "\(session)", "error": "\(error)"])
+                    "state write failed before a reply",
+                    metadata: ["session": "\(LogText(session))", "error": "\(error)"])
+                // Not INTERNAL: that says nothing changed. The change stands and was published;
+                // a retry with the same intent id is answered as a duplicate once it is durable.
+                counters.count(.unavailable)
                 reply.rejected = .with {
-                    $0.code = .internal
-                    $0.message = "the change was applied but could not be written to the state file: \(error)"
+                    $0.code = .unavailable
+                    $0.message =
+                        "the change was applied and published but is not yet durable (the state file could not be written: \(error)); retry the same request later"
                 }
             }
         }
@@ -354,21 +378,42 @@ struct WorkerLoop: SocketLoop {
         }
         let resolver = state.resolver
         let now = WallClock.now()
+        let epoch = store.epoch
+        guard store.admits(wire.session, limit: maxSessions) else {
+            counters.count(.limitExceeded)
+            reply.rejected = .with {
+                $0.code = .limitExceeded
+                $0.message =
+                    "the service holds \(store.sessionCount) sessions, its limit (maxSessions); expected an existing session"
+            }
+            return
+        }
         typealias Outcome = (EventResolution, [(Navigator_V1_CommandBatch, Int64)], UInt64, [ParkedIntent])
         let (result, batches, seq, parkedNow) = store.update(wire.session) { record -> Outcome in
+            if let stale = resolver.staleness(
+                of: event, lastSeq: wire.lastSeq, epoch: wire.epoch, session: record.state, seq: record.seq,
+                currentEpoch: epoch)
+            {
+                return (EventResolution(echo: [], released: [], error: stale), [], record.seq, record.state.parked)
+            }
             let before = record.state.tree
             let result = resolver.apply(event, to: &record.state, now: now)
             guard result.error == nil else { return (result, [], record.seq, record.state.parked) }
             let batches = Self.batches(
-                session: wire.session, resolution: nil, echo: result.echo, released: result.released, before: before,
-                record: &record)
+                session: wire.session, epoch: epoch, resolution: nil, echo: result.echo, released: result.released,
+                before: before, record: &record)
             return (result, batches, record.seq, record.state.parked)
         }
         if let error = result.error {
-            counters.count(.invalidEvent)
+            let code = Navigator_V1_RejectCode(error.code)
+            counters.count(code)
             reply.rejected = .with {
-                $0.code = .invalidEvent
+                $0.code = code
                 $0.message = error.message
+                if error.code == .staleEvent {
+                    $0.seq = seq
+                    $0.epoch = epoch
+                }
             }
             return
         }
@@ -380,6 +425,7 @@ struct WorkerLoop: SocketLoop {
         }
         reply.eventApplied = .with {
             $0.seq = seq
+            $0.epoch = epoch
             $0.releasedIntentIds = result.released.map(\.intent.id)
         }
     }

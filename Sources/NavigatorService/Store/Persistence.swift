@@ -37,17 +37,20 @@ final class Persistence: Sendable {
         self.logger = logger
     }
 
-    /// Puts every stored session into the store; returns how many.
-    func restore() throws -> Int {
-        let records = try file.loadAll()
-        store.load(records)
-        return records.count
+    /// Puts every stored session into the store; returns how many, and the sessions that did
+    /// not load (now in the quarantine table) with the reasons.
+    func restore() throws -> (restored: Int, quarantined: [(session: String, reason: String)]) {
+        let loaded = try file.loadAll()
+        store.load(loaded.records)
+        return (loaded.records.count, loaded.quarantined)
     }
 
-    /// Writes every session changed since the last flush. On failure the sessions stay marked
-    /// changed and the next flush tries again.
-    func flushChanged() {
+    /// Writes every session changed since the last flush; returns whether all were written. On
+    /// failure the sessions stay marked changed and the next flush tries again.
+    @discardableResult
+    func flushChanged() -> Bool {
         writing.withLock { _ in
+            var complete = true
             let now = MonotonicClock.now()
             for shard in store.shards {
                 let names = shard.dirty.withLock { dirty in
@@ -79,12 +82,14 @@ final class Persistence: Sendable {
                         }
                     }
                 } catch {
+                    complete = false
                     shard.dirty.withLock { $0.formUnion(names) }
                     logger.error(
                         "writing \(records.count) sessions to the state file failed; will retry",
                         metadata: ["error": "\(error)"])
                 }
             }
+            return complete
         }
     }
 

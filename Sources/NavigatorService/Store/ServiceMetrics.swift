@@ -18,6 +18,7 @@ final class ServiceMetrics: Sendable {
     let parked: Metrics.Gauge
     let subscribedTopics: Metrics.Gauge
     let queueDepths: [Metrics.Gauge]
+    let quarantined: Metrics.Gauge
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -45,6 +46,7 @@ final class ServiceMetrics: Sendable {
         sessions = Metrics.Gauge(label: "navigator_sessions", factory: factory)
         parked = Metrics.Gauge(label: "navigator_parked_intents", factory: factory)
         subscribedTopics = Metrics.Gauge(label: "navigator_subscribed_topics", factory: factory)
+        quarantined = Metrics.Gauge(label: "navigator_sessions_quarantined", factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }

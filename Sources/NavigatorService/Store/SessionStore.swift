@@ -143,9 +143,12 @@ final class SessionStore: Sendable {
 
     let shards: [Shard]
     let initial: @Sendable () -> SessionState
+    /// The epoch every session's stream is in during this run (see ``StateFile/beginRun()``).
+    let epoch: UInt64
 
-    init(shards count: Int, initial: @escaping @Sendable () -> SessionState) {
+    init(shards count: Int, epoch: UInt64, initial: @escaping @Sendable () -> SessionState) {
         shards = (0..<count).map { _ in Shard() }
+        self.epoch = epoch
         self.initial = initial
     }
 
@@ -161,19 +164,36 @@ final class SessionStore: Sendable {
         return Int(hash % UInt64(count))
     }
 
-    /// Runs `body` on the session's record (a new session starts from the initial state) under
-    /// its shard's lock, and marks the session changed.
+    /// Runs `body` on the session's record under its shard's lock, and marks the session
+    /// changed. A new session starts from the initial state and is kept only if `body` changed
+    /// it: a rejected intent or event creates no session.
     func update<R>(_ session: String, _ body: (inout Record) -> R) -> R {
         let shard = shards[shardIndex(of: session)]
-        let result = shard.records.withLock { records in
-            let parkedBefore = records[session]?.parkedCount ?? 0
-            let result = body(&records[session, default: Record(state: initial(), seq: 0)])
-            let parkedAfter = records[session]?.parkedCount ?? 0
+        let (result, stored) = shard.records.withLock { records -> (R, Bool) in
+            if records[session] == nil {
+                let initial = initial()
+                var record = Record(state: initial, seq: 0)
+                let result = body(&record)
+                guard record.seq != 0 || record.state != initial else { return (result, false) }
+                records[session] = record
+                count.add(1, ordering: .relaxed)
+                if record.parkedCount != 0 { shard.parked.add(Int(record.parkedCount), ordering: .relaxed) }
+                return (result, true)
+            }
+            let parkedBefore = records[session]!.parkedCount
+            let result = body(&records[session]!)
+            let parkedAfter = records[session]!.parkedCount
             if parkedAfter != parkedBefore { shard.parked.add(Int(parkedAfter - parkedBefore), ordering: .relaxed) }
-            return result
+            return (result, true)
         }
-        shard.dirty.withLock { _ = $0.insert(session) }
+        if stored { shard.dirty.withLock { _ = $0.insert(session) } }
         return result
+    }
+
+    /// Whether the session exists, or one more may be created within `limit`.
+    func admits(_ session: String, limit: Int) -> Bool {
+        count.load(ordering: .relaxed) < limit
+            || shards[shardIndex(of: session)].records.withLock { $0[session] != nil }
     }
 
     /// A copy of the session's record, or the initial one if the session is new.
@@ -186,11 +206,15 @@ final class SessionStore: Sendable {
         for (session, record) in records {
             let shard = shards[shardIndex(of: session)]
             let replaced = shard.records.withLock { $0.updateValue(record, forKey: session) }
+            if replaced == nil { count.add(1, ordering: .relaxed) }
             shard.parked.add(Int(record.parkedCount - (replaced?.parkedCount ?? 0)), ordering: .relaxed)
         }
     }
 
-    var sessionCount: Int { shards.reduce(0) { count, shard in count + shard.records.withLock { $0.count } } }
+    /// Sessions in memory, kept as they are created (reading it takes no lock).
+    private let count = Atomic<Int>(0)
+
+    var sessionCount: Int { count.load(ordering: .relaxed) }
 
     var parkedCount: Int { shards.reduce(0) { $0 + $1.parked.load(ordering: .relaxed) } }
 }

@@ -9,16 +9,20 @@ import NavigatorWire
 /// compact and quick to write, which matters because hot sessions are written many times a
 /// second.
 ///
-/// WAL mode with `synchronous = NORMAL`: a committed write survives the process being killed
-/// (kill -9) — the requirement here — though not necessarily a power cut.
+/// The schema evolves by named migrations (GRDB's `DatabaseMigrator`); a file written by a newer
+/// navigatord is refused with what it has. WAL mode with `synchronous = NORMAL`: a committed
+/// write survives the process being killed (kill -9) — the requirement here — though not
+/// necessarily a power cut.
 final class StateFile: Sendable {
-    /// 1: JSON rows (early builds); 2: protobuf rows.
-    static let schemaVersion = 2
     let path: String
     private let queue: DatabaseQueue
+    /// The device and inode the file had when opened: a file deleted or replaced under a running
+    /// service is noticed by comparing them (``isInPlace``).
+    private let identity: FileIdentity?
 
-    /// Opens (or creates) the state file. A file that is not a Navigator state database, or is
-    /// from a newer version, is refused with the reason; it is never replaced.
+    /// Opens (or creates) the state file and brings its schema up to date. A file that is not a
+    /// Navigator state database, or is from a newer version, is refused with the reason; it is
+    /// never replaced.
     init(directory: String) throws {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -37,24 +41,24 @@ final class StateFile: Sendable {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
-            try queue.write { db in
-                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-                guard version <= Self.schemaVersion else {
+            let path = self.path
+            try queue.writeWithoutTransaction { db in
+                // Files of the first builds carried their version in user_version (2 at most).
+                let legacy = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                guard legacy <= 2 else {
                     throw ServiceError(
-                        "state file \(path) has schema version \(version); this navigatord reads \(Self.schemaVersion) or older"
+                        "state file \(path) has schema version \(legacy); this navigatord reads version 2 and its named migrations"
                     )
                 }
-                try db.execute(
-                    sql: """
-                        CREATE TABLE IF NOT EXISTS sessions (
-                            id TEXT PRIMARY KEY NOT NULL,
-                            seq INTEGER NOT NULL,
-                            state BLOB NOT NULL,
-                            updated_at INTEGER NOT NULL
-                        )
-                        """)
-                try db.execute(sql: "PRAGMA user_version = \(Self.schemaVersion)")
+                if try Self.migrator.hasBeenSuperseded(db) {
+                    let applied = try Self.migrator.appliedIdentifiers(db).sorted()
+                    let known = Set(Self.migrator.migrations)
+                    throw ServiceError(
+                        "state file \(path) was written by a newer navigatord (migrations \(applied.filter { !known.contains($0) }.joined(separator: ", ")) are unknown here); it is left as it is"
+                    )
+                }
             }
+            try Self.migrator.migrate(queue)
         } catch let error as ServiceError {
             throw error
         } catch {
@@ -62,34 +66,100 @@ final class StateFile: Sendable {
                 "state file \(path) cannot be read: \(error); it is left as it is — move it away to start empty, or restore it"
             )
         }
+        identity = FileIdentity(path: path)
     }
 
-    /// Every stored session, packed as stored (each checked to decode): restored sessions take
-    /// little memory until they are used. A row that does not decode is an error naming the
-    /// session.
-    func loadAll() throws -> [(String, SessionStore.Record)] {
+    /// One named migration per change of the schema, never edited once released.
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("sessions") { db in
+            // IF NOT EXISTS: files of the first builds have this table already.
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS sessions (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        seq INTEGER NOT NULL,
+                        state BLOB NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    )
+                    """)
+        }
+        migrator.registerMigration("quarantine and meta") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE quarantine (
+                        id TEXT NOT NULL,
+                        seq INTEGER,
+                        state BLOB,
+                        reason TEXT NOT NULL,
+                        quarantined_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE meta (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        value INTEGER NOT NULL
+                    );
+                    """)
+        }
+        return migrator
+    }()
+
+    /// What loading found: the sessions, and those moved to the quarantine table.
+    struct Loaded {
+        var records: [(String, SessionStore.Record)] = []
+        var quarantined: [(session: String, reason: String)] = []
+    }
+
+    /// Every stored session, packed as stored (each checked to decode into a valid state):
+    /// restored sessions take little memory until they are used. A row that does not load is
+    /// moved to the `quarantine` table with the reason, and the rest load.
+    func loadAll() throws -> Loaded {
         do {
-            return try queue.read { db in
-                var records: [(String, SessionStore.Record)] = []
+            return try queue.write { db in
+                var loaded = Loaded()
                 // The state bytes hold the seq too (the column is for people reading the file);
                 // the bytes stay the record's packed form, so they are the one source.
                 let rows = try Row.fetchCursor(db, sql: "SELECT id, state FROM sessions")
                 while let row = try rows.next() {
-                    let id: String = row["id"]
-                    let data: Data = row["state"]
-                    do {
-                        records.append((id, try SessionStore.Record(packed: [UInt8](data))))
-                    } catch {
-                        throw ServiceError("state file \(path): session \(id) does not decode: \(error)")
+                    let id: String? = row["id"]
+                    let data: Data? = row["state"]
+                    let reason: String
+                    if let id, let data {
+                        if let problem = SessionID.problem(with: id) {
+                            reason = "the session id is not valid: \(problem)"
+                        } else {
+                            do {
+                                loaded.records.append((id, try SessionStore.Record(packed: [UInt8](data))))
+                                continue
+                            } catch {
+                                reason = "the state does not load: \(error)"
+                            }
+                        }
+                    } else {
+                        reason = "the row has no id or no state"
                     }
+                    loaded.quarantined.append((id ?? "", reason))
                 }
-                return records
+                let now = Int64(Date().timeIntervalSince1970)
+                for (id, reason) in loaded.quarantined {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO quarantine (id, seq, state, reason, quarantined_at)
+                                SELECT id, seq, state, ?, ? FROM sessions WHERE id IS ?
+                            """, arguments: [reason, now, id.isEmpty ? nil : id])
+                    try db.execute(sql: "DELETE FROM sessions WHERE id IS ?", arguments: [id.isEmpty ? nil : id])
+                }
+                return loaded
             }
         } catch let error as ServiceError {
             throw error
         } catch {
             throw ServiceError("state file \(path) cannot be read: \(error); it is left as it is")
         }
+    }
+
+    /// How many sessions the quarantine table holds.
+    func quarantinedCount() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }
     }
 
     /// Writes these sessions (id, seq, ``SessionStore/Record/stored()`` bytes) in one
@@ -106,5 +176,60 @@ final class StateFile: Sendable {
                 try statement.execute(arguments: [id, Int64(seq), Data(bytes), now])
             }
         }
+    }
+
+    // MARK: Epochs
+
+    /// Starts a run of the service: the epoch its sessions' streams continue in. After a clean
+    /// stop (``markCleanStop()``, written only once every session was flushed) the epoch stays:
+    /// every seq continues. Otherwise — a crash, kill -9, a file copied while in use — some
+    /// changes may be lost and seqs may repeat, so a new random epoch starts. Either way the
+    /// clean-stop mark is consumed, so a crash of this run is noticed by the next.
+    func beginRun() throws -> (epoch: UInt64, continued: Bool) {
+        try queue.write { db in
+            let stored = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'epoch'")
+            let clean = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'clean_stop'") == 1
+            var epoch = stored.map { UInt64(bitPattern: $0) } ?? 0
+            let continued = clean && epoch != 0
+            if !continued {
+                epoch = UInt64.random(in: 1...UInt64.max)
+                try db.execute(
+                    sql:
+                        "INSERT INTO meta (key, value) VALUES ('epoch', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [Int64(bitPattern: epoch)])
+            }
+            try db.execute(
+                sql: "INSERT INTO meta (key, value) VALUES ('clean_stop', 0) ON CONFLICT(key) DO UPDATE SET value = 0")
+            return (epoch, continued)
+        }
+    }
+
+    /// Records that every session was written: the next run continues this run's epoch.
+    func markCleanStop() throws {
+        try queue.write { db in
+            try db.execute(
+                sql: "INSERT INTO meta (key, value) VALUES ('clean_stop', 1) ON CONFLICT(key) DO UPDATE SET value = 1")
+        }
+    }
+
+    // MARK: The file itself
+
+    /// Whether the file at ``path`` is still the one opened (not deleted, not replaced).
+    var isInPlace: Bool {
+        guard let identity else { return true }
+        return FileIdentity(path: path) == identity
+    }
+}
+
+/// A file's device and inode.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }

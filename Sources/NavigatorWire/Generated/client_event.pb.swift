@@ -33,6 +33,9 @@ public nonisolated struct Navigator_V1_ClientEvent: Sendable {
   /// current one.
   public var lastSeq: UInt64 = 0
 
+  /// The epoch of last_seq (0: not given). An event from another epoch is stale.
+  public var epoch: UInt64 = 0
+
   public var kind: Navigator_V1_ClientEvent.OneOf_Kind? = nil
 
   public var ready: Navigator_V1_ClientEvent.Ready {
@@ -283,7 +286,7 @@ fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
 nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClientEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{3}last_seq\0\u{2}\u{8}ready\0\u{3}popped_to\0\u{3}dismissed_to\0\u{3}tab_selected\0\u{1}pushed\0\u{1}presented\0\u{1}sync\0\u{1}ack\0\u{1}conditions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{3}last_seq\0\u{1}epoch\0\u{2}\u{7}ready\0\u{3}popped_to\0\u{3}dismissed_to\0\u{3}tab_selected\0\u{1}pushed\0\u{1}presented\0\u{1}sync\0\u{1}ack\0\u{1}conditions\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -293,6 +296,7 @@ nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProt
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.session) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.lastSeq) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
       case 10: try {
         var v: Navigator_V1_ClientEvent.Ready?
         var hadOneofValue = false
@@ -426,6 +430,9 @@ nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProt
     if self.lastSeq != 0 {
       try visitor.visitSingularUInt64Field(value: self.lastSeq, fieldNumber: 2)
     }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 3)
+    }
     switch self.kind {
     case .ready?: try {
       guard case .ready(let v)? = self.kind else { preconditionFailure() }
@@ -471,6 +478,7 @@ nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProt
   public static func ==(lhs: Navigator_V1_ClientEvent, rhs: Navigator_V1_ClientEvent) -> Bool {
     if lhs.session != rhs.session {return false}
     if lhs.lastSeq != rhs.lastSeq {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs.kind != rhs.kind {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -340,7 +340,9 @@ public nonisolated struct Navigator_V1_SetRoot: Sendable {
 
 /// Put a new screen where the screen with id screen_id is. If the new screen's id is already in
 /// the tree, the old screen (if it is still there) is removed instead, so re-applying a batch
-/// never shows both.
+/// never shows both. When screen.id equals screen_id, the screen keeps its place and takes the
+/// new screen name and info as they are (keys absent from the new info are gone): no effect if
+/// they are equal already.
 public nonisolated struct Navigator_V1_Replace: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -406,6 +408,10 @@ public nonisolated struct Navigator_V1_CommandBatch: Sendable {
   public var summary: String = String()
 
   public var cause: Navigator_V1_BatchCause = .unspecified
+
+  /// The epoch of the session's stream: seqs are numbered within an epoch, never reused in it. A
+  /// shell that sees another epoch than its snapshot's takes a new snapshot.
+  public var epoch: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -913,7 +919,7 @@ nonisolated extension Navigator_V1_Refresh: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Navigator_V1_CommandBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CommandBatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{3}intent_id\0\u{1}animated\0\u{1}commands\0\u{3}tree_version\0\u{1}summary\0\u{1}cause\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{3}intent_id\0\u{1}animated\0\u{1}commands\0\u{3}tree_version\0\u{1}summary\0\u{1}cause\0\u{1}epoch\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -929,6 +935,7 @@ nonisolated extension Navigator_V1_CommandBatch: SwiftProtobuf.Message, SwiftPro
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.treeVersion) }()
       case 7: try { try decoder.decodeSingularStringField(value: &self.summary) }()
       case 8: try { try decoder.decodeSingularEnumField(value: &self.cause) }()
+      case 9: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
       default: break
       }
     }
@@ -959,6 +966,9 @@ nonisolated extension Navigator_V1_CommandBatch: SwiftProtobuf.Message, SwiftPro
     if self.cause != .unspecified {
       try visitor.visitSingularEnumField(value: self.cause, fieldNumber: 8)
     }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -971,6 +981,7 @@ nonisolated extension Navigator_V1_CommandBatch: SwiftProtobuf.Message, SwiftPro
     if lhs.treeVersion != rhs.treeVersion {return false}
     if lhs.summary != rhs.summary {return false}
     if lhs.cause != rhs.cause {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -151,6 +151,16 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
 
   /// more screens in the path than the service allows
   case pathTooLong // = 18
+
+  /// a per-session limit would be exceeded (modals, stack depth,
+  case limitExceeded // = 19
+
+  /// tabs, info entries, text size, conditions, parked intents,
+  /// sessions); the message names the limit's setting
+  case staleEvent // = 20
+
+  /// Rejected.seq and .epoch give the session's position: resync
+  case unavailable // = 21
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -178,6 +188,9 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 16: self = .shuttingDown
     case 17: self = .internal
     case 18: self = .pathTooLong
+    case 19: self = .limitExceeded
+    case 20: self = .staleEvent
+    case 21: self = .unavailable
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -203,6 +216,9 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .shuttingDown: return 16
     case .internal: return 17
     case .pathTooLong: return 18
+    case .limitExceeded: return 19
+    case .staleEvent: return 20
+    case .unavailable: return 21
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -228,6 +244,9 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .shuttingDown,
     .internal,
     .pathTooLong,
+    .limitExceeded,
+    .staleEvent,
+    .unavailable,
   ]
 
 }
@@ -404,89 +423,98 @@ public nonisolated struct Navigator_V1_RoutesRequest: Sendable {
   public init() {}
 }
 
-public nonisolated struct Navigator_V1_Reply: Sendable {
+public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var requestID: String = String()
+  public var requestID: String {
+    get {_storage._requestID}
+    set {_uniqueStorage()._requestID = newValue}
+  }
 
-  public var kind: Navigator_V1_Reply.OneOf_Kind? = nil
+  public var kind: OneOf_Kind? {
+    get {return _storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
 
   public var resolved: Navigator_V1_Resolved {
     get {
-      if case .resolved(let v)? = kind {return v}
+      if case .resolved(let v)? = _storage._kind {return v}
       return Navigator_V1_Resolved()
     }
-    set {kind = .resolved(newValue)}
+    set {_uniqueStorage()._kind = .resolved(newValue)}
   }
 
   public var ignored: Navigator_V1_Ignored {
     get {
-      if case .ignored(let v)? = kind {return v}
+      if case .ignored(let v)? = _storage._kind {return v}
       return Navigator_V1_Ignored()
     }
-    set {kind = .ignored(newValue)}
+    set {_uniqueStorage()._kind = .ignored(newValue)}
   }
 
   public var parked: Navigator_V1_Parked {
     get {
-      if case .parked(let v)? = kind {return v}
+      if case .parked(let v)? = _storage._kind {return v}
       return Navigator_V1_Parked()
     }
-    set {kind = .parked(newValue)}
+    set {_uniqueStorage()._kind = .parked(newValue)}
   }
 
   public var rejected: Navigator_V1_Rejected {
     get {
-      if case .rejected(let v)? = kind {return v}
+      if case .rejected(let v)? = _storage._kind {return v}
       return Navigator_V1_Rejected()
     }
-    set {kind = .rejected(newValue)}
+    set {_uniqueStorage()._kind = .rejected(newValue)}
   }
 
   public var snapshot: Navigator_V1_Snapshot {
     get {
-      if case .snapshot(let v)? = kind {return v}
+      if case .snapshot(let v)? = _storage._kind {return v}
       return Navigator_V1_Snapshot()
     }
-    set {kind = .snapshot(newValue)}
+    set {_uniqueStorage()._kind = .snapshot(newValue)}
   }
 
   public var explanation: Navigator_V1_Explanation {
     get {
-      if case .explanation(let v)? = kind {return v}
+      if case .explanation(let v)? = _storage._kind {return v}
       return Navigator_V1_Explanation()
     }
-    set {kind = .explanation(newValue)}
+    set {_uniqueStorage()._kind = .explanation(newValue)}
   }
 
   public var stats: Navigator_V1_Stats {
     get {
-      if case .stats(let v)? = kind {return v}
+      if case .stats(let v)? = _storage._kind {return v}
       return Navigator_V1_Stats()
     }
-    set {kind = .stats(newValue)}
+    set {_uniqueStorage()._kind = .stats(newValue)}
   }
 
   public var eventApplied: Navigator_V1_EventApplied {
     get {
-      if case .eventApplied(let v)? = kind {return v}
+      if case .eventApplied(let v)? = _storage._kind {return v}
       return Navigator_V1_EventApplied()
     }
-    set {kind = .eventApplied(newValue)}
+    set {_uniqueStorage()._kind = .eventApplied(newValue)}
   }
 
   public var routes: Navigator_V1_RouteMap {
     get {
-      if case .routes(let v)? = kind {return v}
+      if case .routes(let v)? = _storage._kind {return v}
       return Navigator_V1_RouteMap()
     }
-    set {kind = .routes(newValue)}
+    set {_uniqueStorage()._kind = .routes(newValue)}
   }
 
   /// How the decision was reached, step by step (intents and explain).
-  public var explanationSteps: [Navigator_V1_ExplanationStep] = []
+  public var explanationSteps: [Navigator_V1_ExplanationStep] {
+    get {_storage._explanationSteps}
+    set {_uniqueStorage()._explanationSteps = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -504,6 +532,8 @@ public nonisolated struct Navigator_V1_Reply: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// The intent resolved (outcome RESOLVED) or refreshed the screen already shown (REFRESHED).
@@ -579,6 +609,11 @@ public nonisolated struct Navigator_V1_Rejected: Sendable {
 
   /// What was wrong and what was expected.
   public var message: String = String()
+
+  /// With STALE_EVENT: the session's position now (its last batch's seq and the epoch).
+  public var seq: UInt64 = 0
+
+  public var epoch: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -703,6 +738,10 @@ public nonisolated struct Navigator_V1_Snapshot: Sendable {
   /// The seq of the last batch reflected in the tree: drop batches with seq <= this one.
   public var seq: UInt64 = 0
 
+  /// The epoch of the session's stream. A batch of another epoch means the seqs started over:
+  /// take a new snapshot.
+  public var epoch: UInt64 = 0
+
   public var tree: Navigator_V1_ScreenTree {
     get {_tree ?? Navigator_V1_ScreenTree()}
     set {_tree = newValue}
@@ -731,6 +770,9 @@ public nonisolated struct Navigator_V1_EventApplied: Sendable {
 
   /// The session's seq after the event (its echo batch, if it changed the tree).
   public var seq: UInt64 = 0
+
+  /// The epoch of that seq.
+  public var epoch: UInt64 = 0
 
   /// Parked intents the event released (their batches follow on the commands socket).
   public var releasedIntentIds: [String] = []
@@ -831,7 +873,7 @@ nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {
@@ -1050,193 +1092,233 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
   public static let protoMessageName: String = _protobuf_package + ".Reply"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{4}\u{c}explanation_steps\0")
 
+  fileprivate class _StorageClass {
+    var _requestID: String = String()
+    var _kind: Navigator_V1_Reply.OneOf_Kind?
+    var _explanationSteps: [Navigator_V1_ExplanationStep] = []
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _requestID = source._requestID
+      _kind = source._kind
+      _explanationSteps = source._explanationSteps
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.requestID) }()
-      case 10: try {
-        var v: Navigator_V1_Resolved?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .resolved(let m) = current {v = m}
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._requestID) }()
+        case 10: try {
+          var v: Navigator_V1_Resolved?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .resolved(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .resolved(v)
+          }
+        }()
+        case 11: try {
+          var v: Navigator_V1_Ignored?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .ignored(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .ignored(v)
+          }
+        }()
+        case 12: try {
+          var v: Navigator_V1_Parked?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .parked(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .parked(v)
+          }
+        }()
+        case 13: try {
+          var v: Navigator_V1_Rejected?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .rejected(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .rejected(v)
+          }
+        }()
+        case 14: try {
+          var v: Navigator_V1_Snapshot?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .snapshot(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .snapshot(v)
+          }
+        }()
+        case 15: try {
+          var v: Navigator_V1_Explanation?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .explanation(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .explanation(v)
+          }
+        }()
+        case 16: try {
+          var v: Navigator_V1_Stats?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .stats(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .stats(v)
+          }
+        }()
+        case 17: try {
+          var v: Navigator_V1_EventApplied?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .eventApplied(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .eventApplied(v)
+          }
+        }()
+        case 18: try {
+          var v: Navigator_V1_RouteMap?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .routes(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .routes(v)
+          }
+        }()
+        case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._explanationSteps) }()
+        default: break
         }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .resolved(v)
-        }
-      }()
-      case 11: try {
-        var v: Navigator_V1_Ignored?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .ignored(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .ignored(v)
-        }
-      }()
-      case 12: try {
-        var v: Navigator_V1_Parked?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .parked(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .parked(v)
-        }
-      }()
-      case 13: try {
-        var v: Navigator_V1_Rejected?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .rejected(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .rejected(v)
-        }
-      }()
-      case 14: try {
-        var v: Navigator_V1_Snapshot?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .snapshot(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .snapshot(v)
-        }
-      }()
-      case 15: try {
-        var v: Navigator_V1_Explanation?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .explanation(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .explanation(v)
-        }
-      }()
-      case 16: try {
-        var v: Navigator_V1_Stats?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .stats(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .stats(v)
-        }
-      }()
-      case 17: try {
-        var v: Navigator_V1_EventApplied?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .eventApplied(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .eventApplied(v)
-        }
-      }()
-      case 18: try {
-        var v: Navigator_V1_RouteMap?
-        var hadOneofValue = false
-        if let current = self.kind {
-          hadOneofValue = true
-          if case .routes(let m) = current {v = m}
-        }
-        try decoder.decodeSingularMessageField(value: &v)
-        if let v = v {
-          if hadOneofValue {try decoder.handleConflictingOneOf()}
-          self.kind = .routes(v)
-        }
-      }()
-      case 30: try { try decoder.decodeRepeatedMessageField(value: &self.explanationSteps) }()
-      default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.requestID.isEmpty {
-      try visitor.visitSingularStringField(value: self.requestID, fieldNumber: 1)
-    }
-    switch self.kind {
-    case .resolved?: try {
-      guard case .resolved(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    }()
-    case .ignored?: try {
-      guard case .ignored(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
-    }()
-    case .parked?: try {
-      guard case .parked(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
-    }()
-    case .rejected?: try {
-      guard case .rejected(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
-    }()
-    case .snapshot?: try {
-      guard case .snapshot(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
-    }()
-    case .explanation?: try {
-      guard case .explanation(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
-    }()
-    case .stats?: try {
-      guard case .stats(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
-    }()
-    case .eventApplied?: try {
-      guard case .eventApplied(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
-    }()
-    case .routes?: try {
-      guard case .routes(let v)? = self.kind else { preconditionFailure() }
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
-    }()
-    case nil: break
-    }
-    if !self.explanationSteps.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.explanationSteps, fieldNumber: 30)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._requestID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._requestID, fieldNumber: 1)
+      }
+      switch _storage._kind {
+      case .resolved?: try {
+        guard case .resolved(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      }()
+      case .ignored?: try {
+        guard case .ignored(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+      }()
+      case .parked?: try {
+        guard case .parked(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      }()
+      case .rejected?: try {
+        guard case .rejected(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      }()
+      case .snapshot?: try {
+        guard case .snapshot(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      }()
+      case .explanation?: try {
+        guard case .explanation(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      }()
+      case .stats?: try {
+        guard case .stats(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+      }()
+      case .eventApplied?: try {
+        guard case .eventApplied(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+      }()
+      case .routes?: try {
+        guard case .routes(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      }()
+      case nil: break
+      }
+      if !_storage._explanationSteps.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._explanationSteps, fieldNumber: 30)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Navigator_V1_Reply, rhs: Navigator_V1_Reply) -> Bool {
-    if lhs.requestID != rhs.requestID {return false}
-    if lhs.kind != rhs.kind {return false}
-    if lhs.explanationSteps != rhs.explanationSteps {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._requestID != rhs_storage._requestID {return false}
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._explanationSteps != rhs_storage._explanationSteps {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1357,7 +1439,7 @@ nonisolated extension Navigator_V1_Parked: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Rejected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}seq\0\u{1}epoch\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1367,6 +1449,8 @@ nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobu
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularEnumField(value: &self.code) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
       default: break
       }
     }
@@ -1379,12 +1463,20 @@ nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobu
     if !self.message.isEmpty {
       try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
     }
+    if self.seq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.seq, fieldNumber: 3)
+    }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Navigator_V1_Rejected, rhs: Navigator_V1_Rejected) -> Bool {
     if lhs.code != rhs.code {return false}
     if lhs.message != rhs.message {return false}
+    if lhs.seq != rhs.seq {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1580,7 +1672,7 @@ nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Snapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{1}epoch\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1593,6 +1685,7 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
       case 3: try { try decoder.decodeSingularMessageField(value: &self._tree) }()
       case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufBool>.self, value: &self.conditions) }()
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.parked) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
       default: break
       }
     }
@@ -1618,12 +1711,16 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
     if !self.parked.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.parked, fieldNumber: 5)
     }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Navigator_V1_Snapshot, rhs: Navigator_V1_Snapshot) -> Bool {
     if lhs.session != rhs.session {return false}
     if lhs.seq != rhs.seq {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs._tree != rhs._tree {return false}
     if lhs.conditions != rhs.conditions {return false}
     if lhs.parked != rhs.parked {return false}
@@ -1634,7 +1731,7 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Navigator_V1_EventApplied: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".EventApplied"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{3}released_intent_ids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{3}released_intent_ids\0\u{1}epoch\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1644,6 +1741,7 @@ nonisolated extension Navigator_V1_EventApplied: SwiftProtobuf.Message, SwiftPro
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
       case 2: try { try decoder.decodeRepeatedStringField(value: &self.releasedIntentIds) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
       default: break
       }
     }
@@ -1656,11 +1754,15 @@ nonisolated extension Navigator_V1_EventApplied: SwiftProtobuf.Message, SwiftPro
     if !self.releasedIntentIds.isEmpty {
       try visitor.visitRepeatedStringField(value: self.releasedIntentIds, fieldNumber: 2)
     }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Navigator_V1_EventApplied, rhs: Navigator_V1_EventApplied) -> Bool {
     if lhs.seq != rhs.seq {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs.releasedIntentIds != rhs.releasedIntentIds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

@@ -48,6 +48,10 @@ public nonisolated struct Navigator_V1_StoredSession: Sendable {
   /// Intent ids seen within the dedup window, with when (unix ns).
   public var recentIntentIds: Dictionary<String,Int64> = [:]
 
+  /// The seq of the last batch that did not echo a client event: a tree event made on an older
+  /// seq is stale (ClientEvent.last_seq).
+  public var lastServiceSeq: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -139,7 +143,7 @@ fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
 nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredSession"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -152,6 +156,7 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
       case 3: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufBool>.self, value: &self.conditions) }()
       case 4: try { try decoder.decodeRepeatedMessageField(value: &self.parked) }()
       case 5: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufInt64>.self, value: &self.recentIntentIds) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.lastServiceSeq) }()
       default: break
       }
     }
@@ -177,6 +182,9 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if !self.recentIntentIds.isEmpty {
       try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufInt64>.self, value: self.recentIntentIds, fieldNumber: 5)
     }
+    if self.lastServiceSeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastServiceSeq, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -186,6 +194,7 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if lhs.conditions != rhs.conditions {return false}
     if lhs.parked != rhs.parked {return false}
     if lhs.recentIntentIds != rhs.recentIntentIds {return false}
+    if lhs.lastServiceSeq != rhs.lastServiceSeq {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
