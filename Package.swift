@@ -117,8 +117,9 @@ let package = Package(
             name: "NavigatorServiceTests",
             dependencies: [
                 "NavigatorTestSupport",
-                "NavigatorService", "NavigatorWire", "NavigatorCore", "ZeroMQ",
+                "NavigatorService", "NavigatorWire", "NavigatorCore", "NavigatorClient", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),

@@ -15,7 +15,13 @@ struct IOLoop: Sendable {
         let push: Socket
         let dealer: Socket
         let sub: Socket
+        /// The SUB's monitor: a new connection (a restarted service, a network blip healed)
+        /// means batches may have been lost meanwhile.
+        let subEvents: Socket
     }
+
+    /// Where the SUB's monitor publishes (inproc names are per context; each client has its own).
+    static let subMonitor = "inproc://navigator-client-sub-monitor"
 
     func open() throws -> Sockets {
         do {
@@ -29,8 +35,16 @@ struct IOLoop: Sendable {
             try dealer.set(.immediate, true)
             try dealer.connect(endpoints.requests)
             let sub = try Socket(context, type: .sub)
+            // ZMTP heartbeats: a peer that went silent (host gone, cable cut) is dropped and
+            // reconnected to, instead of looking like a quiet session forever.
+            try sub.set(.heartbeatInterval, .seconds(1))
+            try sub.set(.heartbeatTimeout, .seconds(3))
+            try sub.set(.heartbeatTTL, .seconds(3))
+            try sub.monitor(Self.subMonitor, events: [.handshakeSucceeded, .disconnected])
+            let subEvents = try Socket(context, type: .pair)
+            try subEvents.connect(Self.subMonitor)
             try sub.connect(endpoints.commands)
-            return Sockets(context: context, push: push, dealer: dealer, sub: sub)
+            return Sockets(context: context, push: push, dealer: dealer, sub: sub, subEvents: subEvents)
         } catch {
             throw ClientError(.socket, "cannot set up the connection to navigatord: \(error)")
         }
@@ -65,6 +79,7 @@ struct IOLoop: Sendable {
         poller.add(sockets.dealer)
         poller.add(sockets.sub)
         poller.add(fileDescriptor: shared.wakeRead)
+        poller.add(sockets.subEvents)
 
         func sendRequest(_ id: String, _ bytes: [UInt8], _ waiting: Waiting) {
             var pending = PendingRequest(waiting: waiting, deadline: clock.now + timeout, unsent: bytes)
@@ -139,6 +154,15 @@ struct IOLoop: Sendable {
                 }
             }
 
+            // Connections of the SUB: after each new one, live mirrors take a new snapshot (the
+            // first connection included: batches published before it were not received).
+            while let count = try? sockets.subEvents.receiveMultipart(into: &frames, wait: false) {
+                guard count == 2, frames[0].count == 6 else { continue }
+                let event = frames[0].withUnsafeBytes { UInt32($0.loadUnaligned(fromByteOffset: 0, as: UInt16.self)) }
+                guard MonitorEvents(rawValue: event).contains(.handshakeSucceeded) else { continue }
+                for follower in followers.values where follower.reconnected() == .resync { snapshot(for: follower) }
+            }
+
             // Published messages.
             while let count = try? sockets.sub.receiveMultipart(into: &frames, wait: false) {
                 guard count == 3, let (kind, session) = Topic.parse(frames[0].string),
@@ -187,6 +211,7 @@ struct IOLoop: Sendable {
         sockets.push.close()
         sockets.dealer.close()
         sockets.sub.close()
+        sockets.subEvents.close()
         for done in closers { done.resume() }
     }
 }

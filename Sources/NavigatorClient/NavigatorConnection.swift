@@ -112,11 +112,14 @@ public final class NavigatorConnection: Sendable {
         return routes
     }
 
-    /// Reports what a shell did; returns the session's seq afterwards and the released intents.
-    public func report(_ event: ClientEvent, session: String, lastSeq: UInt64 = 0) async throws
+    /// Reports what a shell did on its tree at (`epoch`, `lastSeq`); returns the session's seq
+    /// afterwards and the released intents. A stale event (the tree changed since) is refused
+    /// with ``ClientError/Code/rejected`` carrying STALE_EVENT: take a snapshot.
+    public func report(_ event: ClientEvent, session: String, lastSeq: UInt64 = 0, epoch: UInt64 = 0) async throws
         -> Navigator_V1_EventApplied
     {
-        let reply = try await request(.clientEvent(Navigator_V1_ClientEvent(event, session: session, lastSeq: lastSeq)))
+        let reply = try await request(
+            .clientEvent(Navigator_V1_ClientEvent(event, session: session, lastSeq: lastSeq, epoch: epoch)))
         guard case .eventApplied(let applied)? = reply.kind else { throw Self.unexpected(reply, "the event applied") }
         return applied
     }

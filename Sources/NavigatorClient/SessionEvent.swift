@@ -3,12 +3,15 @@ import NavigatorWire
 
 /// What a follower of a session sees, in order.
 public enum SessionEvent: Sendable {
-    /// The mirror was (re)built from a snapshot.
-    case snapshot(session: String, seq: UInt64, tree: ScreenTree)
+    /// The mirror was (re)built from a snapshot at this position (epoch, seq).
+    case snapshot(session: String, seq: UInt64, epoch: UInt64, tree: ScreenTree)
     /// A batch was applied to the mirror; `tree` is the mirror afterwards.
     case batch(Navigator_V1_CommandBatch, header: FrameHeader, tree: ScreenTree)
     /// A batch was missed (`expected`, got `received`); a snapshot follows.
     case gap(expected: UInt64, received: UInt64)
+    /// The mirror cannot be trusted for another reason (a new epoch, a reconnect to the
+    /// commands socket, a batch that does not apply); a snapshot follows.
+    case resync(reason: String)
     /// A refused or expired intent (when following rejections).
     case rejection(Navigator_V1_Rejection, header: FrameHeader)
     /// A decision (when following the audit stream).

@@ -4,14 +4,15 @@ import SwiftProtobuf
 
 /// One follower, confined to the client's I/O thread. For a session it keeps a mirror tree by
 /// the Clone pattern: subscribe, take a snapshot, drop batches with seq <= the snapshot's, apply
-/// the rest in order, and on a gap (or a batch that does not apply) resync from a new snapshot.
+/// the rest in order; resync from a new snapshot on a gap, on a batch of another epoch, on a
+/// reconnect (``IOLoop`` calls for it) and on a batch that does not apply.
 final class SessionFollower {
     enum Verdict { case ok, resync }
 
     private enum State {
         /// Waiting for a snapshot; batches meanwhile are kept.
         case waiting(buffered: [(FrameHeader, Navigator_V1_CommandBatch)])
-        case live(tree: ScreenTree, seq: UInt64)
+        case live(tree: ScreenTree, seq: UInt64, epoch: UInt64)
     }
 
     let id: Int
@@ -57,9 +58,11 @@ final class SessionFollower {
             fail(ClientError(.malformed, "the snapshot's tree is not valid: \(error)"))
             return .ok
         }
-        state = .live(tree: tree, seq: snapshot.seq)
-        continuation.yield(.snapshot(session: snapshot.session, seq: snapshot.seq, tree: tree))
-        for (header, batch) in buffered.sorted(by: { $0.0.seq < $1.0.seq }) where apply(header, batch) == .resync {
+        state = .live(tree: tree, seq: snapshot.seq, epoch: snapshot.epoch)
+        continuation.yield(.snapshot(session: snapshot.session, seq: snapshot.seq, epoch: snapshot.epoch, tree: tree))
+        // Batches of another epoch than the snapshot's came before it: the snapshot has them.
+        let current = buffered.filter { $0.0.epoch == snapshot.epoch }.sorted { $0.0.seq < $1.0.seq }
+        for (header, batch) in current where apply(header, batch) == .resync {
             return .resync
         }
         return .ok
@@ -91,8 +94,23 @@ final class SessionFollower {
         return .ok
     }
 
+    /// The connection to the commands socket was made again: batches may have been lost
+    /// meanwhile, and nothing would show it until a later batch.
+    func reconnected() -> Verdict {
+        guard case .session = target, case .live = state else { return .ok }
+        continuation.yield(.resync(reason: "reconnected to the commands socket"))
+        state = .waiting(buffered: [])
+        return .resync
+    }
+
     private func apply(_ header: FrameHeader, _ batch: Navigator_V1_CommandBatch) -> Verdict {
-        guard case .live(var tree, let seq) = state else { return .ok }
+        guard case .live(var tree, let seq, let epoch) = state else { return .ok }
+        guard header.epoch == epoch else {
+            // The seqs started over (the service lost changes, or another instance took over).
+            continuation.yield(.resync(reason: "batch of epoch \(header.epoch); the mirror is of epoch \(epoch)"))
+            state = .waiting(buffered: [(header, batch)])
+            return .resync
+        }
         if header.seq <= seq { return .ok }  // already in the snapshot
         guard header.seq == seq + 1 else {
             continuation.yield(.gap(expected: seq + 1, received: header.seq))
@@ -103,11 +121,11 @@ final class SessionFollower {
             try tree.apply(try batch.coreCommands())
         } catch {
             // The mirror no longer matches the service: start again from a snapshot.
-            continuation.yield(.gap(expected: seq + 1, received: header.seq))
+            continuation.yield(.resync(reason: "batch \(header.seq) does not apply to the mirror: \(error)"))
             state = .waiting(buffered: [])
             return .resync
         }
-        state = .live(tree: tree, seq: header.seq)
+        state = .live(tree: tree, seq: header.seq, epoch: epoch)
         continuation.yield(.batch(batch, header: header, tree: tree))
         return .ok
     }

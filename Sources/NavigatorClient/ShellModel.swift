@@ -9,6 +9,8 @@ public struct ShellModel: Sendable {
     public let session: String
     public private(set) var mirror: ScreenTree?
     public private(set) var seq: UInt64 = 0
+    /// The epoch of ``seq`` (0 before the first snapshot).
+    public private(set) var epoch: UInt64 = 0
     public private(set) var lastBatch: [String] = []
     /// What happened last, for the status line.
     public private(set) var status = "waiting for a snapshot"
@@ -28,14 +30,19 @@ public struct ShellModel: Sendable {
     /// Takes an event from the follower; returns what to do next, if anything.
     public mutating func handle(_ event: SessionEvent) -> Action? {
         switch event {
-        case .snapshot(_, let seq, let tree):
+        case .snapshot(_, let seq, let epoch, let tree):
             mirror = tree
             self.seq = seq
+            self.epoch = epoch
             status = "snapshot at seq \(seq)"
             warning = nil
             return nil
         case .batch(let batch, let header, let serviceTree):
             guard var tree = mirror else { return nil }
+            guard header.epoch == epoch else {
+                status = "batch of a new epoch (the service restarted or lost changes); resyncing"
+                return .resync
+            }
             if header.seq <= seq { return nil }
             guard header.seq == seq + 1 else {
                 status = "missed batch \(seq + 1) (got \(header.seq)); resyncing"
@@ -59,6 +66,9 @@ public struct ShellModel: Sendable {
             return .report(.ack(header.seq))
         case .gap(let expected, let received):
             status = "missed batch \(expected) (got \(received)); resyncing"
+            return nil
+        case .resync(let reason):
+            status = "\(reason); resyncing"
             return nil
         case .published, .rejection, .audit:
             return nil

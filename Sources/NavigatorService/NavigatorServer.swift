@@ -123,7 +123,7 @@ public final class NavigatorServer: Service, Sendable {
                 try await IngressLoop(
                     context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
-                    counters: counters, bound: bound, logger: logger
+                    counters: counters, epoch: store.epoch, bound: bound, logger: logger
                 ).start())
         } catch {
             context.shutdown()

@@ -1,16 +1,19 @@
-/// The fixed 28-byte header frame that precedes every payload on the commands socket.
+/// The fixed 36-byte header frame that precedes every payload on the commands socket.
 ///
 /// It lets a shell detect a gap by seq and a load tool measure latency without decoding
 /// protobuf. Layout (all integers big-endian), as documented in `proto/navigator/v1/command.proto`:
 ///
 /// | offset | size | field |
 /// |---|---|---|
-/// | 0 | 1 | version (1) |
+/// | 0 | 1 | version (2) |
 /// | 1 | 1 | kind: 1 batch, 2 rejection, 3 audit |
 /// | 2 | 2 | flags: bit 0 animated |
 /// | 4 | 8 | seq |
 /// | 12 | 8 | sent_at: the intent's sent-at, unix ns |
 /// | 20 | 8 | published_at: unix ns |
+/// | 28 | 8 | epoch: the stream's epoch (batches: the session's; see `CommandBatch.epoch`) |
+///
+/// Version 1 (28 bytes, no epoch) is no longer sent.
 public struct FrameHeader: Hashable, Sendable {
     public enum Kind: UInt8, Sendable, CaseIterable {
         case batch = 1
@@ -24,8 +27,8 @@ public struct FrameHeader: Hashable, Sendable {
         public static let animated = Flags(rawValue: 1)
     }
 
-    public static let size = 28
-    public static let currentVersion: UInt8 = 1
+    public static let size = 36
+    public static let currentVersion: UInt8 = 2
 
     public var version: UInt8
     public var kind: Kind
@@ -35,14 +38,18 @@ public struct FrameHeader: Hashable, Sendable {
     public var sentAt: Int64
     /// When the service published the message, unix nanoseconds.
     public var publishedAt: Int64
+    /// The epoch `seq` is numbered in: a batch of another epoch than the shell's snapshot means
+    /// the seqs started over, and the shell takes a new snapshot.
+    public var epoch: UInt64
 
-    public init(kind: Kind, flags: Flags = [], seq: UInt64, sentAt: Int64, publishedAt: Int64) {
+    public init(kind: Kind, flags: Flags = [], seq: UInt64, sentAt: Int64, publishedAt: Int64, epoch: UInt64) {
         self.version = Self.currentVersion
         self.kind = kind
         self.flags = flags
         self.seq = seq
         self.sentAt = sentAt
         self.publishedAt = publishedAt
+        self.epoch = epoch
     }
 
     /// Reads a header frame. Unknown flag bits are ignored, as the protocol requires; anything
@@ -65,6 +72,7 @@ public struct FrameHeader: Hashable, Sendable {
         self.seq = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt64.self))
         self.sentAt = Int64(bigEndian: bytes.loadUnaligned(fromByteOffset: 12, as: Int64.self))
         self.publishedAt = Int64(bigEndian: bytes.loadUnaligned(fromByteOffset: 20, as: Int64.self))
+        self.epoch = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 28, as: UInt64.self))
     }
 
     public init(decoding bytes: [UInt8]) throws(WireError) {
@@ -83,6 +91,7 @@ public struct FrameHeader: Hashable, Sendable {
         buffer.storeBytes(of: seq.bigEndian, toByteOffset: 4, as: UInt64.self)
         buffer.storeBytes(of: sentAt.bigEndian, toByteOffset: 12, as: Int64.self)
         buffer.storeBytes(of: publishedAt.bigEndian, toByteOffset: 20, as: Int64.self)
+        buffer.storeBytes(of: epoch.bigEndian, toByteOffset: 28, as: UInt64.self)
     }
 
     public var bytes: [UInt8] {

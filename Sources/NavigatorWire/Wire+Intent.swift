@@ -156,7 +156,6 @@ extension Navigator_V1_RejectCode {
         case .expired: "expired"
         case .invalidEvent: "invalid_event"
         case .invalidID: "invalid_id"
-        case .overloaded: "overloaded"
         case .shuttingDown: "shutting_down"
         case .internal: "internal"
         case .pathTooLong: "path_too_long"

@@ -55,7 +55,9 @@ struct Shell: AsyncParsableCommand {
             func resync() async {
                 do {
                     let snapshot = try await client.snapshot(session)
-                    _ = model.handle(.snapshot(session: session, seq: snapshot.seq, tree: try snapshot.tree.core()))
+                    _ = model.handle(
+                        .snapshot(
+                            session: session, seq: snapshot.seq, epoch: snapshot.epoch, tree: try snapshot.tree.core()))
                     connected = "connected"
                 } catch {
                     connected = "not responding"
@@ -74,8 +76,12 @@ struct Shell: AsyncParsableCommand {
             func report(_ event: ClientEvent?) async {
                 guard let event else { return }
                 do {
-                    _ = try await client.report(event, session: session, lastSeq: model.seq)
+                    _ = try await client.report(event, session: session, lastSeq: model.seq, epoch: model.epoch)
                     connected = "connected"
+                } catch let error as ClientError where error.rejectCode == .staleEvent {
+                    // A batch changed the tree before the service saw this change: show its tree.
+                    model.note("the service's tree changed before \(event) reached it; resyncing")
+                    await resync()
                 } catch {
                     connected = "not responding"
                     model.note("could not report \(event): \(error)")
@@ -102,7 +108,9 @@ struct Shell: AsyncParsableCommand {
                 case .tick:
                     if let snapshot = try? await client.snapshot(session), let tree = try? snapshot.tree.core() {
                         connected = "connected"
-                        if snapshot.seq == model.seq {
+                        if snapshot.epoch != model.epoch {
+                            await resync()
+                        } else if snapshot.seq == model.seq {
                             model.compare(with: tree)
                             behind = 0
                         } else if snapshot.seq > model.seq {

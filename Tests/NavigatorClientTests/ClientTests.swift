@@ -41,7 +41,7 @@ struct ClientTests {
         try await withConnection { connection, _ in
             let events = connection.follow(.session("f"))
             var iterator = events.makeAsyncIterator()
-            guard case .snapshot(_, let seq, _)? = try await iterator.next() else {
+            guard case .snapshot(_, let seq, _, _)? = try await iterator.next() else {
                 Issue.record("no snapshot first")
                 return
             }

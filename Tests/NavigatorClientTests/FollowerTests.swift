@@ -7,22 +7,25 @@ import Testing
 
 @Suite("Clone pattern")
 struct FollowerTests {
-    func reply(seq: UInt64, tree: ScreenTree) -> Navigator_V1_Reply {
+    func reply(seq: UInt64, tree: ScreenTree, epoch: UInt64 = 7) -> Navigator_V1_Reply {
         .with {
             $0.snapshot = .with {
                 $0.session = "g"
                 $0.seq = seq
+                $0.epoch = epoch
                 $0.tree = .init(tree)
             }
         }
     }
 
-    func batch(_ seq: UInt64, _ commands: [Command]) throws -> (FrameHeader, [UInt8]) {
+    func batch(_ seq: UInt64, _ commands: [Command], epoch: UInt64 = 7) throws -> (FrameHeader, [UInt8]) {
         let batch = Navigator_V1_CommandBatch(
             session: "g", seq: seq, intentID: "i\(seq)", animated: true, commands: commands, treeVersion: 0,
             summary: "",
             cause: .intent)
-        return (FrameHeader(kind: .batch, seq: seq, sentAt: 0, publishedAt: 0), try batch.serializedBytes())
+        return (
+            FrameHeader(kind: .batch, seq: seq, sentAt: 0, publishedAt: 0, epoch: epoch), try batch.serializedBytes()
+        )
     }
 
     @Test("buffered batches apply after the snapshot, stale ones drop, a gap asks for a resync")
@@ -47,7 +50,7 @@ struct FollowerTests {
         var seen: [String] = []
         for try await event in stream {
             switch event {
-            case .snapshot(_, let seq, _): seen.append("snapshot \(seq)")
+            case .snapshot(_, let seq, _, _): seen.append("snapshot \(seq)")
             case .batch(_, let header, let tree): seen.append("batch \(header.seq) -> \(tree.selectedTab ?? "")")
             case .gap(let expected, let received): seen.append("gap \(expected) got \(received)")
             default: seen.append("other")
@@ -64,5 +67,36 @@ struct FollowerTests {
         #expect(follower.receive(snapshot: reply(seq: 0, tree: RouteMap.demo.initialTree())) == .ok)
         let (h1, b1) = try batch(1, [.popTo(999)])
         #expect(follower.receive(.batch, header: h1, payload: b1) == .resync)
+    }
+
+    @Test("a batch of another epoch resyncs, even with a seq the mirror has passed; a reconnect too")
+    func epochAndReconnect() async throws {
+        let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
+        let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
+        follower.awaitSnapshot()
+        let start = RouteMap.demo.initialTree()
+        #expect(follower.receive(snapshot: reply(seq: 500, tree: start)) == .ok)
+        // The service crashed and came back at seq 0 in a new epoch: seq 1 is not "old".
+        let (h1, b1) = try batch(1, [.selectTab("chats")], epoch: 8)
+        #expect(follower.receive(.batch, header: h1, payload: b1) == .resync)
+        #expect(
+            follower.receive(snapshot: reply(seq: 1, tree: try start.applying([.selectTab("chats")]), epoch: 8)) == .ok)
+        #expect(follower.reconnected() == .resync)
+        #expect(
+            follower.receive(snapshot: reply(seq: 1, tree: try start.applying([.selectTab("chats")]), epoch: 8)) == .ok)
+        continuation.finish()
+        var seen: [String] = []
+        for try await event in stream {
+            switch event {
+            case .snapshot(_, let seq, let epoch, _): seen.append("snapshot \(epoch):\(seq)")
+            case .resync(let reason): seen.append(reason)
+            default: seen.append("other")
+            }
+        }
+        #expect(
+            seen == [
+                "snapshot 7:500", "batch of epoch 8; the mirror is of epoch 7", "snapshot 8:1",
+                "reconnected to the commands socket", "snapshot 8:1",
+            ])
     }
 }

@@ -22,15 +22,18 @@ final class Daemon: @unchecked Sendable {
             .deletingLastPathComponent().appendingPathComponent(".build/debug/navigatord")
     }
 
-    init(dataDirectory: URL, extra: [String] = []) throws {
+    /// `endpoints`: intents, requests and commands (ipc in a temporary directory, so that a
+    /// restarted daemon is found where the last one was); ephemeral tcp ports otherwise.
+    init(dataDirectory: URL, endpoints: [String]? = nil, extra: [String] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
             throw TestFailure("navigatord is not built at \(Self.binary.path); run swift build first (./dev test does)")
         }
         process.executableURL = Self.binary
         process.arguments =
             [
-                "--intents", "tcp://127.0.0.1:*", "--requests", "tcp://127.0.0.1:*", "--commands", "tcp://127.0.0.1:*",
-                "--metrics", "off", "--workers", "2", "--data-directory", dataDirectory.path, "--log-level", "info",
+                "--intents", endpoints?[0] ?? "tcp://127.0.0.1:*", "--requests", endpoints?[1] ?? "tcp://127.0.0.1:*",
+                "--commands", endpoints?[2] ?? "tcp://127.0.0.1:*", "--metrics", "off", "--workers", "2",
+                "--data-directory", dataDirectory.path, "--log-level", "info",
                 "--shutdown-timeout-seconds", "5",
             ] + extra
         process.standardError = pipe

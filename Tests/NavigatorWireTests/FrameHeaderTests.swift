@@ -3,17 +3,18 @@ import Testing
 
 @Suite("Header frame")
 struct FrameHeaderTests {
-    @Test("layout is exactly as documented: 28 bytes, big-endian")
+    @Test("layout is exactly as documented: 36 bytes, big-endian")
     func layout() throws {
         let header = FrameHeader(
             kind: .batch, flags: .animated, seq: 0x0102_0304_0506_0708,
-            sentAt: 0x1112_1314_1516_1718, publishedAt: -2)
+            sentAt: 0x1112_1314_1516_1718, publishedAt: -2, epoch: 0x2122_2324_2526_2728)
         #expect(
             header.bytes == [
-                1, 1, 0, 1,
+                2, 1, 0, 1,
                 1, 2, 3, 4, 5, 6, 7, 8,
                 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
                 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE,
+                0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
             ])
         #expect(try FrameHeader(decoding: header.bytes) == header)
     }
@@ -21,13 +22,14 @@ struct FrameHeaderTests {
     @Test("round trip for every kind", arguments: FrameHeader.Kind.allCases)
     func roundTrip(kind: FrameHeader.Kind) throws {
         let header = FrameHeader(
-            kind: kind, seq: 42, sentAt: 1_700_000_000_000_000_000, publishedAt: 1_700_000_000_000_500_000)
+            kind: kind, seq: 42, sentAt: 1_700_000_000_000_000_000, publishedAt: 1_700_000_000_000_500_000,
+            epoch: .max)
         #expect(try FrameHeader(decoding: header.bytes) == header)
     }
 
     @Test("unknown flag bits are ignored, as the protocol requires")
     func unknownFlags() throws {
-        var bytes = FrameHeader(kind: .batch, seq: 1, sentAt: 0, publishedAt: 0).bytes
+        var bytes = FrameHeader(kind: .batch, seq: 1, sentAt: 0, publishedAt: 0, epoch: 1).bytes
         bytes[2] = 0x80
         bytes[3] = 0x01
         let header = try FrameHeader(decoding: bytes)
@@ -38,10 +40,10 @@ struct FrameHeaderTests {
     @Test(
         "malformed headers are refused with a message that says what was expected",
         arguments: [
-            ([UInt8](repeating: 0, count: 27), "has 27 bytes; expected 28"),
-            ([UInt8](repeating: 0, count: 29), "has 29 bytes; expected 28"),
-            ([2, 1] + [UInt8](repeating: 0, count: 26), "version 2 is not supported; expected 1"),
-            ([1, 9] + [UInt8](repeating: 0, count: 26), "kind 9 is unknown"),
+            ([UInt8](repeating: 0, count: 35), "has 35 bytes; expected 36"),
+            ([UInt8](repeating: 0, count: 28), "has 28 bytes; expected 36"),
+            ([1, 1] + [UInt8](repeating: 0, count: 34), "version 1 is not supported; expected 2"),
+            ([2, 9] + [UInt8](repeating: 0, count: 34), "kind 9 is unknown"),
         ])
     func malformed(bytes: [UInt8], expected: String) {
         #expect {

@@ -12,6 +12,8 @@ struct IngressLoop: SocketLoop {
     let maxMessageBytes: Int
     let highWaterMark: Int32
     let counters: ServiceCounters
+    /// The epoch of this run's streams (rejection headers carry it).
+    let epoch: UInt64
     let bound: BoundEndpoints
     let logger: Logger
 
@@ -71,7 +73,7 @@ struct IngressLoop: SocketLoop {
         }
         return Sockets(
             pull: pull, control: control, workers: pushes,
-            publisher: try Publisher(context: context, counters: counters))
+            publisher: try Publisher(context: context, counters: counters, epoch: epoch))
     }
 
     func run(_ sockets: Sockets) {

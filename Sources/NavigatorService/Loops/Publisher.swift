@@ -16,12 +16,15 @@ import ZeroMQ
 final class Publisher {
     private let socket: Socket
     private let counters: ServiceCounters
+    /// The epoch of this run's streams, in every header.
+    private let epoch: UInt64
     private var header = [UInt8](repeating: 0, count: FrameHeader.size)
     /// Frames waiting for ``flush()``, three per message.
     private var pending: [ZeroMQ.Message] = []
     static let bundleLimit = 64
 
-    init(context: Context, counters: ServiceCounters) throws {
+    init(context: Context, counters: ServiceCounters, epoch: UInt64) throws {
+        self.epoch = epoch
         socket = try Socket(context, type: .push)
         try socket.set(.sendHighWaterMark, 0)  // inproc to egress: never drop, never block on a mark
         try socket.connect(Internal.egress)
@@ -70,7 +73,8 @@ final class Publisher {
         _ topic: String, _ kind: FrameHeader.Kind, _ flags: FrameHeader.Flags, _ seq: UInt64, _ sentAt: Int64,
         _ message: some SwiftProtobuf.Message
     ) throws {
-        let frame = FrameHeader(kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now())
+        let frame = FrameHeader(
+            kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now(), epoch: epoch)
         header.withUnsafeMutableBytes { frame.encode(into: $0) }
         let payload: [UInt8] = try message.serializedBytes()
         pending.append(try ZeroMQ.Message(copying: topic))

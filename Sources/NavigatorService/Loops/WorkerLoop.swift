@@ -34,7 +34,9 @@ struct WorkerLoop: SocketLoop {
         let replies = try Socket(context, type: .push)
         try replies.set(.sendHighWaterMark, 0)
         try replies.connect(Internal.replies)
-        return Sockets(inbox: inbox, replies: replies, publisher: try Publisher(context: context, counters: counters))
+        return Sockets(
+            inbox: inbox, replies: replies,
+            publisher: try Publisher(context: context, counters: counters, epoch: store.epoch))
     }
 
     func run(_ sockets: Sockets) {

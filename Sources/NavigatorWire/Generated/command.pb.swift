@@ -24,14 +24,16 @@
 ///     Session ids never contain "/", so the terminating "/" makes a subscription exact:
 ///     "s/42/" never receives "s/421/". Subscribe to "s/" for every session's batches, "r/" for
 ///     every rejection, "a/" for the whole audit stream.
-///   frame 1: header, 28 bytes, all integers big-endian:
-///     offset 0   uint8   version        1
+///   frame 1: header, 36 bytes, all integers big-endian:
+///     offset 0   uint8   version        2 (version 1, 28 bytes without the epoch, is no longer sent)
 ///     offset 1   uint8   kind           1 = command batch, 2 = rejection, 3 = audit record
 ///     offset 2   uint16  flags          bit 0: the batch is animated; other bits 0
 ///     offset 4   uint64  seq            batches: the session's seq (1, 2, 3, ... no gaps);
 ///                                       rejections and audit: the service's running count per kind
 ///     offset 12  int64   sent_at        the originating intent's sent_at_unix_nanos (0 if none)
 ///     offset 20  int64   published_at   unix nanoseconds when the service published the message
+///     offset 28  uint64  epoch          the epoch seq is numbered in (batches: CommandBatch.epoch);
+///                                       another epoch than the shell's snapshot: resync
 ///     A reader must reject a version it does not know and ignore flag bits it does not know.
 ///     Latency and gap detection need only this frame: no protobuf decoding.
 ///   frame 2: the payload message, protobuf-encoded.

@@ -1,0 +1,178 @@
+import Foundation
+import GRDB
+import Logging
+import NavigatorCore
+import NavigatorTestSupport
+import NavigatorWire
+import SwiftProtobuf
+import Testing
+import ZeroMQ
+
+@testable import NavigatorService
+
+/// Issue 20: nothing a client sends, and no bad luck with the state file, crashes, wedges or
+/// bloats the service.
+@Suite("Hostile input and bad luck")
+struct HostileInputTests {
+    @Test("the sync that emptied a modal's stack now yields exactly the synced tree, and the service goes on")
+    func syncAcrossModals() async throws {
+        try await withService { _, endpoints in
+            let (applied, snapshot, after) = try await onThread {
+                () throws -> (Navigator_V1_Reply, Navigator_V1_Snapshot, Navigator_V1_Reply) in
+                let client = try Client(endpoints)
+                let start = RouteMap.demo.initialTree()
+                let home = start.stack(.tab("home"))![0]
+                // root [a], m1 [b], m2 [c]: client ids, as a shell's own screens.
+                let a = Screen(id: .client(1), ScreenContext("settings"))
+                let b = Screen(id: .client(3), ScreenContext("login"))
+                let c = Screen(id: .client(5), ScreenContext("settings"))
+                let d = Screen(id: .client(6), ScreenContext("login"))
+                func tree(_ m1: Screen, _ m2: Screen) throws -> ScreenTree {
+                    try ScreenTree(
+                        root: .tabs(TabBar(tabs: [Tab(name: "home", stack: [home, a])], selected: "home")),
+                        modals: [
+                            Modal(id: .client(2), style: .sheet, stack: [m1]),
+                            Modal(id: .client(4), style: .sheet, stack: [m2]),
+                        ])
+                }
+                _ = try client.request(.clientEvent(.init(.sync(try tree(b, c)), session: "y")))
+                let applied = try client.request(.clientEvent(.init(.sync(try tree(c, d)), session: "y")))
+                let snapshot = try client.request(.snapshot(.with { $0.session = "y" })).snapshot
+                let after = try client.request(
+                    .intent(wireIntent("after", [ScreenContext("chat", ["conversationId": "1"])], session: "y")))
+                return (applied, snapshot, after)
+            }
+            #expect(applied.eventApplied.seq == 2, "\(applied)")
+            let tree = try snapshot.tree.core()
+            #expect(tree.modals.map { $0.stack.map(\.id) } == [[.client(5)], [.client(6)]])
+            #expect(after.resolved.batch.seq == 3)
+        }
+    }
+
+    @Test("ids at the edge: a synced service id the service never issued is refused, the session unharmed")
+    func edgeIDs() async throws {
+        try await withService { _, endpoints in
+            let (refused, after) = try await onThread { () throws -> (Navigator_V1_Reply, Navigator_V1_Reply) in
+                let client = try Client(endpoints)
+                let big = try ScreenTree(
+                    root: .stack([Screen(id: NodeID(rawValue: NodeID.clientBit - 1), ScreenContext("home"))]))
+                let refused = try client.request(.clientEvent(.init(.sync(big), session: "e")))
+                let after = try client.request(
+                    .intent(wireIntent("e1", [ScreenContext("chat", ["conversationId": "1"])], session: "e")))
+                return (refused, after)
+            }
+            #expect(refused.rejected.code == .invalidEvent)
+            #expect(refused.rejected.message.contains("never issued"))
+            #expect(after.resolved.batch.seq == 1)
+        }
+    }
+
+    @Test("rejected intents and events create no session: junk to random sessions leaves nothing behind")
+    func rejectedCreatesNothing() async throws {
+        try await withService { _, endpoints in
+            let stats = try await onThread { () throws -> Navigator_V1_Stats in
+                let client = try Client(endpoints)
+                let rejections = try client.subscribe("r/")
+                for index in 0..<200 {
+                    try client.send(wireIntent("j\(index)", [ScreenContext("nowhere")]), session: "junk-\(index)")
+                }
+                _ = try client.request(.clientEvent(.init(.poppedTo(99), session: "junk-event")))
+                _ = try client.request(.clientEvent(.init(.ready, session: "junk-ready")))
+                for _ in 0..<200 { _ = try rejections.nextPublished() }
+                return try client.request(.stats(.init())).stats
+            }
+            #expect(stats.sessions == 0)
+            #expect(stats.rejectionsByCode["unknown_screen"] == 200)
+        }
+    }
+
+    @Test("beyond maxSessions a new session is refused; existing ones go on")
+    func sessionLimit() async throws {
+        try await withService({ $0.maxSessions = 2 }) { _, endpoints in
+            let replies = try await onThread { () throws -> [Navigator_V1_Reply] in
+                let client = try Client(endpoints)
+                return try ["a", "b", "c", "a"].enumerated().map { index, session in
+                    try client.request(
+                        .intent(wireIntent("m\(index)", [ScreenContext("settings")], session: session)))
+                }
+            }
+            #expect(replies.map { $0.rejected.code } == [.unspecified, .unspecified, .limitExceeded, .unspecified])
+            #expect(replies[2].rejected.message.contains("maxSessions"))
+        }
+    }
+
+    @Test("sessions that do not load are quarantined with the reason; the service starts with the rest")
+    func quarantine() async throws {
+        let directory = temporaryDirectory("navquar")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let file = try StateFile(directory: directory.path)
+            // A good row, a row of garbage, and a well-formed record whose tree breaks the
+            // invariant (a modal with an empty stack), all written by hand.
+            let good =
+                try Navigator_V1_StoredSession(
+                    SessionState(tree: RouteMap.demo.initialTree()), seq: 4
+                ).serializedBytes() as [UInt8]
+            var broken = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 2)
+            broken.tree.modals = [.with { $0.id = 9 }]
+            try file.write([
+                ("good", 4, good), ("garbage", 1, [0xFF, 0x01, 0x02]), ("broken", 2, try broken.serializedBytes()),
+            ])
+        }
+        var configuration = TestService.configuration(dataDirectory: directory)
+        configuration.metricsAddress = "127.0.0.1:0"
+        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("quarantine"))
+        #expect(server.quarantinedSessions == 2)
+        try await server.start()
+        let metrics = server.respond(to: "/metrics")
+        await server.stop()
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains("navigator_sessions_quarantined 2"))
+        let reasons = try Self.quarantined(directory.appendingPathComponent("navigator.sqlite").path)
+        #expect(reasons.map(\.0) == ["broken", "garbage"])
+        #expect(reasons[0].1.contains("modal #9 has an empty stack"))
+        // A second start finds nothing more to quarantine and keeps the good session.
+        let again = try NavigatorServer(configuration: configuration, logger: TestService.logger("quarantine"))
+        #expect(again.quarantinedSessions == 2)
+        #expect(again.store.sessionCount == 1)
+    }
+
+    static func quarantined(_ path: String) throws -> [(String, String)] {
+        try DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "SELECT id, reason FROM quarantine ORDER BY id").map {
+                ($0["id"] as String, $0["reason"] as String)
+            }
+        }
+    }
+
+    @Test("a locked state file: the reply says UNAVAILABLE (not INTERNAL); a retry once it is free is a duplicate")
+    func lockedStateFile() async throws {
+        let directory = temporaryDirectory("navlock")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withService(dataDirectory: directory) { _, endpoints in
+            let path = directory.appendingPathComponent("navigator.sqlite").path
+            let (locked, retried) = try await onThread { () throws -> (Navigator_V1_Reply, Navigator_V1_Reply) in
+                let client = try Client(endpoints)
+                let holder = try DatabaseQueue(path: path)
+                let intent = wireIntent("L1", [ScreenContext("settings")], session: "lk")
+                let locked = try holder.inDatabase { db in
+                    try db.execute(sql: "BEGIN EXCLUSIVE")
+                    defer { try? db.execute(sql: "ROLLBACK") }
+                    return try client.request(.intent(intent))
+                }
+                return (locked, try client.request(.intent(intent)))
+            }
+            #expect(locked.rejected.code == .unavailable, "\(locked)")
+            #expect(locked.rejected.message.contains("applied and published but is not yet durable"))
+            #expect(retried.ignored.reason == "duplicate intent id L1")
+        }
+    }
+
+    @Test("client text in logs: control characters escaped, long text cut")
+    func logText() {
+        #expect(LogText("a\nb\r\tc\u{1B}[31m\\").description == #"a\nb\r\tc\u{1B}[31m\\"#)
+        #expect(LogText("line\u{2028}sep").description == #"line\u{2028}sep"#)
+        let long = LogText(String(repeating: "x", count: 60_000)).description
+        #expect(long.utf8.count < LogText.limit + 40)
+        #expect(long.hasSuffix("…(60000 bytes in all)"))
+    }
+}
