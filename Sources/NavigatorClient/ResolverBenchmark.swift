@@ -97,6 +97,7 @@ public struct ResolverBenchmark: Sendable {
         case .ignored: "ignored"
         case .parked(.blocked, _): "parked (blocked)"
         case .parked(.guardUnmet, _): "parked (guard)"
+        case .parked(.notReady, _): "parked (not ready)"
         case .rejected: "rejected"
         }
     }

@@ -15,6 +15,7 @@ extension Navigator_V1_Intent {
         ttlMs = intent.ttlMilliseconds
         sentAtUnixNanos = intent.sentAt
         setConditions = intent.setConditions
+        waitForReady = intent.waitForReady
     }
 
     /// The intent as NavigatorCore sees it. `session` overrides the message's session (the session
@@ -31,7 +32,8 @@ extension Navigator_V1_Intent {
         let target: Intent.Target = url.isEmpty ? .path(path.map(\.core)) : .url(url)
         return Intent(
             id: id, session: frame ?? session, target: target, animated: hasAnimated ? animated : true, source: source,
-            priority: priority.core, ttlMilliseconds: ttlMs, sentAt: sentAtUnixNanos, setConditions: setConditions)
+            priority: priority.core, ttlMilliseconds: ttlMs, sentAt: sentAtUnixNanos, setConditions: setConditions,
+            waitForReady: waitForReady)
     }
 }
 
@@ -61,6 +63,7 @@ extension Navigator_V1_ClientEvent {
         self.epoch = epoch
         switch event {
         case .ready: ready = .init()
+        case .suspended: suspended = .init()
         case .poppedTo(let id): poppedTo = .with { $0.screenID = id.rawValue }
         case .dismissedTo(let id): dismissedTo = .with { $0.modalID = id?.rawValue ?? 0 }
         case .tabSelected(let name): tabSelected = .with { $0.tab = name }
@@ -89,6 +92,7 @@ extension Navigator_V1_ClientEvent {
     private func decoded() throws(WireError) -> ClientEvent {
         switch kind {
         case .ready: return .ready
+        case .suspended: return .suspended
         case .poppedTo(let value): return .poppedTo(NodeID(rawValue: value.screenID))
         case .dismissedTo(let value): return .dismissedTo(value.modalID == 0 ? nil : NodeID(rawValue: value.modalID))
         case .tabSelected(let value): return .tabSelected(value.tab)
@@ -103,7 +107,7 @@ extension Navigator_V1_ClientEvent {
         case nil:
             throw WireError(
                 .malformed,
-                "client event has no kind set; expected ready, popped_to, dismissed_to, tab_selected, pushed, presented, sync, ack or conditions"
+                "client event has no kind set; expected ready, suspended, popped_to, dismissed_to, tab_selected, pushed, presented, sync, ack or conditions"
             )
         }
     }

@@ -11,6 +11,16 @@ extension Navigator_V1_StoredSession {
         if includeParked { parked = state.parked.map(Navigator_V1_StoredParkedIntent.init) }
         recentIntentIds = state.recentIntentIDs
         lastServiceSeq = state.lastServiceSeq
+        shellReady = state.shellReady
+        recentlyExpired = state.recentlyExpired.map { expired in
+            .with {
+                $0.intentID = expired.intentID
+                $0.source = expired.source
+                $0.reason = expired.reason
+                $0.parkedAtUnixNanos = expired.parkedAt
+                $0.expiredAtUnixNanos = expired.expiredAt
+            }
+        }
     }
 
     /// The `parked` field (4) of a `StoredSession` holding `parked`, encoded on its own: appended
@@ -38,7 +48,12 @@ extension Navigator_V1_StoredSession {
         for (index, stored) in parked.enumerated() { list.append(try stored.core("parked[\(index)]")) }
         let state = SessionState(
             tree: try tree.core("tree"), conditions: conditions, parked: list, recentIntentIDs: recentIntentIds,
-            lastServiceSeq: lastServiceSeq)
+            lastServiceSeq: lastServiceSeq, shellReady: shellReady,
+            recentlyExpired: recentlyExpired.map {
+                ExpiredIntent(
+                    intentID: $0.intentID, source: $0.source, reason: $0.reason, parkedAt: $0.parkedAtUnixNanos,
+                    expiredAt: $0.expiredAtUnixNanos)
+            })
         return (state, seq)
     }
 }
@@ -53,6 +68,8 @@ extension Navigator_V1_StoredParkedIntent {
                 $0.condition = condition
                 $0.redirect = redirect
             }
+        case .notReady:
+            notReady = .init()
         case .blocked(let id, let screen):
             blocked = .with {
                 $0.modalID = id.rawValue
@@ -68,6 +85,7 @@ extension Navigator_V1_StoredParkedIntent {
         switch self.reason {
         case .guardUnmet(let value): reason = .guardUnmet(condition: value.condition, redirect: value.redirect)
         case .blocked(let value): reason = .blocked(by: NodeID(rawValue: value.modalID), screen: value.screen)
+        case .notReady: reason = .notReady
         case nil: throw WireError(.malformed, "\(field) has no reason")
         }
         return ParkedIntent(

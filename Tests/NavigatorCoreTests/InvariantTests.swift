@@ -283,3 +283,54 @@ struct SessionLimitTests {
         }
     }
 }
+
+@Suite("Ready: intents held until the shell is ready")
+struct ReadyTests {
+    func deepLink(_ id: String, ttl: UInt32 = 0) -> Intent {
+        var intent = Intent.show(ScreenContext("chat", ["conversationId": "42"]), id: id)
+        intent.waitForReady = true
+        intent.ttlMilliseconds = ttl
+        return intent
+    }
+
+    @Test("a deep link waits for Ready, is released by it, and later ones go at once")
+    func heldUntilReady() throws {
+        var session = Harness()
+        let held = session.send(deepLink("d1"))
+        #expect(held.outcome == .parked(.notReady, redirect: []))
+        #expect(session.state.tree == RouteMap.demo.initialTree())
+        let ready = session.event(.ready)
+        #expect(ready.released.map(\.intent.id) == ["d1"])
+        #expect(session.state.tree.top.context == ScreenContext("chat", ["conversationId": "42"]))
+        // Ready already: nothing waits.
+        var next = Intent.show(ScreenContext("settings"), id: "d2")
+        next.waitForReady = true
+        guard case .resolved = session.send(next).outcome else {
+            Issue.record("expected resolved")
+            return
+        }
+    }
+
+    @Test("an app that starts over (authoritative sync) or suspends is not ready until its next Ready")
+    func startingOver() throws {
+        var session = Harness()
+        _ = session.event(.ready)
+        let result = session.resolver.apply(
+            .sync(RouteMap.demo.initialTree()), to: &session.state, now: session.now, authoritative: true)
+        #expect(result.error == nil)
+        #expect(session.send(deepLink("s1")).outcome == .parked(.notReady, redirect: []))
+        #expect(session.event(.ready).released.map(\.intent.id) == ["s1"])
+        _ = session.event(.suspended)
+        #expect(session.send(deepLink("s2")).outcome == .parked(.notReady, redirect: []))
+        #expect(session.event(.ready).released.map(\.intent.id) == ["s2"])
+    }
+
+    @Test("a held intent expires after its time to live if no shell gets ready")
+    func expires() throws {
+        var session = Harness()
+        _ = session.send(deepLink("e1", ttl: 5))
+        let expired = session.resolver.expire(&session.state, now: session.now + 10_000_000)
+        #expect(expired.map(\.intent.id) == ["e1"])
+        #expect(expired.first?.reason == .notReady)
+    }
+}

@@ -1,10 +1,11 @@
 import Foundation
 import NavigatorClient
 import NavigatorCore
-import NavigatorService
 import NavigatorWire
 import Synchronization
 import Testing
+
+@testable import NavigatorService
 
 /// Issue 12: a shell following the README's Clone pattern ends with the service's tree, across
 /// crashes, restarts and stale events.
@@ -198,5 +199,66 @@ struct MirrorTests {
             #expect(applied.eventApplied.seq == 3)
             #expect(echoOnly.eventApplied.seq == 4)
         }
+    }
+}
+
+@Suite("Ready over the wire")
+struct ReadyWireTests {
+    @Test("an intent with wait_for_ready is parked until the shell's Ready, then its batch is published")
+    func readyHoldsAnIntent() async throws {
+        try await withService { _, endpoints in
+            let (parked, applied, batch) = try await onThread {
+                () throws -> (Navigator_V1_Reply, Navigator_V1_Reply, Navigator_V1_CommandBatch) in
+                let client = try Client(endpoints)
+                let sub = try client.subscribe("s/app/")
+                var intent = wireIntent("deep", [ScreenContext("chat", ["conversationId": "42"])], session: "app")
+                intent.waitForReady = true
+                let parked = try client.request(.intent(intent))
+                let applied = try client.request(.clientEvent(.init(.ready, session: "app")))
+                return (parked, applied, try sub.nextPublished().batch)
+            }
+            #expect(parked.parked.reason == "waiting for the shell to be ready")
+            #expect(applied.eventApplied.releasedIntentIds == ["deep"])
+            #expect(batch.intentID == "deep" && batch.cause == .release && batch.seq == 1)
+        }
+    }
+}
+
+@Suite("Expired while down")
+struct ExpiredWhileDownTests {
+    @Test("an intent that expires while navigatord is stopped is in the snapshot after the restart")
+    func expiredWhileDown() async throws {
+        let directory = temporaryDirectory("navexp")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withService(dataDirectory: directory) { _, endpoints in
+            let parked = try await onThread {
+                try Client(endpoints).request(
+                    .intent(wireIntent("x1", [ScreenContext("editProfile")], session: "x", ttl: 300)))
+            }
+            #expect(parked.parked.reason.contains("authenticated"))
+        }
+        try await Task.sleep(for: .milliseconds(400))  // the ttl runs out while the service is down
+        try await withService(dataDirectory: directory) { _, endpoints in
+            let snapshot = try await onThread { () throws -> Navigator_V1_Snapshot in
+                let client = try Client(endpoints)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while true {
+                    let snapshot = try client.request(.snapshot(.with { $0.session = "x" })).snapshot
+                    if !snapshot.recentlyExpired.isEmpty || ContinuousClock.now > deadline { return snapshot }
+                }
+            }
+            #expect(snapshot.parked.isEmpty)
+            let expired = try #require(snapshot.recentlyExpired.first)
+            #expect(expired.intentID == "x1" && expired.code == .expired)
+            #expect(expired.message.contains("waiting for authenticated"))
+            #expect(expired.message.contains("expired at 20"))  // an ISO 8601 time, not nanoseconds
+        }
+    }
+
+    @Test("times in messages read as ISO 8601 and seconds")
+    func timeText() {
+        #expect(TimeText.iso8601(1_700_000_000_123_000_000) == "2023-11-14T22:13:20.123Z")
+        #expect(TimeText.iso8601(0) == "1970-01-01T00:00:00.000Z")
+        #expect(TimeText.seconds(3_250_000_000) == "3.2 s")
     }
 }

@@ -32,12 +32,15 @@ public struct Intent: Hashable, Sendable, Codable {
     public var sentAt: Int64
     /// Session conditions to set before resolving.
     public var setConditions: [String: Bool]
+    /// Wait (parked, within the time to live) until the session's shell is ready.
+    public var waitForReady: Bool
 
     public init(
         id: String, session: String, target: Target, animated: Bool = true, source: String = "",
         priority: Priority = .normal, ttlMilliseconds: UInt32 = 0, sentAt: Int64 = 0,
-        setConditions: [String: Bool] = [:]
+        setConditions: [String: Bool] = [:], waitForReady: Bool = false
     ) {
+        self.waitForReady = waitForReady
         self.id = id
         self.session = session
         self.target = target
@@ -59,8 +62,10 @@ public struct Intent: Hashable, Sendable, Codable {
 
 /// What a client shell reports about its own tree.
 public enum ClientEvent: Hashable, Sendable, Codable {
-    /// The shell is up; parked intents are looked at again.
+    /// The shell is up: intents waiting for a ready shell go.
     case ready
+    /// The shell goes away or starts over: intents that wait for a ready shell wait again.
+    case suspended
     /// The user went back to this screen.
     case poppedTo(NodeID)
     /// The user dismissed modals down to this one (`nil`: all).

@@ -44,7 +44,7 @@ public struct ExplanationStep: Hashable, Sendable, Codable, CustomStringConverti
         case alreadyShown = "already-shown"
         case switcher, blocking, transition
         case backStack = "back-stack"
-        case path, release, expiry, event
+        case path, release, expiry, event, ready
     }
 
     public var step: Step

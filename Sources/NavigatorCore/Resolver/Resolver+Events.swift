@@ -2,11 +2,23 @@ extension Resolver {
     /// Applies what a client shell reports. The tree changes through the same commands the
     /// event stands for (returned as `echo`, for the session's other shells); parked intents the
     /// change unblocks are released. A refused event leaves `state` as it was.
-    public func apply(_ event: ClientEvent, to state: inout SessionState, now: Int64) -> EventResolution {
+    ///
+    /// `authoritative`: a sync made without a position (an app that started over), which also
+    /// makes the shell not ready until its next `ready`.
+    public func apply(_ event: ClientEvent, to state: inout SessionState, now: Int64, authoritative: Bool = false)
+        -> EventResolution
+    {
         let echo: [Command]
         var conditions: [String: Bool] = [:]
+        var readiness: Bool? = nil
         switch event {
-        case .ready, .ack:
+        case .ready:
+            echo = []
+            readiness = true
+        case .suspended:
+            echo = []
+            readiness = false
+        case .ack:
             echo = []
         case .poppedTo(let id):
             echo = [.popTo(id)]
@@ -36,6 +48,7 @@ extension Resolver {
                 )
             }
             echo = state.tree.commands(to: tree)
+            if authoritative { readiness = false }  // an app that started over is not ready yet
         case .conditions(let set):
             if let problem = conditionsProblem(set, in: state) {
                 return EventResolution(echo: [], released: [], error: problem)
@@ -54,7 +67,9 @@ extension Resolver {
         }
         let conditionsChanged = conditions.contains { state.conditions[$0.key] != $0.value }
         if conditionsChanged { state.conditions.merge(conditions) { _, new in new } }
-        let changed = conditionsChanged || state.tree.version != version || event == .ready
+        let readinessChanged = readiness.map { $0 != state.shellReady } ?? false
+        if let readiness { state.shellReady = readiness }
+        let changed = conditionsChanged || state.tree.version != version || readinessChanged
         guard changed, !state.parked.isEmpty else { return EventResolution(echo: echo, released: [], error: nil) }
         return EventResolution(echo: echo, released: release(in: &state, now: now), error: nil)
     }
@@ -74,7 +89,7 @@ extension Resolver {
         currentEpoch: UInt64
     ) -> ResolveError? {
         switch event {
-        case .ready, .ack, .conditions: return nil
+        case .ready, .suspended, .ack, .conditions: return nil
         case .sync where lastSeq == 0 && epoch == 0: return nil
         default: break
         }
@@ -108,6 +123,7 @@ extension Resolver {
             switch parked.reason {
             case .blocked(let blocker, _): return state.tree.modalIndex(blocker) == nil
             case .guardUnmet(let condition, _): return state.isMet(condition)
+            case .notReady: return state.shellReady
             }
         }
         // Most changes release nothing: find that out without copying or sorting the list.
@@ -141,6 +157,14 @@ extension Resolver {
             let excess = state.parked.count - options.maxParked
             expired += state.parked.prefix(excess)
             state.parked.removeFirst(excess)
+        }
+        state.recentlyExpired += expired.map {
+            ExpiredIntent(
+                intentID: $0.intent.id, source: $0.intent.source, reason: $0.reason.description, parkedAt: $0.parkedAt,
+                expiredAt: now)
+        }
+        if state.recentlyExpired.count > ExpiredIntent.kept {
+            state.recentlyExpired.removeFirst(state.recentlyExpired.count - ExpiredIntent.kept)
         }
         return expired
     }

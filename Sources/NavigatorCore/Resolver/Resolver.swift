@@ -130,6 +130,17 @@ public struct Resolver: Sendable {
             Resolution(intent: intent, outcome: outcome, explanation: steps, released: [])
         }
 
+        // Waiting for a ready shell (a deep link while the app starts).
+        if intent.waitForReady && !state.shellReady {
+            if parked == nil, let full = parkingFull(state) {
+                steps.append(.init(.ready, full.message, decisive: true))
+                return finish(.rejected(full))
+            }
+            steps.append(.init(.ready, "the session's shell is not ready; the intent waits for it", decisive: true))
+            state.park(intent, reason: .notReady, now: now, previous: parked, options: options)
+            return finish(.parked(.notReady, redirect: []))
+        }
+
         // 3. Guards.
         for element in path {
             guard let guardSpec = map.screens[element.screen]?.guardCondition, !state.isMet(guardSpec.condition) else {

@@ -12,11 +12,19 @@ public struct SessionState: Hashable, Sendable, Codable {
     /// a release, a guard's redirect): a shell whose last seq is older has not seen it, so its
     /// tree events are stale (``Resolver/staleness(of:lastSeq:epoch:session:seq:currentEpoch:)``).
     public var lastServiceSeq: UInt64
+    /// Whether the session's shell said it is ready (and has not started over since).
+    public internal(set) var shellReady: Bool
+    /// The last parked intents that expired, oldest first (at most
+    /// ``ExpiredIntent/kept``): shells that were not there when they expired can see them.
+    public internal(set) var recentlyExpired: [ExpiredIntent]
 
     public init(
         tree: ScreenTree, conditions: [String: Bool] = [:], parked: [ParkedIntent] = [],
-        recentIntentIDs: [String: Int64] = [:], lastServiceSeq: UInt64 = 0
+        recentIntentIDs: [String: Int64] = [:], lastServiceSeq: UInt64 = 0, shellReady: Bool = false,
+        recentlyExpired: [ExpiredIntent] = []
     ) {
+        self.recentlyExpired = recentlyExpired
+        self.shellReady = shellReady
         self.tree = tree
         self.conditions = conditions
         self.parked = parked
@@ -34,6 +42,27 @@ public struct SessionState: Hashable, Sendable, Codable {
             let keep = recentIntentIDs.sorted { $0.value > $1.value }.prefix(capacity / 2)
             recentIntentIDs = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
         }
+    }
+}
+
+/// A parked intent that expired before it could be shown.
+public struct ExpiredIntent: Hashable, Sendable, Codable {
+    /// How many a session keeps.
+    public static let kept = 8
+
+    public var intentID: String
+    public var source: String
+    /// Why it waited.
+    public var reason: String
+    public var parkedAt: Int64
+    public var expiredAt: Int64
+
+    public init(intentID: String, source: String, reason: String, parkedAt: Int64, expiredAt: Int64) {
+        self.intentID = intentID
+        self.source = source
+        self.reason = reason
+        self.parkedAt = parkedAt
+        self.expiredAt = expiredAt
     }
 }
 
@@ -59,9 +88,12 @@ public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
     case guardUnmet(condition: String, redirect: String)
     /// Reaching the target would dismiss or cover a blocking modal.
     case blocked(by: NodeID, screen: String)
+    /// The intent waits for the session's shell to say it is ready.
+    case notReady
 
     public var description: String {
         switch self {
+        case .notReady: "waiting for the shell to be ready"
         case .guardUnmet(let condition, let redirect): "waiting for \(condition) (showing \(redirect))"
         case .blocked(let id, let screen): "blocked by \(screen)\(id)"
         }

@@ -250,6 +250,16 @@ struct RequestsLoop: SocketLoop {
                 $0.epoch = store.epoch
                 $0.tree = .init(record.state.tree)
                 $0.conditions = record.state.conditions
+                $0.recentlyExpired = record.state.recentlyExpired.map { expired in
+                    .with {
+                        $0.session = session
+                        $0.intentID = expired.intentID
+                        $0.source = expired.source
+                        $0.code = .expired
+                        $0.message = expired.rejectionMessage
+                        $0.atUnixNanos = expired.expiredAt
+                    }
+                }
                 $0.parked = record.state.parked.map { parked in
                     .with {
                         $0.intent = .init(parked.intent)

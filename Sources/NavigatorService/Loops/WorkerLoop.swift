@@ -399,7 +399,8 @@ struct WorkerLoop: SocketLoop {
                 return (EventResolution(echo: [], released: [], error: stale), [], record.seq, record.state.parked)
             }
             let before = record.state.tree
-            let result = resolver.apply(event, to: &record.state, now: now)
+            let result = resolver.apply(
+                event, to: &record.state, now: now, authoritative: wire.lastSeq == 0 && wire.epoch == 0)
             guard result.error == nil else { return (result, [], record.seq, record.state.parked) }
             let batches = Self.batches(
                 session: wire.session, epoch: epoch, resolution: nil, echo: result.echo, released: result.released,
@@ -448,8 +449,10 @@ struct WorkerLoop: SocketLoop {
             for parked in expired {
                 counters.expired.add()
                 counters.count(.expired)
-                let message =
-                    "intent waited longer than its time to live (\(parked.reason)); expected the blocker to go or the condition to hold before \(parked.expiresAt)"
+                let message = ExpiredIntent(
+                    intentID: parked.intent.id, source: parked.intent.source, reason: parked.reason.description,
+                    parkedAt: parked.parkedAt, expiredAt: now
+                ).rejectionMessage
                 try sockets.publisher.rejection(
                     session: session, intentID: parked.intent.id, source: parked.intent.source, code: .expired,
                     message: message,

@@ -110,6 +110,14 @@ public nonisolated struct Navigator_V1_ClientEvent: Sendable {
     set {kind = .conditions(newValue)}
   }
 
+  public var suspended: Navigator_V1_ClientEvent.Suspended {
+    get {
+      if case .suspended(let v)? = kind {return v}
+      return Navigator_V1_ClientEvent.Suspended()
+    }
+    set {kind = .suspended(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -122,11 +130,25 @@ public nonisolated struct Navigator_V1_ClientEvent: Sendable {
     case sync(Navigator_V1_ClientEvent.Sync)
     case ack(Navigator_V1_ClientEvent.Ack)
     case conditions(Navigator_V1_ClientEvent.Conditions)
+    case suspended(Navigator_V1_ClientEvent.Suspended)
 
   }
 
-  /// The shell is up and showing its tree; intents parked until then are released.
+  /// The shell is up and showing its tree: intents waiting for a ready shell (Intent.wait_for_ready)
+  /// are released, and later ones no longer wait.
   public nonisolated struct Ready: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  /// The shell goes away or starts over (app backgrounded, closing): intents with wait_for_ready
+  /// wait again until the next Ready. An authoritative Sync (last_seq 0, epoch 0) does the same.
+  public nonisolated struct Suspended: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
     // methods supported on all messages.
@@ -286,7 +308,7 @@ fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
 nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClientEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{3}last_seq\0\u{1}epoch\0\u{2}\u{7}ready\0\u{3}popped_to\0\u{3}dismissed_to\0\u{3}tab_selected\0\u{1}pushed\0\u{1}presented\0\u{1}sync\0\u{1}ack\0\u{1}conditions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{3}last_seq\0\u{1}epoch\0\u{2}\u{7}ready\0\u{3}popped_to\0\u{3}dismissed_to\0\u{3}tab_selected\0\u{1}pushed\0\u{1}presented\0\u{1}sync\0\u{1}ack\0\u{1}conditions\0\u{1}suspended\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -414,6 +436,19 @@ nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProt
           self.kind = .conditions(v)
         }
       }()
+      case 19: try {
+        var v: Navigator_V1_ClientEvent.Suspended?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .suspended(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .suspended(v)
+        }
+      }()
       default: break
       }
     }
@@ -470,6 +505,10 @@ nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProt
       guard case .conditions(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
+    case .suspended?: try {
+      guard case .suspended(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -499,6 +538,25 @@ nonisolated extension Navigator_V1_ClientEvent.Ready: SwiftProtobuf.Message, Swi
   }
 
   public static func ==(lhs: Navigator_V1_ClientEvent.Ready, rhs: Navigator_V1_ClientEvent.Ready) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_ClientEvent.Suspended: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Navigator_V1_ClientEvent.protoMessageName + ".Suspended"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_ClientEvent.Suspended, rhs: Navigator_V1_ClientEvent.Suspended) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

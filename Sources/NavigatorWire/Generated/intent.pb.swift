@@ -122,6 +122,11 @@ public nonisolated struct Navigator_V1_Intent: Sendable {
   /// Session conditions to set before resolving (for example authenticated=true).
   public var setConditions: Dictionary<String,Bool> = [:]
 
+  /// Wait (parked, within ttl_ms) until the session's shell is ready: it sent ClientEvent.Ready,
+  /// and has not started over since (an authoritative Sync, or Suspended). For deep links that
+  /// arrive while the app is still starting. A new session has no ready shell.
+  public var waitForReady: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -139,7 +144,7 @@ nonisolated extension Navigator_V1_Priority: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Intent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}session\0\u{1}path\0\u{1}url\0\u{1}animated\0\u{1}source\0\u{1}priority\0\u{3}ttl_ms\0\u{3}sent_at_unix_nanos\0\u{3}set_conditions\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}session\0\u{1}path\0\u{1}url\0\u{1}animated\0\u{1}source\0\u{1}priority\0\u{3}ttl_ms\0\u{3}sent_at_unix_nanos\0\u{3}set_conditions\0\u{3}wait_for_ready\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -157,6 +162,7 @@ nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf.
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.ttlMs) }()
       case 9: try { try decoder.decodeSingularInt64Field(value: &self.sentAtUnixNanos) }()
       case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufBool>.self, value: &self.setConditions) }()
+      case 11: try { try decoder.decodeSingularBoolField(value: &self.waitForReady) }()
       default: break
       }
     }
@@ -197,6 +203,9 @@ nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf.
     if !self.setConditions.isEmpty {
       try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufBool>.self, value: self.setConditions, fieldNumber: 10)
     }
+    if self.waitForReady != false {
+      try visitor.visitSingularBoolField(value: self.waitForReady, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -211,6 +220,7 @@ nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.ttlMs != rhs.ttlMs {return false}
     if lhs.sentAtUnixNanos != rhs.sentAtUnixNanos {return false}
     if lhs.setConditions != rhs.setConditions {return false}
+    if lhs.waitForReady != rhs.waitForReady {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -749,6 +749,12 @@ public nonisolated struct Navigator_V1_Snapshot: Sendable {
 
   public var parked: [Navigator_V1_ParkedIntent] = []
 
+  /// The last parked intents of the session that expired (at most 8, oldest first), each as the
+  /// Rejection (code EXPIRED) that was published for it: one that expired while no shell was
+  /// subscribed (or while navigatord was stopped, reported just after its restart) is still
+  /// seen here.
+  public var recentlyExpired: [Navigator_V1_Rejection] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1666,7 +1672,7 @@ nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Snapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{1}epoch\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{1}epoch\0\u{3}recently_expired\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1680,6 +1686,7 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
       case 4: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufBool>.self, value: &self.conditions) }()
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.parked) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
+      case 7: try { try decoder.decodeRepeatedMessageField(value: &self.recentlyExpired) }()
       default: break
       }
     }
@@ -1708,6 +1715,9 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
     if self.epoch != 0 {
       try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 6)
     }
+    if !self.recentlyExpired.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.recentlyExpired, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1718,6 +1728,7 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
     if lhs._tree != rhs._tree {return false}
     if lhs.conditions != rhs.conditions {return false}
     if lhs.parked != rhs.parked {return false}
+    if lhs.recentlyExpired != rhs.recentlyExpired {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

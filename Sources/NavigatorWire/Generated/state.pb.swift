@@ -52,11 +52,38 @@ public nonisolated struct Navigator_V1_StoredSession: Sendable {
   /// seq is stale (ClientEvent.last_seq).
   public var lastServiceSeq: UInt64 = 0
 
+  /// Whether the session's shell said Ready (and has not started over since).
+  public var shellReady: Bool = false
+
+  /// The last parked intents that expired, oldest first (at most 8).
+  public var recentlyExpired: [Navigator_V1_StoredExpiredIntent] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _tree: Navigator_V1_ScreenTree? = nil
+}
+
+public nonisolated struct Navigator_V1_StoredExpiredIntent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var intentID: String = String()
+
+  public var source: String = String()
+
+  /// Why it waited, for people ("blocked by incomingCall#6").
+  public var reason: String = String()
+
+  public var parkedAtUnixNanos: Int64 = 0
+
+  public var expiredAtUnixNanos: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct Navigator_V1_StoredParkedIntent: Sendable {
@@ -92,6 +119,14 @@ public nonisolated struct Navigator_V1_StoredParkedIntent: Sendable {
     set {reason = .blocked(newValue)}
   }
 
+  public var notReady: Navigator_V1_StoredParkedIntent.NotReadyReason {
+    get {
+      if case .notReady(let v)? = reason {return v}
+      return Navigator_V1_StoredParkedIntent.NotReadyReason()
+    }
+    set {reason = .notReady(newValue)}
+  }
+
   public var parkedAtUnixNanos: Int64 = 0
 
   public var expiresAtUnixNanos: Int64 = 0
@@ -101,6 +136,7 @@ public nonisolated struct Navigator_V1_StoredParkedIntent: Sendable {
   public nonisolated enum OneOf_Reason: Equatable, Sendable {
     case guardUnmet(Navigator_V1_StoredParkedIntent.GuardReason)
     case blocked(Navigator_V1_StoredParkedIntent.BlockedReason)
+    case notReady(Navigator_V1_StoredParkedIntent.NotReadyReason)
 
   }
 
@@ -112,6 +148,16 @@ public nonisolated struct Navigator_V1_StoredParkedIntent: Sendable {
     public var condition: String = String()
 
     public var redirect: String = String()
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public nonisolated struct NotReadyReason: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
 
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -143,7 +189,7 @@ fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
 nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredSession"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0\u{3}shell_ready\0\u{3}recently_expired\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -157,6 +203,8 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
       case 4: try { try decoder.decodeRepeatedMessageField(value: &self.parked) }()
       case 5: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufInt64>.self, value: &self.recentIntentIds) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.lastServiceSeq) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.shellReady) }()
+      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.recentlyExpired) }()
       default: break
       }
     }
@@ -185,6 +233,12 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if self.lastServiceSeq != 0 {
       try visitor.visitSingularUInt64Field(value: self.lastServiceSeq, fieldNumber: 6)
     }
+    if self.shellReady != false {
+      try visitor.visitSingularBoolField(value: self.shellReady, fieldNumber: 7)
+    }
+    if !self.recentlyExpired.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.recentlyExpired, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -195,6 +249,58 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if lhs.parked != rhs.parked {return false}
     if lhs.recentIntentIds != rhs.recentIntentIds {return false}
     if lhs.lastServiceSeq != rhs.lastServiceSeq {return false}
+    if lhs.shellReady != rhs.shellReady {return false}
+    if lhs.recentlyExpired != rhs.recentlyExpired {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_StoredExpiredIntent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StoredExpiredIntent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}intent_id\0\u{1}source\0\u{1}reason\0\u{3}parked_at_unix_nanos\0\u{3}expired_at_unix_nanos\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.intentID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.parkedAtUnixNanos) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.expiredAtUnixNanos) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.intentID.isEmpty {
+      try visitor.visitSingularStringField(value: self.intentID, fieldNumber: 1)
+    }
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 2)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 3)
+    }
+    if self.parkedAtUnixNanos != 0 {
+      try visitor.visitSingularInt64Field(value: self.parkedAtUnixNanos, fieldNumber: 4)
+    }
+    if self.expiredAtUnixNanos != 0 {
+      try visitor.visitSingularInt64Field(value: self.expiredAtUnixNanos, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_StoredExpiredIntent, rhs: Navigator_V1_StoredExpiredIntent) -> Bool {
+    if lhs.intentID != rhs.intentID {return false}
+    if lhs.source != rhs.source {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.parkedAtUnixNanos != rhs.parkedAtUnixNanos {return false}
+    if lhs.expiredAtUnixNanos != rhs.expiredAtUnixNanos {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -202,7 +308,7 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Navigator_V1_StoredParkedIntent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredParkedIntent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}intent\0\u{3}guard_unmet\0\u{1}blocked\0\u{3}parked_at_unix_nanos\0\u{3}expires_at_unix_nanos\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}intent\0\u{3}guard_unmet\0\u{1}blocked\0\u{3}parked_at_unix_nanos\0\u{3}expires_at_unix_nanos\0\u{3}not_ready\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -239,6 +345,19 @@ nonisolated extension Navigator_V1_StoredParkedIntent: SwiftProtobuf.Message, Sw
       }()
       case 4: try { try decoder.decodeSingularInt64Field(value: &self.parkedAtUnixNanos) }()
       case 5: try { try decoder.decodeSingularInt64Field(value: &self.expiresAtUnixNanos) }()
+      case 6: try {
+        var v: Navigator_V1_StoredParkedIntent.NotReadyReason?
+        var hadOneofValue = false
+        if let current = self.reason {
+          hadOneofValue = true
+          if case .notReady(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.reason = .notReady(v)
+        }
+      }()
       default: break
       }
     }
@@ -261,7 +380,7 @@ nonisolated extension Navigator_V1_StoredParkedIntent: SwiftProtobuf.Message, Sw
       guard case .blocked(let v)? = self.reason else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     }()
-    case nil: break
+    default: break
     }
     if self.parkedAtUnixNanos != 0 {
       try visitor.visitSingularInt64Field(value: self.parkedAtUnixNanos, fieldNumber: 4)
@@ -269,6 +388,9 @@ nonisolated extension Navigator_V1_StoredParkedIntent: SwiftProtobuf.Message, Sw
     if self.expiresAtUnixNanos != 0 {
       try visitor.visitSingularInt64Field(value: self.expiresAtUnixNanos, fieldNumber: 5)
     }
+    try { if case .notReady(let v)? = self.reason {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -312,6 +434,25 @@ nonisolated extension Navigator_V1_StoredParkedIntent.GuardReason: SwiftProtobuf
   public static func ==(lhs: Navigator_V1_StoredParkedIntent.GuardReason, rhs: Navigator_V1_StoredParkedIntent.GuardReason) -> Bool {
     if lhs.condition != rhs.condition {return false}
     if lhs.redirect != rhs.redirect {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_StoredParkedIntent.NotReadyReason: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Navigator_V1_StoredParkedIntent.protoMessageName + ".NotReadyReason"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_StoredParkedIntent.NotReadyReason, rhs: Navigator_V1_StoredParkedIntent.NotReadyReason) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,129 @@
+import Foundation
+import GRDB
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Testing
+import ZeroMQ
+
+@testable import NavigatorService
+
+/// Every RejectCode of service.proto is sent by the service, each for the reason the proto gives.
+@Suite("Every reject code")
+struct RejectCodeTests {
+    @Test("each RejectCode is triggered, by what service.proto says it means")
+    func everyCode() async throws {
+        let directory = temporaryDirectory("navcodes")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let seen = try await Self.triggerAll(directory)
+        // INTERNAL is a fault of the service's own plan: a transition provider that plans a
+        // command that does not apply stands in for such a bug.
+        struct Broken: TransitionProvider {
+            func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
+                throws(ResolveError) -> Plan
+            { Plan([.popTo(NodeID(rawValue: 999))], "a bug") }
+        }
+        var state = try Resolver(map: .demo).initialState()
+        let resolution = try Resolver(map: .demo, transitions: Broken()).resolve(
+            .show(ScreenContext("settings"), id: "bug"), into: &state, now: 1)
+        var codes = seen
+        if let error = resolution.rejection { codes[Navigator_V1_RejectCode(error.code)] = error.message }
+        for code in Navigator_V1_RejectCode.allCases where code != .unspecified {
+            #expect(codes[code] != nil, "\(code.label) was never sent")
+        }
+        #expect(codes[.internal]?.contains("the planned commands do not apply") == true)
+    }
+
+    /// Triggers every code a client can cause; returns each code with the message it came with.
+    static func triggerAll(_ directory: URL) async throws -> [Navigator_V1_RejectCode: String] {
+        let seen = ResultBox<[Navigator_V1_RejectCode: String]>()
+        try await withService(dataDirectory: directory, { $0.maxConditions = 1 }) { server, endpoints in
+            let path = directory.appendingPathComponent("navigator.sqlite").path
+            seen.value = try await onThread { () throws -> [Navigator_V1_RejectCode: String] in
+                var codes: [Navigator_V1_RejectCode: String] = [:]
+                let client = try Client(endpoints)
+                func note(_ reply: Navigator_V1_Reply) {
+                    if case .rejected(let rejected)? = reply.kind { codes[rejected.code] = rejected.message }
+                }
+                func intent(_ intent: Navigator_V1_Intent) throws { note(try client.request(.intent(intent))) }
+                let dealer = try Socket(client.context, type: .dealer)
+                try dealer.set(.receiveTimeout, .seconds(10))
+                try dealer.connect(endpoints.requests[0])
+                func raw(_ frames: [[UInt8]]) throws {
+                    try dealer.send(multipart: frames)
+                    note(try Navigator_V1_Reply(serializedBytes: try dealer.receiveMultipart().last!.bytes))
+                }
+                let empty: [UInt8] = []
+                try raw([empty, [0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]])  // MALFORMED
+                try raw([empty, Array("x".utf8), Array("y".utf8)])  // BAD_FRAMES
+                try raw([empty, [UInt8](repeating: 0, count: 70_000)])  // TOO_LARGE
+                try raw([empty, try Navigator_V1_Request.with { $0.stats = .init() }.serializedBytes()])  // INVALID_ID
+                try raw([empty, try Navigator_V1_Request.with { $0.requestID = "k" }.serializedBytes()])  // UNKNOWN_REQUEST
+                try intent(wireIntent("i1", [ScreenContext("home")], session: ""))  // INVALID_SESSION
+                try intent(wireIntent("i2", [], session: "c"))  // EMPTY_PATH
+                try intent(wireIntent("i3", [ScreenContext("nowhere")], session: "c"))  // UNKNOWN_SCREEN
+                try intent(wireIntent("i4", [ScreenContext("chat")], session: "c"))  // MISSING_INFO
+                try intent(wireIntent("i5", [ScreenContext("chat", ["conversationId": "x"])], session: "c"))  // INVALID_INFO
+                try intent(wireIntent("i6", url: "app://nowhere/1", session: "c"))  // UNKNOWN_URL
+                try intent(wireIntent("i7", Array(repeating: ScreenContext("home"), count: 17), session: "c"))  // PATH_TOO_LONG
+                note(try client.request(.clientEvent(.init(.poppedTo(99), session: "c"))))  // INVALID_EVENT
+                note(try client.request(.clientEvent(.init(.conditions(["a": true, "b": true]), session: "c"))))  // LIMIT_EXCEEDED
+                // STALE_EVENT: a back press made before the batch of seq 1.
+                _ = try client.request(.intent(wireIntent("i8", [ScreenContext("settings")], session: "c")))
+                note(try client.request(.clientEvent(.init(.tabSelected("home"), session: "c", lastSeq: 0, epoch: 1))))
+                // Published rejections: SESSION_MISMATCH and EXPIRED.
+                let rejections = try client.subscribe("r/")
+                try client.send(wireIntent("i9", [ScreenContext("home")], session: "other"), session: "c")
+                _ = try client.request(
+                    .intent(wireIntent("i10", [ScreenContext("editProfile")], session: "c", ttl: 1)))
+                while codes[.sessionMismatch] == nil || codes[.expired] == nil {
+                    let rejection = try rejections.nextPublished().rejection
+                    codes[rejection.code] = rejection.message
+                }
+                // UNAVAILABLE: the state file is locked by another process's transaction.
+                let holder = try DatabaseQueue(path: path)
+                try holder.inDatabase { db in
+                    try db.execute(sql: "BEGIN EXCLUSIVE")
+                    defer { try? db.execute(sql: "ROLLBACK") }
+                    try intent(wireIntent("i11", [ScreenContext("settings")], session: "d"))
+                }
+                return codes
+            }
+            // SHUTTING_DOWN: requests that arrive while the workers drain a backlog.
+            let shuttingDown = try await Self.duringShutdown(server, endpoints)
+            if let shuttingDown { seen.value![.shuttingDown] = shuttingDown }
+        }
+        return seen.value!
+    }
+
+    /// Queues a backlog of intents, stops the service and asks for stats until a request is
+    /// refused as SHUTTING_DOWN (or the service is gone); returns that message.
+    static func duringShutdown(_ server: NavigatorServer, _ endpoints: Endpoints) async throws -> String? {
+        try await onThread {
+            let client = try Client(endpoints)
+            for index in 0..<20_000 {
+                try client.send(wireIntent("b\(index)", [ScreenContext("settings")]), session: "load\(index % 64)")
+            }
+        }
+        let stopping = Task { await server.stop() }
+        defer { _ = stopping }
+        return try await onThread { () throws -> String? in
+            let context = try Context()
+            let dealer = try Socket(context, type: .dealer)
+            try dealer.set(.receiveTimeout, .seconds(2))
+            try dealer.connect(endpoints.requests[0])
+            let request: [UInt8] = try Navigator_V1_Request.with {
+                $0.requestID = "s"
+                $0.stats = .init()
+            }.serializedBytes()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                try dealer.send(multipart: [[], request])
+                guard let frames = try? dealer.receiveMultipart() else { return nil }  // gone
+                let reply = try Navigator_V1_Reply(serializedBytes: frames.last!.bytes)
+                if reply.rejected.code == .shuttingDown { return reply.rejected.message }
+            }
+            return nil
+        }
+    }
+}
