@@ -77,7 +77,7 @@ struct HostileInputTests {
                     try client.send(wireIntent("j\(index)", [ScreenContext("nowhere")]), session: "junk-\(index)")
                 }
                 _ = try client.request(.clientEvent(.init(.poppedTo(99), session: "junk-event")))
-                _ = try client.request(.clientEvent(.init(.ready, session: "junk-ready")))
+                _ = try client.request(.clientEvent(.init(.ack(5), session: "junk-ack")))  // changes nothing
                 for _ in 0..<200 { _ = try rejections.nextPublished() }
                 return try client.request(.stats(.init())).stats
             }
