@@ -88,7 +88,8 @@ struct HostileInputTests {
 
     @Test("beyond maxSessions a new session is refused; existing ones go on")
     func sessionLimit() async throws {
-        try await withService({ $0.maxSessions = 2 }) { _, endpoints in
+        let twoSessions: (inout ServiceConfiguration) -> Void = { $0.maxSessions = 2 }
+        try await withService(twoSessions) { _, endpoints in
             let replies = try await onThread { () throws -> [Navigator_V1_Reply] in
                 let client = try Client(endpoints)
                 return try ["a", "b", "c", "a"].enumerated().map { index, session in

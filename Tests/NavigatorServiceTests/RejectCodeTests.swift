@@ -37,7 +37,8 @@ struct RejectCodeTests {
     /// Triggers every code a client can cause; returns each code with the message it came with.
     static func triggerAll(_ directory: URL) async throws -> [Navigator_V1_RejectCode: String] {
         let seen = ResultBox<[Navigator_V1_RejectCode: String]>()
-        try await withService(dataDirectory: directory, { $0.maxConditions = 1 }) { server, endpoints in
+        let oneCondition: (inout ServiceConfiguration) -> Void = { $0.maxConditions = 1 }
+        try await withService(dataDirectory: directory, oneCondition) { server, endpoints in
             let path = directory.appendingPathComponent("navigator.sqlite").path
             seen.value = try await onThread { () throws -> [Navigator_V1_RejectCode: String] in
                 var codes: [Navigator_V1_RejectCode: String] = [:]
@@ -58,16 +59,20 @@ struct RejectCodeTests {
                 try raw([empty, Array("x".utf8), Array("y".utf8)])  // BAD_FRAMES
                 try raw([empty, [UInt8](repeating: 0, count: 70_000)])  // TOO_LARGE
                 try raw([empty, try Navigator_V1_Request.with { $0.stats = .init() }.serializedBytes()])  // INVALID_ID
-                try raw([empty, try Navigator_V1_Request.with { $0.requestID = "k" }.serializedBytes()])  // UNKNOWN_REQUEST
+                // UNKNOWN_REQUEST
+                try raw([empty, try Navigator_V1_Request.with { $0.requestID = "k" }.serializedBytes()])
                 try intent(wireIntent("i1", [ScreenContext("home")], session: ""))  // INVALID_SESSION
                 try intent(wireIntent("i2", [], session: "c"))  // EMPTY_PATH
                 try intent(wireIntent("i3", [ScreenContext("nowhere")], session: "c"))  // UNKNOWN_SCREEN
                 try intent(wireIntent("i4", [ScreenContext("chat")], session: "c"))  // MISSING_INFO
-                try intent(wireIntent("i5", [ScreenContext("chat", ["conversationId": "x"])], session: "c"))  // INVALID_INFO
+                // INVALID_INFO
+                try intent(wireIntent("i5", [ScreenContext("chat", ["conversationId": "x"])], session: "c"))
                 try intent(wireIntent("i6", url: "app://nowhere/1", session: "c"))  // UNKNOWN_URL
-                try intent(wireIntent("i7", Array(repeating: ScreenContext("home"), count: 17), session: "c"))  // PATH_TOO_LONG
+                // PATH_TOO_LONG
+                try intent(wireIntent("i7", Array(repeating: ScreenContext("home"), count: 17), session: "c"))
                 note(try client.request(.clientEvent(.init(.poppedTo(99), session: "c"))))  // INVALID_EVENT
-                note(try client.request(.clientEvent(.init(.conditions(["a": true, "b": true]), session: "c"))))  // LIMIT_EXCEEDED
+                // LIMIT_EXCEEDED
+                note(try client.request(.clientEvent(.init(.conditions(["a": true, "b": true]), session: "c"))))
                 // STALE_EVENT: a back press made before the batch of seq 1.
                 _ = try client.request(.intent(wireIntent("i8", [ScreenContext("settings")], session: "c")))
                 note(try client.request(.clientEvent(.init(.tabSelected("home"), session: "c", lastSeq: 0, epoch: 1))))
