@@ -60,7 +60,8 @@ let package = Package(
         .executableTarget(
             name: "navigatord",
             dependencies: [
-                "NavigatorService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NavigatorService", "NavigatorCore", "NavigatorYAML",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

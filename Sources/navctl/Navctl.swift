@@ -69,6 +69,9 @@ struct IntentOptions: ParsableArguments {
     @Flag(help: "Ask the shell not to animate.")
     var noAnimate = false
 
+    @Flag(help: "Hold the intent (within --ttl) until the session's shell says it is ready.")
+    var waitForReady = false
+
     @Argument(
         parsing: .allUnrecognized,
         help: ArgumentHelp("SCREEN key=value... [--then SCREEN key=value...]", valueName: "screen"))
@@ -94,7 +97,7 @@ struct IntentOptions: ParsableArguments {
         return Intent(
             id: id ?? "navctl-\(UInt64.random(in: 0...UInt64.max))", session: session,
             target: url.map { .url($0) } ?? .path(path), animated: !noAnimate, source: "navctl", priority: level,
-            ttlMilliseconds: ttl, sentAt: wallClockNanos())
+            ttlMilliseconds: ttl, sentAt: wallClockNanos(), waitForReady: waitForReady)
     }
 }
 

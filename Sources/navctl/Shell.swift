@@ -11,7 +11,9 @@ struct Shell: AsyncParsableCommand {
             Keys: b, Backspace or Left = back; d or Esc = dismiss the top modal; 1-9 = select a tab; \
             r = resync from a snapshot; q or Ctrl-C = quit. Each batch is applied to the shell's own \
             tree and acknowledged; each key is applied locally and reported as a client event. Every \
-            few seconds the tree is compared with a fresh snapshot and a warning shows if they differ.
+            few seconds the tree is compared with a fresh snapshot and a warning shows if they differ. \
+            Once it shows its first tree the shell reports Ready (intents sent with --wait-for-ready \
+            go then), and Suspended when it quits.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -93,7 +95,9 @@ struct Shell: AsyncParsableCommand {
                 switch input {
                 case .key(let key):
                     switch key {
-                    case .character("q"), .interrupt, .endOfInput: break loop
+                    case .character("q"), .interrupt, .endOfInput:
+                        _ = try? await client.report(.suspended, session: session)
+                        break loop
                     case .character("b"), .backspace, .left: await report(model.back())
                     case .character("d"), .escape: await report(model.dismiss())
                     case .character("r"): await resync()
@@ -104,7 +108,9 @@ struct Shell: AsyncParsableCommand {
                     }
                 case .event(let event):
                     connected = "connected"
+                    let first = model.mirror == nil
                     await act(model.handle(event))
+                    if first && model.mirror != nil { await report(.ready) }
                 case .tick:
                     if let snapshot = try? await client.snapshot(session), let tree = try? snapshot.tree.core() {
                         connected = "connected"

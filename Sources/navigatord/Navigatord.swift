@@ -1,6 +1,8 @@
 import ArgumentParser
 import Logging
+import NavigatorCore
 import NavigatorService
+import NavigatorYAML
 
 #if canImport(Glibc)
     import Glibc
@@ -168,6 +170,13 @@ struct Navigatord: AsyncParsableCommand {
         let logger = Logger(label: "navigatord")
         do {
             try await runNavigatord(configuration: configuration, logger: logger)
+        } catch let error as RouteMapLoadError {
+            // A route map that does not load is a bad setting, like any other: exit status 2.
+            printError("navigatord: \(error)")
+            throw ExitCode(2)
+        } catch let error as RouteMapErrors {
+            printError("navigatord: \(error)")
+            throw ExitCode(2)
         } catch {
             logger.critical("navigatord cannot run: \(error)")
             printError("navigatord: \(error)")
