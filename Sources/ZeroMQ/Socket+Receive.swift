@@ -49,8 +49,15 @@ extension Socket {
     /// appending new ones as needed, and returns how many frames it has (the rest of `frames` is
     /// left as it was). With `wait: false` it returns `nil` when no message is waiting. This is
     /// the allocation-free path for socket loops.
+    ///
+    /// At most `maxFrames` frames are kept: the rest of a longer message is received into one
+    /// spare message (`frames[maxFrames]`) and dropped, so a peer sending millions of empty frames
+    /// cannot grow `frames`. The count returned is the message's real frame count; only the
+    /// first `min(count, maxFrames)` frames are the message's.
     @inlinable
-    public func receiveMultipart(into frames: inout [Message], wait: Bool = true) throws(ZeroMQError) -> Int? {
+    public func receiveMultipart(into frames: inout [Message], wait: Bool = true, maxFrames: Int = .max)
+        throws(ZeroMQError) -> Int?
+    {
         if frames.isEmpty { frames.append(Message()) }
         if wait {
             try receive(into: frames[0])
@@ -58,9 +65,12 @@ extension Socket {
             return nil
         }
         var count = 1
-        while frames[count - 1].hasMore {
-            if count == frames.count { frames.append(Message()) }
-            try receive(into: frames[count])
+        var last = 0
+        while frames[last].hasMore {
+            let slot = min(count, max(maxFrames, 1))
+            if slot == frames.count { frames.append(Message()) }
+            try receive(into: frames[slot])
+            last = slot
             count += 1
         }
         return count

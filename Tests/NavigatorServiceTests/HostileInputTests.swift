@@ -177,3 +177,45 @@ struct HostileInputTests {
         #expect(long.hasSuffix("…(60000 bytes in all)"))
     }
 }
+
+@Suite("Hostile frames and subscriptions")
+struct HostileFrameTests {
+    @Test("an intent of 300,000 empty frames is refused as BAD_FRAMES, and the service goes on")
+    func manyFrames() async throws {
+        try await withService { _, endpoints in
+            let (rejection, after) = try await onThread { () throws -> (Navigator_V1_Rejection, Navigator_V1_Reply) in
+                let client = try Client(endpoints)
+                let rejections = try client.subscribe("r/")
+                try client.sendRaw([Array("many".utf8)] + Array(repeating: [UInt8](), count: 300_000))
+                let rejection = try rejections.nextPublished().rejection
+                let after = try client.request(
+                    .intent(wireIntent("ok", [ScreenContext("settings")], session: "many")))
+                return (rejection, after)
+            }
+            #expect(rejection.code == .badFrames)
+            #expect(rejection.message.contains("has 300001 frames; expected 2"))
+            #expect(after.resolved.batch.seq == 1)
+        }
+    }
+
+    @Test("a subscription longer than any topic drops that subscriber; the others keep receiving")
+    func hugeSubscription() async throws {
+        try await withService { _, endpoints in
+            let (stats, batch) = try await onThread { () throws -> (Navigator_V1_Stats, Navigator_V1_CommandBatch) in
+                let client = try Client(endpoints)
+                let good = try client.subscribe("s/h/")
+                let bad = try Socket(client.context, type: .sub)
+                // Not 300,000 bytes: libzmq's SUB keeps its own subscriptions in a trie one level
+                // per byte and tears it down recursively, which overflows the reaper's stack in
+                // the test process itself (the service's XPUB never stores such a topic now).
+                try bad.subscribe(String(repeating: "x", count: 4000))
+                try bad.connect(endpoints.commands[0])
+                _ = try client.request(.intent(wireIntent("h1", [ScreenContext("settings")], session: "h")))
+                let batch = try good.nextPublished().batch
+                return (try client.request(.stats(.init())).stats, batch)
+            }
+            #expect(stats.subscribers == 1)  // the long one never counted
+            #expect(batch.intentID == "h1")
+        }
+    }
+}

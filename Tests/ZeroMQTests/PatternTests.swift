@@ -163,3 +163,27 @@ struct PatternTests {
         #expect(received.1 == 3)
     }
 }
+
+@Suite("Receive buffers")
+struct ReceiveBufferTests {
+    @Test("a message of 100,000 frames is counted, but at most maxFrames + 1 messages are kept")
+    func boundedFrames() async throws {
+        let (count, kept, next) = try await onThread { () throws -> (Int, Int, [String]) in
+            let context = try Context()
+            let pull = try Socket(context, type: .pull).bounded()
+            try pull.bind("inproc://frames")
+            let push = try Socket(context, type: .push).bounded()
+            try push.connect("inproc://frames")
+            try push.send(multipart: Array(repeating: [UInt8](), count: 100_000))
+            try push.send(multipart: ["a", "b"])
+            var frames: [Message] = []
+            let count = try pull.receiveMultipart(into: &frames, maxFrames: 2)!
+            let kept = frames.count
+            let second = try pull.receiveMultipart(into: &frames, maxFrames: 2)!
+            return (count, kept, frames.prefix(second).map(\.string))
+        }
+        #expect(count == 100_000)
+        #expect(kept == 3)
+        #expect(next == ["a", "b"])
+    }
+}

@@ -23,6 +23,9 @@ struct EgressLoop: SocketLoop {
     func open() throws -> Sockets {
         let xpub = try Socket(context, type: .xpub)
         try xpub.set(.sendHighWaterMark, highWaterMark)
+        // Subscriptions are messages from the peers: a longer one than any topic makes libzmq
+        // drop that peer, instead of storing a topic of the peer's choosing.
+        try xpub.set(.maxMessageSize, Int64(Self.maxSubscriptionBytes))
         try xpub.set(.linger, .milliseconds(500))
         bound.set(commands: try bindAll(xpub, endpoints, "commands"))
         let inbox = try Socket(context, type: .pull)
@@ -30,6 +33,10 @@ struct EgressLoop: SocketLoop {
         try inbox.bind(Internal.egress)
         return Sockets(xpub: xpub, inbox: inbox)
     }
+
+    /// The longest subscription message a peer may send: the flag byte and the longest topic
+    /// (`s/` + a 128-byte session id + `/`), with room to spare.
+    static let maxSubscriptionBytes = 256
 
     /// Whether a subscription to `topic` receives audit records (`a/<session>/`).
     static func receivesAudit(topic: some Collection<UInt8>) -> Bool {
@@ -47,7 +54,7 @@ struct EgressLoop: SocketLoop {
             while stops < producers {
                 try poller.poll(timeout: nil)
                 if poller.events(at: 1).contains(.readable) {
-                    while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false) {
+                    while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
                         guard count == 1, let first = frames[0].withUnsafeBytes({ $0.first }) else { continue }
                         let audit = frames[0].withUnsafeBytes { Self.receivesAudit(topic: $0.dropFirst()) }
                         if first == 1 {

@@ -88,7 +88,7 @@ struct IngressLoop: SocketLoop {
                 if poller.events(at: 1).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()
                     // Stop intake: take what is already queued, then tell the workers.
-                    while let count = try sockets.pull.receiveMultipart(into: &frames, wait: false) {
+                    while let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) {
                         try handle(frames, count, sockets, bundles)
                     }
                     try bundles.flushAll(sockets)
@@ -99,7 +99,8 @@ struct IngressLoop: SocketLoop {
                     return
                 }
                 for _ in 0..<1024 {
-                    guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false) else { break }
+                    guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
+                    else { break }
                     try handle(frames, count, sockets, bundles)
                 }
                 // Nothing more to read: hand over what waits.
@@ -145,7 +146,7 @@ struct IngressLoop: SocketLoop {
         counters.count(code)
         logger.notice(
             "intent rejected at ingress",
-            metadata: ["session": "\(session)", "code": "\(code.label)", "reason": "\(message)"])
+            metadata: ["session": "\(LogText(session))", "code": "\(code.label)", "reason": "\(LogText(message))"])
         try sockets.publisher.rejection(
             session: session, intentID: "", source: "", code: code, message: message, sentAt: 0)
     }

@@ -77,7 +77,9 @@ struct RequestsLoop: SocketLoop {
                 }
                 if poller.events(at: 0).contains(.readable) {
                     for _ in 0..<256 {
-                        guard let count = try sockets.router.receiveMultipart(into: &frames, wait: false) else { break }
+                        // [routing id][empty][Request] at most: longer messages are counted, not kept.
+                        guard let count = try sockets.router.receiveMultipart(into: &frames, wait: false, maxFrames: 3)
+                        else { break }
                         try handle(frames, count, stopping: stopping, sockets)
                     }
                 }
