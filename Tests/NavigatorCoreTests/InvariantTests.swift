@@ -334,3 +334,54 @@ struct ReadyTests {
         #expect(expired.first?.reason == .notReady)
     }
 }
+
+@Suite("Reloads")
+struct ReloadTests {
+    /// The demo map with the profile tab renamed "me" and editProfile gone.
+    static func reloaded() throws -> Resolver {
+        var map = RouteMap.demo
+        map.tabs[3] = RouteMap.TabSpec(name: "me", root: "myProfile")
+        for (name, spec) in map.screens where spec.homeTab == "profile" {
+            var changed = spec
+            changed.homeTab = "me"
+            map.screens[name] = changed
+        }
+        map.screens["editProfile"] = nil
+        return try Resolver(map: map)
+    }
+
+    @Test("after a reload with other tabs, the next intent resets the root in the same batch, never INTERNAL")
+    func tabsChanged() throws {
+        var session = Harness()
+        session.show(ScreenContext("settings"))
+        let resolver = try Self.reloaded()
+        let before = session.state.tree
+        let resolution = resolver.resolve(
+            .show(ScreenContext("settings"), id: "after"), into: &session.state, now: session.now)
+        guard case .resolved(let commands) = resolution.outcome else {
+            Issue.record("expected resolved, got \(resolution.outcome)")
+            return
+        }
+        #expect(session.state.tree.tabNames == ["home", "search", "chats", "me"])
+        #expect(session.state.tree.top.context.screen == "settings")
+        // A shell applying the batch to its mirror gets the same tree.
+        let mirror = try before.applying(commands)
+        #expect(mirror.root == session.state.tree.root && mirror.modals == session.state.tree.modals)
+    }
+
+    @Test("after a reload, a parked intent whose screen is gone is refused on release, with its code")
+    func parkedScreenGone() throws {
+        var session = Harness()
+        let parked = session.show(ScreenContext("editProfile"))
+        guard case .parked = parked.outcome else {
+            Issue.record("expected parked, got \(parked.outcome)")
+            return
+        }
+        let resolver = try Self.reloaded()
+        let result = resolver.apply(.conditions(["authenticated": true]), to: &session.state, now: session.now)
+        #expect(result.released.count == 1)
+        let released = try #require(result.released.first)
+        #expect(released.rejection?.code == .unknownScreen, "\(released.outcome)")
+        #expect(session.state.parked.isEmpty)
+    }
+}

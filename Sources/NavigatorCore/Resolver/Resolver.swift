@@ -194,6 +194,21 @@ public struct Resolver: Sendable {
         var ids = IDAllocator(after: tree)
         var commands: [Command] = []
         var composed = path.count > 1  // several plans in one batch: publish their net effect
+        if let root = reconciledRoot(for: tree, ids: &ids) {
+            // The route map was reloaded with other tabs (or another kind of root): plans name
+            // the map's tabs, so the session starts again from the map's initial root.
+            let reset = Command.setRoot(root)
+            do {
+                try tree.apply(reset, within: options.limits)
+            } catch {
+                return finish(.rejected(ResolveError(treeError: error, "resetting the root to the route map's")))
+            }
+            commands.append(reset)
+            composed = true
+            steps.append(
+                .init(.transition, "the route map's root differs from the session's tree (reloaded); the root is reset")
+            )
+        }
         if case .guardUnmet(_, let redirectScreen)? = parked?.reason,
             let index = tree.modals.firstIndex(where: { $0.stack[0].context.screen == redirectScreen })
         {
@@ -293,6 +308,29 @@ public struct Resolver: Sendable {
             steps.append(.init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands"))
         }
         return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands))
+    }
+
+    /// The route map's initial root with fresh ids, if `tree`'s root does not match the map's
+    /// (other tab names or order, or another kind of root): nil when it matches.
+    func reconciledRoot(for tree: ScreenTree, ids: inout IDAllocator) -> Root? {
+        let initial = map.initialTree().root
+        switch (tree.root, initial) {
+        case (.tabs(let have), .tabs(var want)):
+            guard have.tabs.map(\.name) != want.tabs.map(\.name) else { return nil }
+            for index in want.tabs.indices {
+                want.tabs[index].stack = want.tabs[index].stack.map { Screen(id: ids.take(), $0.context) }
+            }
+            return .tabs(want)
+        case (.stack, .stack):
+            return nil
+        case (_, .stack(let screens)):
+            return .stack(screens.map { Screen(id: ids.take(), $0.context) })
+        case (.stack, .tabs(var want)):
+            for index in want.tabs.indices {
+                want.tabs[index].stack = want.tabs[index].stack.map { Screen(id: ids.take(), $0.context) }
+            }
+            return .tabs(want)
+        }
     }
 
     struct StepPlan {

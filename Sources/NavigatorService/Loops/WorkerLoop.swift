@@ -145,80 +145,39 @@ struct WorkerLoop: SocketLoop {
         var expiresAt: Int64
     }
 
-    /// Resolves under the shard's lock, then publishes the batches (the intent's, then those of
-    /// the parked intents it released), the audit records, and counts.
+    /// Resolves under the shard's lock (``SessionWork``), then publishes the batches (the
+    /// intent's, then those of the parked intents it released), the audit records, and counts.
     private func resolve(_ intent: Intent, _ state: inout WorkerState, _ sockets: Sockets) throws -> Resolved {
         let started = WallClock.now()
         let resolver = state.resolver
-        let limit = resolver.options.maxParked
-        guard store.admits(intent.session, limit: maxSessions) else {
-            let error = ResolveError(
-                .limitExceeded,
-                "the service holds \(store.sessionCount) sessions, its limit (maxSessions); expected an existing session"
-            )
-            counters.count(.rejected)
-            return Resolved(
-                resolution: Resolution(intent: intent, outcome: .rejected(error), explanation: [], released: []),
-                batch: nil, expiresAt: 0)
-        }
-        let epoch = store.epoch
-        let (resolution, batches, parkedNow, expiresAt) = store.update(intent.session) { record in
-            let before = record.state.tree
-            let resolution = resolver.resolve(intent, into: &record.state, now: started)
-            let batches = Self.batches(
-                session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
-                before: before, record: &record)
-            let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
-            return (resolution, batches, record.state.parked, expiresAt)
-        }
+        let change = SessionWork.resolve(
+            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started)
         counters.recordLatency(nanoseconds: WallClock.now() - started)
-        state.noteParked(intent.session, parkedNow, limit: limit)
-        let wireOutcome = Navigator_V1_Outcome(resolution.outcome)
-        counters.count(wireOutcome)
-        for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
-        try sockets.publisher.audit(Self.audit(resolution, .resolution, batches.first?.0), sentAt: intent.sentAt)
-        for (released, batch) in zip(resolution.released, batches.dropFirst(resolution.commands.isEmpty ? 0 : 1)) {
-            counters.released.add()  // its own outcome was counted when it parked
-            try sockets.publisher.audit(Self.audit(released, .release, batch.0), sentAt: released.intent.sentAt)
-        }
-        let own = resolution.commands.isEmpty ? nil : batches.first?.0
-        return Resolved(resolution: resolution, batch: own, expiresAt: expiresAt)
+        state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
+        counters.count(Navigator_V1_Outcome(change.resolution.outcome))
+        for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
+        try sockets.publisher.audit(Self.audit(change.resolution, .resolution, change.own), sentAt: intent.sentAt)
+        try publish(released: change.resolution.released, change.releasedBatches, session: intent.session, sockets)
+        return Resolved(resolution: change.resolution, batch: change.own, expiresAt: change.expiresAt)
     }
 
-    /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
-    /// it has commands), or a client event's echo, then one per released intent.
-    static func batches(
-        session: String, epoch: UInt64, resolution: Resolution?, echo: [Command] = [], released: [Resolution],
-        before: ScreenTree, record: inout SessionStore.Record
-    ) -> [(Navigator_V1_CommandBatch, Int64)] {
-        var result: [(Navigator_V1_CommandBatch, Int64)] = []
-        // A batch carries the tree's version after it. With one batch that is the session's
-        // version now; only when released intents add batches is the sequence replayed on a copy
-        // (they are all applied to the session already).
-        let batchCount =
-            (resolution?.commands.isEmpty == false ? 1 : 0) + (echo.isEmpty ? 0 : 1)
-            + released.filter { !$0.commands.isEmpty }.count
-        var tree = before
-        func add(_ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: String) {
-            guard !commands.isEmpty else { return }
-            if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
-            record.seq += 1
-            // Shells whose events were made before this batch sent them on a tree they no
-            // longer have (echoes only repeat what shells did themselves).
-            if cause != .clientEvent { record.state.lastServiceSeq = record.seq }
-            var batch = Navigator_V1_CommandBatch(
-                session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
-                commands: commands, treeVersion: tree.version, summary: summary, cause: cause)
-            batch.epoch = epoch
-            result.append((batch, intent?.sentAt ?? 0))
+    /// Accounts for each released intent: shown (its batch is out already) or refused (a
+    /// Rejection; after a reload, say, its screen may be gone), with its audit record.
+    private func publish(
+        released: [Resolution], _ batches: [Navigator_V1_CommandBatch?], session: String, _ sockets: Sockets
+    ) throws {
+        for (resolution, batch) in zip(released, batches) {
+            if case .rejected(let error) = resolution.outcome {
+                let code = Navigator_V1_RejectCode(error.code)
+                counters.count(code)
+                try sockets.publisher.rejection(
+                    session: session, intentID: resolution.intent.id, source: resolution.intent.source, code: code,
+                    message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
+            } else {
+                counters.released.add()  // its own outcome was counted when it parked
+            }
+            try sockets.publisher.audit(Self.audit(resolution, .release, batch), sentAt: resolution.intent.sentAt)
         }
-        if let resolution {
-            let isGuard = if case .parked = resolution.outcome { true } else { false }
-            add(resolution.commands, resolution.intent, isGuard ? .guard : .intent, resolution.summary)
-        }
-        add(echo, nil, .clientEvent, "client event")
-        for release in released { add(release.commands, release.intent, .release, release.summary) }
-        return result
     }
 
     static func audit(_ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Navigator_V1_CommandBatch?)
@@ -379,57 +338,29 @@ struct WorkerLoop: SocketLoop {
             return
         }
         let resolver = state.resolver
-        let now = WallClock.now()
-        let epoch = store.epoch
-        guard store.admits(wire.session, limit: maxSessions) else {
-            counters.count(.limitExceeded)
-            reply.rejected = .with {
-                $0.code = .limitExceeded
-                $0.message =
-                    "the service holds \(store.sessionCount) sessions, its limit (maxSessions); expected an existing session"
-            }
-            return
-        }
-        typealias Outcome = (EventResolution, [(Navigator_V1_CommandBatch, Int64)], UInt64, [ParkedIntent])
-        let (result, batches, seq, parkedNow) = store.update(wire.session) { record -> Outcome in
-            if let stale = resolver.staleness(
-                of: event, lastSeq: wire.lastSeq, epoch: wire.epoch, session: record.state, seq: record.seq,
-                currentEpoch: epoch)
-            {
-                return (EventResolution(echo: [], released: [], error: stale), [], record.seq, record.state.parked)
-            }
-            let before = record.state.tree
-            let result = resolver.apply(
-                event, to: &record.state, now: now, authoritative: wire.lastSeq == 0 && wire.epoch == 0)
-            guard result.error == nil else { return (result, [], record.seq, record.state.parked) }
-            let batches = Self.batches(
-                session: wire.session, epoch: epoch, resolution: nil, echo: result.echo, released: result.released,
-                before: before, record: &record)
-            return (result, batches, record.seq, record.state.parked)
-        }
-        if let error = result.error {
+        let change = SessionWork.apply(
+            event, session: wire.session, lastSeq: wire.lastSeq, epoch: wire.epoch, store: store, resolver: resolver,
+            maxSessions: maxSessions, now: WallClock.now())
+        if let error = change.result.error {
             let code = Navigator_V1_RejectCode(error.code)
             counters.count(code)
             reply.rejected = .with {
                 $0.code = code
                 $0.message = error.message
                 if error.code == .staleEvent {
-                    $0.seq = seq
-                    $0.epoch = epoch
+                    $0.seq = change.seq
+                    $0.epoch = store.epoch
                 }
             }
             return
         }
-        state.noteParked(wire.session, parkedNow, limit: resolver.options.maxParked)
-        for (batch, sentAt) in batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
-        for released in result.released {
-            counters.released.add()  // its own outcome was counted when it parked
-            try sockets.publisher.audit(Self.audit(released, .release, nil), sentAt: released.intent.sentAt)
-        }
+        state.noteParked(wire.session, change.parked, limit: resolver.options.maxParked)
+        for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
+        try publish(released: change.result.released, change.releasedBatches, session: wire.session, sockets)
         reply.eventApplied = .with {
-            $0.seq = seq
-            $0.epoch = epoch
-            $0.releasedIntentIds = result.released.map(\.intent.id)
+            $0.seq = change.seq
+            $0.epoch = store.epoch
+            $0.releasedIntentIds = change.result.released.filter { $0.rejection == nil }.map(\.intent.id)
         }
     }
 
@@ -442,9 +373,7 @@ struct WorkerLoop: SocketLoop {
         // Only sessions with an intent due (or too many parked) are touched.
         let due = state.parkedSessions.filter { $0.value <= now }.keys
         for session in due {
-            let (expired, parked) = store.update(session) { record in
-                (resolver.expire(&record.state, now: now), record.state.parked)
-            }
+            let (expired, parked) = SessionWork.expire(session, store: store, resolver: resolver, now: now)
             state.noteParked(session, parked, limit: resolver.options.maxParked)
             for parked in expired {
                 counters.expired.add()

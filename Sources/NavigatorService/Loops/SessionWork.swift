@@ -1,0 +1,152 @@
+import NavigatorCore
+import NavigatorWire
+
+/// What the worker does to one session for an intent, a client event or an expiry pass, under
+/// the session's shard lock: the resolver's decision, then the numbered batches to publish. No
+/// sockets: the worker publishes the result, and the semantic fuzzer drives the very same code.
+enum SessionWork {
+    /// A batch to publish, with the originating intent's sent-at.
+    typealias Publishable = (batch: Navigator_V1_CommandBatch, sentAt: Int64)
+
+    /// What an intent did.
+    struct IntentChange {
+        var resolution: Resolution
+        var batches: [Publishable]
+        /// The intent's own batch (a guard's redirect included), if it had commands.
+        var own: Navigator_V1_CommandBatch?
+        /// For each of `resolution.released`, its batch, if it had commands.
+        var releasedBatches: [Navigator_V1_CommandBatch?]
+        /// The session's parked intents afterwards.
+        var parked: [ParkedIntent]
+        /// When the intent expires, if it parked.
+        var expiresAt: Int64
+    }
+
+    /// What a client event did.
+    struct EventChange {
+        var result: EventResolution
+        var batches: [Publishable]
+        var releasedBatches: [Navigator_V1_CommandBatch?]
+        /// The session's seq afterwards.
+        var seq: UInt64
+        var parked: [ParkedIntent]
+    }
+
+    static func sessionLimit(_ store: SessionStore) -> ResolveError {
+        ResolveError(
+            .limitExceeded,
+            "the service holds \(store.sessionCount) sessions, its limit (maxSessions); expected an existing session")
+    }
+
+    /// Resolves an intent into its session (refused if it would create a session beyond
+    /// `maxSessions`).
+    static func resolve(
+        _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64
+    ) -> IntentChange {
+        guard store.admits(intent.session, limit: maxSessions) else {
+            let resolution = Resolution(
+                intent: intent, outcome: .rejected(sessionLimit(store)), explanation: [], released: [])
+            return IntentChange(
+                resolution: resolution, batches: [], own: nil, releasedBatches: [], parked: [], expiresAt: 0)
+        }
+        let epoch = store.epoch
+        return store.update(intent.session) { record in
+            let before = record.state.tree
+            let resolution = resolver.resolve(intent, into: &record.state, now: now)
+            let (batches, own, released) = Self.batches(
+                session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
+                before: before, record: &record)
+            let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
+            return IntentChange(
+                resolution: resolution, batches: batches, own: own, releasedBatches: released,
+                parked: record.state.parked, expiresAt: expiresAt)
+        }
+    }
+
+    /// Applies a client event made at (`lastSeq`, `epoch`) to its session: refused if stale
+    /// (``Resolver/staleness(of:lastSeq:epoch:session:seq:currentEpoch:)``) or if it would
+    /// create a session beyond `maxSessions`.
+    static func apply(
+        _ event: ClientEvent, session: String, lastSeq: UInt64, epoch: UInt64, store: SessionStore,
+        resolver: Resolver, maxSessions: Int, now: Int64
+    ) -> EventChange {
+        guard store.admits(session, limit: maxSessions) else {
+            return EventChange(
+                result: EventResolution(echo: [], released: [], error: sessionLimit(store)), batches: [],
+                releasedBatches: [], seq: 0, parked: [])
+        }
+        let current = store.epoch
+        return store.update(session) { record in
+            if let stale = resolver.staleness(
+                of: event, lastSeq: lastSeq, epoch: epoch, session: record.state, seq: record.seq,
+                currentEpoch: current)
+            {
+                return EventChange(
+                    result: EventResolution(echo: [], released: [], error: stale), batches: [], releasedBatches: [],
+                    seq: record.seq, parked: record.state.parked)
+            }
+            let before = record.state.tree
+            let result = resolver.apply(
+                event, to: &record.state, now: now, authoritative: lastSeq == 0 && epoch == 0)
+            guard result.error == nil else {
+                return EventChange(
+                    result: result, batches: [], releasedBatches: [], seq: record.seq, parked: record.state.parked)
+            }
+            let (batches, _, released) = Self.batches(
+                session: session, epoch: current, resolution: nil, echo: result.echo, released: result.released,
+                before: before, record: &record)
+            return EventChange(
+                result: result, batches: batches, releasedBatches: released, seq: record.seq,
+                parked: record.state.parked)
+        }
+    }
+
+    /// Expires the session's parked intents that are due; returns them and what stays parked.
+    static func expire(_ session: String, store: SessionStore, resolver: Resolver, now: Int64)
+        -> (expired: [ParkedIntent], parked: [ParkedIntent])
+    {
+        store.update(session) { record in (resolver.expire(&record.state, now: now), record.state.parked) }
+    }
+
+    /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
+    /// it has commands), or a client event's echo, then one per released intent that has
+    /// commands. Returns them with the intent's own batch and, for each released intent, its
+    /// batch (nil when it had none: it was shown already, or was refused).
+    static func batches(
+        session: String, epoch: UInt64, resolution: Resolution?, echo: [Command] = [], released: [Resolution],
+        before: ScreenTree, record: inout SessionStore.Record
+    ) -> (all: [Publishable], own: Navigator_V1_CommandBatch?, released: [Navigator_V1_CommandBatch?]) {
+        var result: [Publishable] = []
+        // A batch carries the tree's version after it. With one batch that is the session's
+        // version now; only when released intents add batches is the sequence replayed on a copy
+        // (they are all applied to the session already).
+        let batchCount =
+            (resolution?.commands.isEmpty == false ? 1 : 0) + (echo.isEmpty ? 0 : 1)
+            + released.filter { !$0.commands.isEmpty }.count
+        var tree = before
+        func add(_ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: String)
+            -> Navigator_V1_CommandBatch?
+        {
+            guard !commands.isEmpty else { return nil }
+            if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
+            record.seq += 1
+            // Shells whose events were made before this batch sent them on a tree they no
+            // longer have (echoes only repeat what shells did themselves).
+            if cause != .clientEvent { record.state.lastServiceSeq = record.seq }
+            var batch = Navigator_V1_CommandBatch(
+                session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
+                commands: commands, treeVersion: tree.version, summary: summary, cause: cause)
+            batch.epoch = epoch
+            result.append((batch, intent?.sentAt ?? 0))
+            return batch
+        }
+        var own: Navigator_V1_CommandBatch?
+        if let resolution {
+            let isGuard = if case .parked = resolution.outcome { true } else { false }
+            own = add(resolution.commands, resolution.intent, isGuard ? .guard : .intent, resolution.summary)
+        }
+        _ = add(echo, nil, .clientEvent, "client event")
+        let releasedBatches = released.map { add($0.commands, $0.intent, .release, $0.summary) }
+        return (result, own, releasedBatches)
+    }
+}
