@@ -310,8 +310,8 @@ public struct Resolver: Sendable {
         return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands))
     }
 
-    /// The route map's initial root with fresh ids, if `tree`'s root does not match the map's
-    /// (other tab names or order, or another kind of root): nil when it matches.
+    /// The route map's initial root with fresh ids, if `tree`'s tab bar does not match the map's
+    /// (other tab names or order, or a tab bar under a single-stack map): nil when it matches.
     func reconciledRoot(for tree: ScreenTree, ids: inout IDAllocator) -> Root? {
         let initial = map.initialTree().root
         switch (tree.root, initial) {
@@ -321,15 +321,12 @@ public struct Resolver: Sendable {
                 want.tabs[index].stack = want.tabs[index].stack.map { Screen(id: ids.take(), $0.context) }
             }
             return .tabs(want)
-        case (.stack, .stack):
-            return nil
-        case (_, .stack(let screens)):
+        case (.tabs, .stack(let screens)):
             return .stack(screens.map { Screen(id: ids.take(), $0.context) })
-        case (.stack, .tabs(var want)):
-            for index in want.tabs.indices {
-                want.tabs[index].stack = want.tabs[index].stack.map { Screen(id: ids.take(), $0.context) }
-            }
-            return .tabs(want)
+        case (.stack, _):
+            // A single stack under a tab-bar map is a set-root screen's doing: transitions
+            // restore the tab bar themselves.
+            return nil
         }
     }
 
