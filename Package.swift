@@ -114,6 +114,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The semantic fuzzer: random steps through the resolver, store and state file.
+        .testTarget(
+            name: "NavigatorFuzzTests",
+            dependencies: [
+                "NavigatorService", "NavigatorWire", "NavigatorCore", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "NavigatorServiceTests",
             dependencies: [

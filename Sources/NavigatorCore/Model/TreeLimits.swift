@@ -37,7 +37,7 @@ public struct TreeSize: Hashable, Sendable {
     public var longestText = 0
 
     /// The measures over their limit, each with what to tell a person.
-    func excess(_ limits: TreeLimits) -> [(KeyPath<TreeSize, Int>, String)] {
+    public func excess(_ limits: TreeLimits) -> [(KeyPath<TreeSize, Int>, String)] {
         var over: [(KeyPath<TreeSize, Int>, String)] = []
         if modals > limits.maxModals {
             over.append((\.modals, "\(modals) modals; expected at most \(limits.maxModals) (maxModals)"))
