@@ -212,6 +212,11 @@ public final class NavigatorServer: Service, Sendable {
         case "/healthz":
             return .init(status: "200 OK", contentType: "text/plain", body: Array("ok\n".utf8))
         case "/readyz":
+            guard persistence.fileInPlace.load(ordering: .acquiring) else {
+                return .init(
+                    status: "503 Service Unavailable", contentType: "text/plain",
+                    body: Array("not ready: the state file was deleted or replaced and is being written again\n".utf8))
+            }
             return ready.load(ordering: .acquiring)
                 ? .init(status: "200 OK", contentType: "text/plain", body: Array("ready\n".utf8))
                 : .init(status: "503 Service Unavailable", contentType: "text/plain", body: Array("not ready\n".utf8))

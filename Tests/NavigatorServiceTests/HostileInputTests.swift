@@ -219,3 +219,40 @@ struct HostileFrameTests {
         }
     }
 }
+
+@Suite("State file gone")
+struct StateFileGoneTests {
+    static func rows(_ path: String) throws -> Int {
+        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0 }
+    }
+
+    @Test("a state file deleted while running is written again in full within a flush; a restart has everything")
+    func deletedWhileRunning() async throws {
+        let directory = temporaryDirectory("navgone")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("navigator.sqlite").path
+        let fast: (inout ServiceConfiguration) -> Void = { $0.flushIntervalMilliseconds = 50 }
+        try await withService(dataDirectory: directory, fast) { _, endpoints in
+            try await onThread {
+                let client = try Client(endpoints)
+                for index in 0..<5 {
+                    _ = try client.request(
+                        .intent(wireIntent("g\(index)", [ScreenContext("settings")], session: "gone\(index)")))
+                }
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                // A fire-and-forget change after the deletion must reach the new file too.
+                try client.send(wireIntent("late", [ScreenContext("settings")]), session: "late")
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !FileManager.default.fileExists(atPath: path) || (try? Self.rows(path)) != 6 {
+                    guard ContinuousClock.now < deadline else {
+                        throw TestFailure("the state file was not written again with all 6 sessions")
+                    }
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+            }
+        }
+        try await withService(dataDirectory: directory) { server, _ in
+            #expect(server.store.sessionCount == 6)
+        }
+    }
+}

@@ -24,6 +24,9 @@ final class Persistence: Sendable {
     let packAfter: Int64
     private let writing = Mutex(())
     private let stopping = Atomic<Bool>(false)
+    /// False while the state file is found deleted or replaced and not yet written again in
+    /// full (/readyz says so).
+    let fileInPlace = Atomic<Bool>(true)
     /// Sessions written by flushes, candidates for packing.
     private let candidates = Mutex(Candidates())
     /// The encodings of the parked lists the last flushes wrote, for live sessions that have
@@ -50,6 +53,7 @@ final class Persistence: Sendable {
     @discardableResult
     func flushChanged() -> Bool {
         writing.withLock { _ in
+            guard restoreFileIfGone() else { return false }
             var complete = true
             let now = MonotonicClock.now()
             for shard in store.shards {
@@ -91,6 +95,42 @@ final class Persistence: Sendable {
             }
             return complete
         }
+    }
+
+    /// When the state file was deleted or replaced under the running service, opens it anew and
+    /// writes every session into it; returns whether the file is in place (again). Called under
+    /// `writing`.
+    private func restoreFileIfGone() -> Bool {
+        guard !file.isInPlace else { return true }
+        fileInPlace.store(false, ordering: .releasing)
+        logger.error(
+            "the state file \(file.path) was deleted or replaced while navigatord ran; writing every session to it again"
+        )
+        do {
+            try file.reopen(epoch: store.epoch)
+            for shard in store.shards {
+                // Changes marked from here on are flushed later; those before are in the copy.
+                let dirty = shard.dirty.withLock { dirty in
+                    defer { dirty.removeAll(keepingCapacity: true) }
+                    return dirty
+                }
+                do {
+                    let rows = try shard.records.withLock { records in
+                        try records.map { name, record in (name, record.seq, try record.stored()) }
+                    }
+                    try file.write(rows)
+                } catch {
+                    shard.dirty.withLock { $0.formUnion(dirty) }
+                    throw error
+                }
+            }
+        } catch {
+            logger.error("writing the state file again failed; will retry", metadata: ["error": "\(error)"])
+            return false
+        }
+        fileInPlace.store(true, ordering: .releasing)
+        logger.notice("the state file \(file.path) holds every session again")
+        return true
     }
 
     /// The last write of each session flushed within the idle time, and the writes in order.
@@ -161,6 +201,9 @@ final class Persistence: Sendable {
     /// Writes one session now (an acknowledged request is durable before its reply).
     func flush(_ session: String) throws {
         try writing.withLock { _ in
+            guard restoreFileIfGone() else {
+                throw ServiceError("the state file \(file.path) is gone and could not be written again yet")
+            }
             let shard = store.shards[store.shardIndex(of: session)]
             guard let record = shard.records.withLock({ $0[session] }) else { return }
             try file.write([(session, record.seq, try record.stored())])

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NavigatorCore
 import NavigatorWire
+import Synchronization
 
 /// The durable copy of every session: an SQLite file (`navigator.sqlite` in the data
 /// directory), one row per session with its seq and its state (tree, conditions, parked
@@ -15,10 +16,11 @@ import NavigatorWire
 /// necessarily a power cut.
 final class StateFile: Sendable {
     let path: String
-    private let queue: DatabaseQueue
-    /// The device and inode the file had when opened: a file deleted or replaced under a running
-    /// service is noticed by comparing them (``isInPlace``).
-    private let identity: FileIdentity?
+    /// The open database and the device and inode its file had when opened: a file deleted or
+    /// replaced under a running service is noticed by comparing them (``isInPlace``) and opened
+    /// anew (``reopen(epoch:)``).
+    private let opened: Mutex<(queue: DatabaseQueue, identity: FileIdentity?)>
+    private var queue: DatabaseQueue { opened.withLock { $0.queue } }
 
     /// Opens (or creates) the state file and brings its schema up to date. A file that is not a
     /// Navigator state database, or is from a newer version, is refused with the reason; it is
@@ -29,7 +31,14 @@ final class StateFile: Sendable {
         } catch {
             throw ServiceError("cannot create the data directory \(directory): \(error.localizedDescription)")
         }
-        path = (directory as NSString).appendingPathComponent("navigator.sqlite")
+        let path = (directory as NSString).appendingPathComponent("navigator.sqlite")
+        self.path = path
+        opened = Mutex((try Self.open(path), FileIdentity(path: path)))
+    }
+
+    /// Opens the file at `path` (creating it) and migrates it; refuses a file it cannot read.
+    private static func open(_ path: String) throws -> DatabaseQueue {
+        let queue: DatabaseQueue
         do {
             var configuration = Configuration()
             configuration.label = "navigator-state"
@@ -41,7 +50,6 @@ final class StateFile: Sendable {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
-            let path = self.path
             try queue.writeWithoutTransaction { db in
                 // Files of the first builds carried their version in user_version (2 at most).
                 let legacy = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -66,7 +74,7 @@ final class StateFile: Sendable {
                 "state file \(path) cannot be read: \(error); it is left as it is — move it away to start empty, or restore it"
             )
         }
-        identity = FileIdentity(path: path)
+        return queue
     }
 
     /// One named migration per change of the schema, never edited once released.
@@ -216,8 +224,25 @@ final class StateFile: Sendable {
 
     /// Whether the file at ``path`` is still the one opened (not deleted, not replaced).
     var isInPlace: Bool {
-        guard let identity else { return true }
-        return FileIdentity(path: path) == identity
+        let identity = opened.withLock { $0.identity }
+        return identity == nil || FileIdentity(path: path) == identity
+    }
+
+    /// Opens the file at ``path`` anew (the one opened was deleted or replaced), recording this
+    /// run's epoch in it; the caller writes every session into it.
+    func reopen(epoch: UInt64) throws {
+        // A replaced file is read as any file is (and refused if unreadable); a deleted one is
+        // created again.
+        let queue = try Self.open(path)
+        try queue.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO meta (key, value) VALUES ('epoch', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [Int64(bitPattern: epoch)])
+            try db.execute(
+                sql: "INSERT INTO meta (key, value) VALUES ('clean_stop', 0) ON CONFLICT(key) DO UPDATE SET value = 0")
+        }
+        opened.withLock { $0 = (queue, FileIdentity(path: path)) }
     }
 }
 
