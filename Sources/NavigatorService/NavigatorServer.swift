@@ -7,10 +7,12 @@ import ZeroMQ
 
 /// The Navigator service: intents in over ZeroMQ, command batches out to subscribed shells.
 ///
-/// Threads, in start order: egress (XPUB), workers (one per shard of sessions), requests
-/// (ROUTER), ingress (intents PULL). Graceful shutdown stops them in reverse: requests and
-/// ingress stop taking work, workers finish what they were given, egress publishes the last
-/// of it; past `shutdownTimeoutSeconds` the context is shut down and every socket closes.
+/// Threads, in start order: flush (the only writer of the state file; it also makes replies to
+/// acknowledged requests durable before passing them on), egress (XPUB), workers (one per shard
+/// of sessions), requests (ROUTER), ingress (intents PULL). Graceful shutdown stops them in
+/// reverse: requests and ingress stop taking work, workers finish what they were given, egress
+/// publishes the last of it, the flush thread writes what is left; past
+/// `shutdownTimeoutSeconds` the context is shut down and every socket closes.
 public final class NavigatorServer: Service, Sendable {
     public let configuration: ServiceConfiguration
     let logger: Logger
@@ -91,6 +93,7 @@ public final class NavigatorServer: Service, Sendable {
         guard ready else { throw ServiceError("the service was started already") }
         var threads: [DedicatedThread] = []
         var http: (MetricsServer, DedicatedThread)?
+        var flusher: DedicatedThread?
         do {
             if configuration.metricsAddress != "off" {
                 let server = try MetricsServer(address: configuration.metricsAddress, logger: logger) { [self] path in
@@ -99,6 +102,11 @@ public final class NavigatorServer: Service, Sendable {
                 bound.set(metrics: server.address)
                 http = (server, server.start())
             }
+            // Before the workers: they hand it their replies.
+            flusher = try await FlushLoop(
+                context: context, persistence: persistence,
+                interval: .milliseconds(configuration.flushIntervalMilliseconds), counters: counters, logger: logger
+            ).start()
             threads.append(
                 try await EgressLoop(
                     context: context, endpoints: configuration.commandEndpoints,
@@ -128,6 +136,7 @@ public final class NavigatorServer: Service, Sendable {
         } catch {
             context.shutdown()
             for thread in threads { await Self.join(thread) }
+            if let flusher { await Self.join(flusher) }
             if let (server, thread) = http {
                 server.stop()
                 await Self.join(thread)
@@ -135,8 +144,7 @@ public final class NavigatorServer: Service, Sendable {
             lifecycle.withLock { $0 = .stopped }
             throw error
         }
-        let flusher = persistence.startFlushing(every: .milliseconds(configuration.flushIntervalMilliseconds))
-        lifecycle.withLock { $0 = .running(threads, flusher: flusher, http: http) }
+        lifecycle.withLock { [flusher] in $0 = .running(threads, flusher: flusher!, http: http) }
         self.ready.store(true, ordering: .releasing)
         let endpoints = bound.current
         logger.info(

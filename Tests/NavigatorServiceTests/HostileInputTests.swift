@@ -145,23 +145,45 @@ struct HostileInputTests {
         }
     }
 
-    @Test("a locked state file: the reply says UNAVAILABLE (not INTERNAL); a retry once it is free is a duplicate")
+    @Test(
+        "a locked state file: the worker goes on with other work; the reply says UNAVAILABLE (not INTERNAL); a retry once it is free is a duplicate"
+    )
     func lockedStateFile() async throws {
         let directory = temporaryDirectory("navlock")
         defer { try? FileManager.default.removeItem(at: directory) }
-        try await withService(dataDirectory: directory) { _, endpoints in
+        // One worker: the locked session and the free one share it.
+        try await withService(workers: 1, dataDirectory: directory) { _, endpoints in
             let path = directory.appendingPathComponent("navigator.sqlite").path
-            let (locked, retried) = try await onThread { () throws -> (Navigator_V1_Reply, Navigator_V1_Reply) in
+            let (freeBatch, locked, retried) = try await onThread {
+                () throws -> (Navigator_V1_CommandBatch, Navigator_V1_Reply, Navigator_V1_Reply) in
                 let client = try Client(endpoints)
+                let free = try client.subscribe("s/free/")
+                let dealer = try Socket(client.context, type: .dealer)
+                try dealer.set(.receiveTimeout, .seconds(20))
+                try dealer.connect(endpoints.requests[0])
                 let holder = try DatabaseQueue(path: path)
                 let intent = wireIntent("L1", [ScreenContext("settings")], session: "lk")
-                let locked = try holder.inDatabase { db in
+                let (freeBatch, locked) = try holder.inDatabase { db in
                     try db.execute(sql: "BEGIN EXCLUSIVE")
                     defer { try? db.execute(sql: "ROLLBACK") }
-                    return try client.request(.intent(intent))
+                    let request: [UInt8] = try Navigator_V1_Request.with {
+                        $0.requestID = "L1"
+                        $0.intent = intent
+                    }.serializedBytes()
+                    try dealer.send(multipart: [[], request])
+                    // While that reply waits for the file, the worker serves other sessions.
+                    try client.send(wireIntent("F1", [ScreenContext("settings")]), session: "free")
+                    let freeBatch = try free.nextPublished().batch
+                    // The free session's batch came while the locked one's reply still waits.
+                    guard try dealer.tryReceiveMultipart() == nil else {
+                        throw TestFailure("the reply came before the other session's batch: the worker waited")
+                    }
+                    let locked = try Navigator_V1_Reply(serializedBytes: try dealer.receiveMultipart().last!.bytes)
+                    return (freeBatch, locked)
                 }
-                return (locked, try client.request(.intent(intent)))
+                return (freeBatch, locked, try client.request(.intent(intent)))
             }
+            #expect(freeBatch.intentID == "F1")
             #expect(locked.rejected.code == .unavailable, "\(locked)")
             #expect(locked.rejected.message.contains("applied and published but is not yet durable"))
             #expect(retried.ignored.reason == "duplicate intent id L1")

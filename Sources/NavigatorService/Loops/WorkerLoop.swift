@@ -23,6 +23,7 @@ struct WorkerLoop: SocketLoop {
 
     struct Sockets {
         let inbox: Socket
+        /// To the flush thread, which makes a reply's session durable and sends the reply on.
         let replies: Socket
         let publisher: Publisher
     }
@@ -33,7 +34,7 @@ struct WorkerLoop: SocketLoop {
         try inbox.bind(Internal.worker(index))
         let replies = try Socket(context, type: .push)
         try replies.set(.sendHighWaterMark, 0)
-        try replies.connect(Internal.replies)
+        try replies.connect(Internal.acks)
         return Sockets(
             inbox: inbox, replies: replies,
             publisher: try Publisher(context: context, counters: counters, epoch: store.epoch))
@@ -248,27 +249,12 @@ struct WorkerLoop: SocketLoop {
                     "reason": "\(LogText(rejected.message))",
                 ])
         }
-        // Durable before the reply: the client may act on it.
-        if let session = durableSession {
-            do {
-                try persistence.flush(session)
-            } catch {
-                logger.error(
-                    "state write failed before a reply",
-                    metadata: ["session": "\(LogText(session))", "error": "\(error)"])
-                // Not INTERNAL: that says nothing changed. The change stands and was published;
-                // a retry with the same intent id is answered as a duplicate once it is durable.
-                counters.count(.unavailable)
-                reply.rejected = .with {
-                    $0.code = .unavailable
-                    $0.message =
-                        "the change was applied and published but is not yet durable (the state file could not be written: \(error)); retry the same request later"
-                }
-            }
-        }
         try sockets.publisher.flush()  // the batch goes out no later than the reply
+        // Durable before the reply (the client may act on it): the flush thread writes the
+        // session, then sends the reply on. No SQLite wait happens on this thread.
         try sockets.replies.send(frames[1], more: true)
         try sockets.replies.send(frames[2], more: true)
+        try sockets.replies.send(Array((durableSession ?? "").utf8), more: true)
         try sockets.replies.send(try reply.serializedBytes() as [UInt8])
     }
 

@@ -2,14 +2,6 @@ import Logging
 import Synchronization
 import ZeroMQ
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Writes sessions from the store to the state file: behind, in batches, for fire-and-forget
 /// work; at once for a session whose acknowledged request is about to be answered.
 ///
@@ -198,53 +190,42 @@ final class Persistence: Sendable {
         return packed
     }
 
-    /// Writes one session now (an acknowledged request is durable before its reply).
-    func flush(_ session: String) throws {
+    /// Writes these sessions now, in one transaction (acknowledged requests are durable before
+    /// their replies; see ``FlushLoop``).
+    func flush(_ sessions: Set<String>) throws {
         try writing.withLock { _ in
             guard restoreFileIfGone() else {
                 throw ServiceError("the state file \(file.path) is gone and could not be written again yet")
             }
-            let shard = store.shards[store.shardIndex(of: session)]
-            guard let record = shard.records.withLock({ $0[session] }) else { return }
-            try file.write([(session, record.seq, try record.stored())])
+            var rows: [(String, UInt64, [UInt8])] = []
+            for session in sessions {
+                let shard = store.shards[store.shardIndex(of: session)]
+                guard let record = shard.records.withLock({ $0[session] }) else { continue }
+                rows.append((session, record.seq, try record.stored()))
+            }
+            try file.write(rows)
         }
     }
 
-    /// Flushes every `interval` on a thread of its own until ``stop()``.
-    func startFlushing(every interval: Duration) -> DedicatedThread {
-        DedicatedThread(name: "nav-flush") { [self] in
-            let step = Duration.milliseconds(5)
-            var waited = Duration.zero
-            while !stopping.load(ordering: .acquiring) {
-                Self.sleep(step)
-                waited += step
-                if waited >= interval {
-                    flushChanged()
-                    let started = MonotonicClock.now()
-                    let packed = compactIdle()
-                    let trimmed = MonotonicClock.now()
-                    // Freed live states sit in pages malloc keeps; hand whole free pages back.
-                    if packed >= 1000 { Heap.returnFreePages() }
-                    if packed > 0 {
-                        logger.debug(
-                            "packed idle sessions",
-                            metadata: [
-                                "sessions": "\(packed)", "packMicroseconds": "\((trimmed - started) / 1000)",
-                                "trimMicroseconds": "\((MonotonicClock.now() - trimmed) / 1000)",
-                            ])
-                    }
-                    waited = .zero
-                }
-            }
+    /// The write-behind round: every changed session, then packing the idle ones.
+    func flushAndPack() {
+        flushChanged()
+        let started = MonotonicClock.now()
+        let packed = compactIdle()
+        let trimmed = MonotonicClock.now()
+        // Freed live states sit in pages malloc keeps; hand whole free pages back.
+        if packed >= 1000 { Heap.returnFreePages() }
+        if packed > 0 {
+            logger.debug(
+                "packed idle sessions",
+                metadata: [
+                    "sessions": "\(packed)", "packMicroseconds": "\((trimmed - started) / 1000)",
+                    "trimMicroseconds": "\((MonotonicClock.now() - trimmed) / 1000)",
+                ])
         }
     }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     func stop() { stopping.store(true, ordering: .releasing) }
-
-    private static func sleep(_ duration: Duration) {
-        let nanoseconds = duration.components.attoseconds / 1_000_000_000 + duration.components.seconds * 1_000_000_000
-        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 { request = remaining }
-    }
 }

@@ -1,0 +1,110 @@
+import Logging
+import NavigatorWire
+import ZeroMQ
+
+/// The only thread that writes the state file: every `interval` it writes the sessions changed
+/// since (write-behind) and packs idle ones; in between it makes acknowledged requests durable.
+///
+/// A worker never waits for SQLite: it hands an acknowledged request's reply here as
+/// `[routing id][delimiter][session][Reply]` (its batch is published already); this thread
+/// writes the sessions of every reply waiting, in one transaction, then sends the replies on to
+/// the requests thread — or, when the write failed, each reply turned into `UNAVAILABLE` (the
+/// change stands; a retry with the same intent id is a duplicate). Every reply of a worker takes
+/// this way, those that need no write too, so they keep their order; a worker's `[stop]` is
+/// passed on after its replies, so the requests thread stops only when every reply is out.
+struct FlushLoop: SocketLoop {
+    let context: Context
+    let persistence: Persistence
+    let interval: Duration
+    let counters: ServiceCounters
+    let logger: Logger
+
+    var name: String { "nav-flush" }
+
+    struct Sockets {
+        let acks: Socket
+        let replies: Socket
+    }
+
+    func open() throws -> Sockets {
+        let acks = try Socket(context, type: .pull)
+        try acks.set(.receiveHighWaterMark, 0)
+        try acks.bind(Internal.acks)
+        let replies = try Socket(context, type: .push)
+        try replies.set(.sendHighWaterMark, 0)
+        try replies.connect(Internal.replies)
+        return Sockets(acks: acks, replies: replies)
+    }
+
+    func run(_ sockets: Sockets) {
+        var poller = Poller()
+        poller.add(sockets.acks)
+        var frames: [Message] = []
+        let step = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
+        var nextFlush = MonotonicClock.now() + step
+        do {
+            while !persistence.isStopping {
+                try poller.poll(timeout: .nanoseconds(max(0, min(nextFlush - MonotonicClock.now(), 50_000_000))))
+                var waiting: [[Message]] = []
+                var stops = 0
+                while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
+                    if count == 1 {
+                        // Replies received before a worker's stop go out before it.
+                        try answer(waiting, sockets)
+                        waiting.removeAll()
+                        stops += 1
+                        try sockets.replies.send(Internal.stop)
+                    } else if count == 4 {
+                        waiting.append(frames.prefix(4).map { Message(moving: $0) })
+                    } else {
+                        logger.error("the flush thread got a message of \(count) frames; expected 4 or 1")
+                    }
+                }
+                try answer(waiting, sockets)
+                if MonotonicClock.now() >= nextFlush {
+                    persistence.flushAndPack()
+                    nextFlush = MonotonicClock.now() + step
+                }
+            }
+        } catch {
+            if (error as? ZeroMQError)?.code == .terminated {
+                logger.debug("flush thread ended by context shutdown")
+            } else {
+                logger.error("flush thread failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Makes the sessions of these replies durable in one write, then sends the replies on.
+    private func answer(_ waiting: [[Message]], _ sockets: Sockets) throws {
+        guard !waiting.isEmpty else { return }
+        let sessions = Set(waiting.map { $0[2].string }.filter { !$0.isEmpty })
+        var failure: (any Error)?
+        do {
+            try persistence.flush(sessions)
+        } catch {
+            failure = error
+            logger.error(
+                "state write failed before \(waiting.count) replies",
+                metadata: ["sessions": "\(sessions.count)", "error": "\(error)"])
+        }
+        for frames in waiting {
+            try sockets.replies.send(frames[0], more: true)
+            try sockets.replies.send(frames[1], more: true)
+            guard let failure, frames[2].count > 0 else {
+                try sockets.replies.send(frames[3])
+                continue
+            }
+            // Not INTERNAL: that says nothing changed. The change stands and was published.
+            var reply = (try? Navigator_V1_Reply(serializedBytes: frames[3].bytes)) ?? Navigator_V1_Reply()
+            reply.explanationSteps = []
+            reply.rejected = .with {
+                $0.code = .unavailable
+                $0.message =
+                    "the change was applied and published but is not yet durable (the state file could not be written: \(failure)); retry the same request later"
+            }
+            counters.count(.unavailable)
+            try sockets.replies.send(try reply.serializedBytes() as [UInt8])
+        }
+    }
+}
