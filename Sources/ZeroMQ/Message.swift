@@ -47,6 +47,13 @@ public final class Message {
     /// Whether more frames of the same multipart message follow this one.
     public var hasMore: Bool { zmq_msg_more(raw) != 0 }
 
+    /// A metadata property of a received message (`zmq_msg_gets`), such as `"Peer-Address"` (the
+    /// peer's IP address on tcp) or `"User-Id"`; nil when the message has no such property.
+    public func property(_ name: String) -> String? {
+        guard let value = zmq_msg_gets(raw, name) else { return nil }
+        return String(cString: value)
+    }
+
     /// Reads the bytes in place, without copying. The buffer is valid only inside `body`.
     @inlinable
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {

@@ -5,6 +5,7 @@ import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
 import SwiftProtobuf
+import Synchronization
 import Testing
 import ZeroMQ
 
@@ -276,5 +277,44 @@ struct StateFileGoneTests {
         try await withService(dataDirectory: directory) { server, _ in
             #expect(server.store.sessionCount == 6)
         }
+    }
+}
+
+/// Keeps what is logged, for tests.
+final class CapturedLog: @unchecked Sendable {
+    // @unchecked: `lines` is behind a Mutex; the handler is a value holding this reference.
+    let lines = Mutex<[String]>([])
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let text = "\(event.message) \(event.metadata ?? [:])"
+            log.lines.withLock { $0.append(text) }
+        }
+    }
+
+    var logger: Logger { Logger(label: "captured") { _ in Handler(log: self) } }
+}
+
+@Suite("Log volume")
+struct LogLimiterTests {
+    @Test("a peer gets 10 rejection lines per 10 s; the rest are counted and the count is logged")
+    func limiter() {
+        let captured = CapturedLog()
+        let limiter = LogLimiter(logger: captured.logger)
+        let allowed = (0..<25).filter { _ in limiter.allow("10.0.0.1", now: 1_000) }.count
+        #expect(allowed == 10)
+        #expect(limiter.allow("10.0.0.2", now: 2_000))  // another peer has its own budget
+        #expect(limiter.allow("10.0.0.1", now: 1_000 + LogLimiter.window))  // a new window
+        let lines = captured.lines.withLock { $0 }
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains("rejection lines not logged") == true)
+        #expect(lines.first?.contains("15") == true)
     }
 }

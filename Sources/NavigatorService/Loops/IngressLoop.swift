@@ -24,6 +24,7 @@ struct IngressLoop: SocketLoop {
         let control: Socket
         let workers: [Socket]
         let publisher: Publisher
+        let limiter: LogLimiter
     }
 
     /// Intents waiting to go to each worker, handed over in bundles of `[kind]` and then
@@ -73,7 +74,8 @@ struct IngressLoop: SocketLoop {
         }
         return Sockets(
             pull: pull, control: control, workers: pushes,
-            publisher: try Publisher(context: context, counters: counters, epoch: epoch))
+            publisher: try Publisher(context: context, counters: counters, epoch: epoch),
+            limiter: LogLimiter(logger: logger))
     }
 
     func run(_ sockets: Sockets) {
@@ -128,25 +130,33 @@ struct IngressLoop: SocketLoop {
         if count != 2 {
             return try reject(
                 sessionProblem == nil ? session : "", .badFrames,
-                "intent message has \(count) frame\(count == 1 ? "" : "s"); expected 2: [session][Intent]", sockets)
+                "intent message has \(count) frame\(count == 1 ? "" : "s"); expected 2: [session][Intent]", frames[0],
+                sockets)
         }
-        if let sessionProblem { return try reject("", .invalidSession, sessionProblem, sockets) }
+        if let sessionProblem { return try reject("", .invalidSession, sessionProblem, frames[0], sockets) }
         if frames[1].count > maxMessageBytes {
             return try reject(
-                session, .tooLarge, "intent is \(frames[1].count) bytes; expected at most \(maxMessageBytes)", sockets)
+                session, .tooLarge, "intent is \(frames[1].count) bytes; expected at most \(maxMessageBytes)",
+                frames[0], sockets)
         }
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         counters.forwarded[worker].add()
         try bundles.add(frames[0], frames[1], for: worker, sockets)
     }
 
-    private func reject(_ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ sockets: Sockets)
-        throws
-    {
+    private func reject(
+        _ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ frame: Message, _ sockets: Sockets
+    ) throws {
         counters.count(code)
-        logger.notice(
-            "intent rejected at ingress",
-            metadata: ["session": "\(LogText(session))", "code": "\(code.label)", "reason": "\(LogText(message))"])
+        let peer = peerKey(frame, "intents")
+        if sockets.limiter.allow(peer) {
+            logger.notice(
+                "intent rejected at ingress",
+                metadata: [
+                    "session": "\(LogText(session))", "code": "\(code.label)", "reason": "\(LogText(message))",
+                    "peer": "\(LogText(peer))",
+                ])
+        }
         try sockets.publisher.rejection(
             session: session, intentID: "", source: "", code: code, message: message, sentAt: 0)
     }

@@ -28,6 +28,7 @@ struct RequestsLoop: SocketLoop {
         let replies: Socket
         let control: Socket
         let workers: [Socket]
+        let limiter: LogLimiter
     }
 
     func open() throws -> Sockets {
@@ -46,7 +47,8 @@ struct RequestsLoop: SocketLoop {
             try push.connect(Internal.worker(index))
             return push
         }
-        return Sockets(router: router, replies: replies, control: control, workers: pushes)
+        return Sockets(
+            router: router, replies: replies, control: control, workers: pushes, limiter: LogLimiter(logger: logger))
     }
 
     func run(_ sockets: Sockets) {
@@ -215,7 +217,7 @@ struct RequestsLoop: SocketLoop {
     private func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
         throws
     {
-        if case .rejected(let rejected)? = reply.kind {
+        if case .rejected(let rejected)? = reply.kind, sockets.limiter.allow(peerKey(routingID, "requests")) {
             logger.notice(
                 "request rejected",
                 metadata: [

@@ -26,6 +26,7 @@ struct WorkerLoop: SocketLoop {
         /// To the flush thread, which makes a reply's session durable and sends the reply on.
         let replies: Socket
         let publisher: Publisher
+        let limiter: LogLimiter
     }
 
     func open() throws -> Sockets {
@@ -37,7 +38,8 @@ struct WorkerLoop: SocketLoop {
         try replies.connect(Internal.acks)
         return Sockets(
             inbox: inbox, replies: replies,
-            publisher: try Publisher(context: context, counters: counters, epoch: store.epoch))
+            publisher: try Publisher(context: context, counters: counters, epoch: store.epoch),
+            limiter: LogLimiter(logger: logger))
     }
 
     func run(_ sockets: Sockets) {
@@ -72,11 +74,14 @@ struct WorkerLoop: SocketLoop {
                         for pair in stride(from: 1, to: count, by: 2) {
                             counters.handled[index].add()
                             try handleIntent(
-                                session: frames[pair].string, payload: frames[pair + 1].bytes, &state, sockets)
+                                session: frames[pair].string, payload: frames[pair + 1].bytes, from: frames[pair],
+                                &state, sockets)
                         }
                     } else if kind == Internal.requestKind, count == 4 {
                         counters.handled[index].add()
                         try handleRequest(frames, &state, sockets)
+                    } else {
+                        logger.error("worker got a message nobody sends: kind \(kind), \(count) frames")
                     }
                 }
                 if WallClock.now() >= nextExpiry {
@@ -118,25 +123,26 @@ struct WorkerLoop: SocketLoop {
     // MARK: Intents
 
     /// A fire-and-forget intent from ingress.
-    private func handleIntent(session: String, payload: [UInt8], _ state: inout WorkerState, _ sockets: Sockets) throws
-    {
+    private func handleIntent(
+        session: String, payload: [UInt8], from frame: Message, _ state: inout WorkerState, _ sockets: Sockets
+    ) throws {
         let intent: Intent
         do {
             intent = try Navigator_V1_Intent(serializedBytes: payload).core(session: session)
         } catch let error as WireError {
             return try reject(
-                session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message, sockets)
+                session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
+                peer: peerKey(frame, "intents"), sockets)
         } catch {
             return try reject(
                 session: session, intentID: "", source: "", .malformed,
-                "intent is not a valid navigator.v1.Intent message: \(error)", sockets)
+                "intent is not a valid navigator.v1.Intent message: \(error)", peer: peerKey(frame, "intents"), sockets)
         }
         let outcome = try resolve(intent, &state, sockets)
         if case .rejected(let error) = outcome.resolution.outcome {
             try reject(
                 session: session, intentID: intent.id, source: intent.source, Navigator_V1_RejectCode(error.code),
-                error.message,
-                sockets, counted: true)
+                error.message, peer: peerKey(frame, "intents"), sockets, counted: true)
         }
     }
 
@@ -200,16 +206,18 @@ struct WorkerLoop: SocketLoop {
 
     private func reject(
         session: String, intentID: String, source: String, _ code: Navigator_V1_RejectCode, _ message: String,
-        _ sockets: Sockets, counted: Bool = false
+        peer: String, _ sockets: Sockets, counted: Bool = false
     ) throws {
         counters.count(code)
         if !counted { counters.count(.rejected) }
-        logger.notice(
-            "intent rejected",
-            metadata: [
-                "session": "\(LogText(session))", "intent": "\(LogText(intentID))", "code": "\(code.label)",
-                "reason": "\(LogText(message))",
-            ])
+        if sockets.limiter.allow(peer) {
+            logger.notice(
+                "intent rejected",
+                metadata: [
+                    "session": "\(LogText(session))", "intent": "\(LogText(intentID))", "code": "\(code.label)",
+                    "reason": "\(LogText(message))", "peer": "\(LogText(peer))",
+                ])
+        }
         try sockets.publisher.rejection(
             session: session, intentID: intentID, source: source, code: code, message: message, sentAt: 0)
     }
@@ -241,7 +249,7 @@ struct WorkerLoop: SocketLoop {
                 $0.message = "request is not a valid navigator.v1.Request message: \(error)"
             }
         }
-        if case .rejected(let rejected)? = reply.kind {
+        if case .rejected(let rejected)? = reply.kind, sockets.limiter.allow(peerKey(frames[1], "requests")) {
             logger.notice(
                 "request rejected",
                 metadata: [
