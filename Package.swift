@@ -88,6 +88,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // libFuzzer over decode + resolve + apply (scripts/fuzz-libfuzzer.sh builds it with
+        // -sanitize=fuzzer); a normal build makes it a replayer of saved inputs.
+        .executableTarget(
+            name: "navfuzz",
+            dependencies: [
+                "NavigatorCore", "NavigatorWire", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
