@@ -19,7 +19,9 @@ final class EventBuffer: Sendable {
 
 @Suite("Client shell")
 struct ShellModelTests {
-    @Test("after random intents and shell actions, with a batch dropped on purpose, the mirror equals the snapshot")
+    @Test(
+        "after random intents and shell actions, a batch dropped on purpose and stale reports refused, the mirror equals the snapshot"
+    )
     func mirrorEqualsSnapshot() async throws {
         try await withConnection { connection, _ in
             let buffer = EventBuffer()
@@ -38,6 +40,7 @@ struct ShellModelTests {
             var random = SplitMix64(seed: 5)
             var dropped = false
             var resyncs = 0
+            var staleRefused = 0
 
             func resync() async throws {
                 let snapshot = try await connection.snapshot("sh")
@@ -88,7 +91,19 @@ struct ShellModelTests {
                         case 1: model.dismiss()
                         default: model.selectTab(Int(random.next() % 4))
                         }
-                    if let action { _ = try await connection.report(action, session: "sh", lastSeq: model.seq) }
+                    if let action {
+                        // Now and then the shell reports from an older position, as a slow shell
+                        // would: refused as stale when a batch of the service came since, and
+                        // the shell resyncs (its own change is gone with it).
+                        let stale = random.next() % 4 == 0 && model.seq >= 2
+                        do {
+                            _ = try await connection.report(
+                                action, session: "sh", lastSeq: stale ? model.seq - 2 : model.seq, epoch: model.epoch)
+                        } catch let error as ClientError where error.rejectCode == .staleEvent {
+                            staleRefused += 1
+                            try await resync()
+                        }
+                    }
                 } else if case .intent(var intent) = mix.next(session: "sh") {
                     intent.session = "sh"
                     _ = try await connection.acknowledged(intent)
@@ -98,6 +113,7 @@ struct ShellModelTests {
             let snapshot = try await connection.snapshot("sh")
             #expect(dropped)
             #expect(resyncs >= 1)
+            #expect(staleRefused >= 1)
             #expect(model.seq == snapshot.seq)
             #expect(model.mirror == (try snapshot.tree.core()))
             #expect(model.warning == nil)
