@@ -128,62 +128,75 @@ public struct ScreenTree: Hashable, Sendable, Codable {
                 .invalidID, "the highest service id \(lastServiceID) is in the client namespace; expected below 2^63")
         }
         var size = TreeSize()
-        var ids: [NodeID] = []
-        ids.reserveCapacity(16)
-        func check(_ stack: [Screen], _ name: @autoclosure () -> String) throws(TreeError) {
-            guard !stack.isEmpty else { throw TreeError(.emptyStack, "\(name()) has an empty stack") }
-            size.deepestStack = max(size.deepestStack, stack.count)
-            for screen in stack {
-                ids.append(screen.id)
-                size.longestText = max(size.longestText, screen.context.screen.utf8.count)
-                size.mostInfoEntries = max(size.mostInfoEntries, screen.context.info.count)
-                for (key, value) in screen.context.info {
-                    size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
-                }
-            }
-        }
+        var count = modals.count
         switch root {
-        case .tabs(let bar):
-            guard !bar.tabs.isEmpty else { throw TreeError(.invalidTree, "tab bar has no tabs; expected at least one") }
-            size.tabs = bar.tabs.count
-            for (index, tab) in bar.tabs.enumerated() {
-                guard !bar.tabs[..<index].contains(where: { $0.name == tab.name }) else {
-                    throw TreeError(.invalidTree, "tab \(tab.name) appears twice; expected unique tab names")
+        case .tabs(let bar): for tab in bar.tabs { count += tab.stack.count }
+        case .stack(let screens): count += screens.count
+        }
+        for modal in modals { count += modal.stack.count }
+        // The ids on the stack, not the heap: this runs after every change.
+        try withUnsafeTemporaryAllocation(of: NodeID.self, capacity: count) { (ids) throws(TreeError) in
+            var filled = 0
+            func check(_ stack: [Screen], _ name: @autoclosure () -> String) throws(TreeError) {
+                guard !stack.isEmpty else { throw TreeError(.emptyStack, "\(name()) has an empty stack") }
+                size.deepestStack = max(size.deepestStack, stack.count)
+                for screen in stack {
+                    ids[filled] = screen.id
+                    filled += 1
+                    size.longestText = max(size.longestText, screen.context.screen.utf8.count)
+                    size.mostInfoEntries = max(size.mostInfoEntries, screen.context.info.count)
+                    for (key, value) in screen.context.info {
+                        size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
+                    }
                 }
-                size.longestText = max(size.longestText, tab.name.utf8.count)
-                try check(tab.stack, "tab \(tab.name)")
             }
-            guard bar.index(of: bar.selected) != nil else {
-                throw TreeError(
-                    .unknownTab,
-                    "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name).joined(separator: ", "))")
+            switch root {
+            case .tabs(let bar):
+                guard !bar.tabs.isEmpty else {
+                    throw TreeError(.invalidTree, "tab bar has no tabs; expected at least one")
+                }
+                size.tabs = bar.tabs.count
+                for (index, tab) in bar.tabs.enumerated() {
+                    guard !bar.tabs[..<index].contains(where: { $0.name == tab.name }) else {
+                        throw TreeError(.invalidTree, "tab \(tab.name) appears twice; expected unique tab names")
+                    }
+                    size.longestText = max(size.longestText, tab.name.utf8.count)
+                    try check(tab.stack, "tab \(tab.name)")
+                }
+                guard bar.index(of: bar.selected) != nil else {
+                    throw TreeError(
+                        .unknownTab,
+                        "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name).joined(separator: ", "))")
+                }
+            case .stack(let screens):
+                try check(screens, "the root")
             }
-        case .stack(let screens):
-            try check(screens, "the root")
-        }
-        size.modals = modals.count
-        for modal in modals {
-            ids.append(modal.id)
-            try check(modal.stack, "modal \(modal.id)")
-        }
-        for id in ids {
-            guard id.isValid else {
-                throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 and 2^63 are never ids")
+            size.modals = modals.count
+            for modal in modals {
+                ids[filled] = modal.id
+                filled += 1
+                try check(modal.stack, "modal \(modal.id)")
             }
-            guard id.isClientAssigned || id.rawValue <= lastServiceID else {
-                throw TreeError(
-                    .invalidID, "service id \(id) is above the highest the service issued (#\(lastServiceID))")
+            let all = UnsafeBufferPointer(rebasing: ids[..<filled])
+            for id in all {
+                guard id.isValid else {
+                    throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 and 2^63 are never ids")
+                }
+                guard id.isClientAssigned || id.rawValue <= lastServiceID else {
+                    throw TreeError(
+                        .invalidID, "service id \(id) is above the highest the service issued (#\(lastServiceID))")
+                }
             }
-        }
-        if ids.count <= 32 {
-            // Small trees (nearly all): comparing pairs beats hashing.
-            for index in ids.indices where ids[(index + 1)...].contains(ids[index]) {
-                throw TreeError(.duplicateID, "id \(ids[index]) appears twice in the tree")
-            }
-        } else {
-            var seen = Set<NodeID>(minimumCapacity: ids.count)
-            for id in ids where !seen.insert(id).inserted {
-                throw TreeError(.duplicateID, "id \(id) appears twice in the tree")
+            if filled <= 32 {
+                // Small trees (nearly all): comparing pairs beats hashing.
+                for index in 0..<filled where all[(index + 1)...].contains(all[index]) {
+                    throw TreeError(.duplicateID, "id \(all[index]) appears twice in the tree")
+                }
+            } else {
+                var seen = Set<NodeID>(minimumCapacity: filled)
+                for id in all where !seen.insert(id).inserted {
+                    throw TreeError(.duplicateID, "id \(id) appears twice in the tree")
+                }
             }
         }
         return size

@@ -313,8 +313,18 @@ public struct Resolver: Sendable {
     /// The route map's initial root with fresh ids, if `tree`'s tab bar does not match the map's
     /// (other tab names or order, or a tab bar under a single-stack map): nil when it matches.
     func reconciledRoot(for tree: ScreenTree, ids: inout IDAllocator) -> Root? {
-        let initial = map.initialTree().root
-        switch (tree.root, initial) {
+        // Nearly always the tabs match: find that out without building the initial tree.
+        switch tree.root {
+        case .tabs(let bar):
+            if !map.tabs.isEmpty && bar.tabs.count == map.tabs.count
+                && zip(bar.tabs, map.tabs).allSatisfy({ $0.name == $1.name })
+            {
+                return nil
+            }
+        case .stack:
+            return nil
+        }
+        switch (tree.root, map.initialTree().root) {
         case (.tabs(let have), .tabs(var want)):
             guard have.tabs.map(\.name) != want.tabs.map(\.name) else { return nil }
             for index in want.tabs.indices {
