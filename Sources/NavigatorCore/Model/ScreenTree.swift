@@ -127,7 +127,6 @@ public struct ScreenTree: Hashable, Sendable, Codable {
             throw TreeError(
                 .invalidID, "the highest service id \(lastServiceID) is in the client namespace; expected below 2^63")
         }
-        var size = TreeSize()
         var count = modals.count
         switch root {
         case .tabs(let bar): for tab in bar.tabs { count += tab.stack.count }
@@ -135,33 +134,20 @@ public struct ScreenTree: Hashable, Sendable, Codable {
         }
         for modal in modals { count += modal.stack.count }
         // The ids on the stack, not the heap: this runs after every change.
-        try withUnsafeTemporaryAllocation(of: NodeID.self, capacity: count) { (ids) throws(TreeError) in
-            var filled = 0
-            func check(_ stack: [Screen], _ name: @autoclosure () -> String) throws(TreeError) {
-                guard !stack.isEmpty else { throw TreeError(.emptyStack, "\(name()) has an empty stack") }
-                size.deepestStack = max(size.deepestStack, stack.count)
-                for screen in stack {
-                    ids[filled] = screen.id
-                    filled += 1
-                    size.longestText = max(size.longestText, screen.context.screen.utf8.count)
-                    size.mostInfoEntries = max(size.mostInfoEntries, screen.context.info.count)
-                    for (key, value) in screen.context.info {
-                        size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
-                    }
-                }
-            }
+        return try withUnsafeTemporaryAllocation(of: NodeID.self, capacity: count) { (ids) throws(TreeError) in
+            var walk = InvariantWalk(ids: ids)
             switch root {
             case .tabs(let bar):
                 guard !bar.tabs.isEmpty else {
                     throw TreeError(.invalidTree, "tab bar has no tabs; expected at least one")
                 }
-                size.tabs = bar.tabs.count
+                walk.size.tabs = bar.tabs.count
                 for (index, tab) in bar.tabs.enumerated() {
                     guard !bar.tabs[..<index].contains(where: { $0.name == tab.name }) else {
                         throw TreeError(.invalidTree, "tab \(tab.name) appears twice; expected unique tab names")
                     }
-                    size.longestText = max(size.longestText, tab.name.utf8.count)
-                    try check(tab.stack, "tab \(tab.name)")
+                    walk.size.longestText = max(walk.size.longestText, tab.name.utf8.count)
+                    try walk.check(tab.stack, "tab \(tab.name)")
                 }
                 guard bar.index(of: bar.selected) != nil else {
                     throw TreeError(
@@ -169,15 +155,15 @@ public struct ScreenTree: Hashable, Sendable, Codable {
                         "selected tab \(bar.selected) is not one of \(bar.tabs.map(\.name).joined(separator: ", "))")
                 }
             case .stack(let screens):
-                try check(screens, "the root")
+                try walk.check(screens, "the root")
             }
-            size.modals = modals.count
+            walk.size.modals = modals.count
             for modal in modals {
-                ids[filled] = modal.id
-                filled += 1
-                try check(modal.stack, "modal \(modal.id)")
+                walk.ids[walk.filled] = modal.id
+                walk.filled += 1
+                try walk.check(modal.stack, "modal \(modal.id)")
             }
-            let all = UnsafeBufferPointer(rebasing: ids[..<filled])
+            let all = UnsafeBufferPointer(rebasing: ids[..<walk.filled])
             for id in all {
                 guard id.isValid else {
                     throw TreeError(.invalidID, "id \(id.rawValue) is not valid; 0 and 2^63 are never ids")
@@ -187,19 +173,42 @@ public struct ScreenTree: Hashable, Sendable, Codable {
                         .invalidID, "service id \(id) is above the highest the service issued (#\(lastServiceID))")
                 }
             }
-            if filled <= 32 {
+            if all.count <= 32 {
                 // Small trees (nearly all): comparing pairs beats hashing.
-                for index in 0..<filled where all[(index + 1)...].contains(all[index]) {
+                for index in all.indices where all[(index + 1)...].contains(all[index]) {
                     throw TreeError(.duplicateID, "id \(all[index]) appears twice in the tree")
                 }
             } else {
-                var seen = Set<NodeID>(minimumCapacity: filled)
+                var seen = Set<NodeID>(minimumCapacity: all.count)
                 for id in all where !seen.insert(id).inserted {
                     throw TreeError(.duplicateID, "id \(id) appears twice in the tree")
                 }
             }
+            return walk.size
         }
-        return size
+    }
+}
+
+/// What ``ScreenTree/checkInvariant()`` gathers while it walks the stacks.
+private struct InvariantWalk {
+    let ids: UnsafeMutableBufferPointer<NodeID>
+    var filled = 0
+    var size = TreeSize()
+
+    init(ids: UnsafeMutableBufferPointer<NodeID>) { self.ids = ids }
+
+    mutating func check(_ stack: [Screen], _ name: @autoclosure () -> String) throws(TreeError) {
+        guard !stack.isEmpty else { throw TreeError(.emptyStack, "\(name()) has an empty stack") }
+        size.deepestStack = max(size.deepestStack, stack.count)
+        for screen in stack {
+            ids[filled] = screen.id
+            filled += 1
+            size.longestText = max(size.longestText, screen.context.screen.utf8.count)
+            size.mostInfoEntries = max(size.mostInfoEntries, screen.context.info.count)
+            for (key, value) in screen.context.info {
+                size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
+            }
+        }
     }
 }
 
