@@ -29,7 +29,7 @@ public enum RouteMapYAML {
         do {
             map = try YAMLDecoder().decode(RouteMap.self, from: node)
         } catch let error as DecodingError {
-            throw RouteMapLoadError(source: source, [decodingProblem(error, in: node)])
+            throw RouteMapLoadError(source: source, allDecodingProblems(error, in: node))
         } catch {
             throw RouteMapLoadError(source: source, [syntaxProblem(error)])
         }
@@ -75,6 +75,37 @@ public enum RouteMapYAML {
             }
         }
         return .init(line: nil, column: nil, keyPath: "", message: "\(error)")
+    }
+
+    /// Every value problem, not only the first the decoder met: each tab and each screen is
+    /// decoded on its own as well, and its problem reported with its place.
+    static func allDecodingProblems(_ first: DecodingError, in node: Node) -> [RouteMapLoadError.Problem] {
+        var problems: [RouteMapLoadError.Problem] = []
+        func collect<T: Decodable>(_ type: T.Type, _ value: Node, _ prefix: [String]) {
+            do {
+                _ = try YAMLDecoder().decode(type, from: value)
+            } catch let error as DecodingError {
+                var problem = decodingProblem(error, in: value)
+                problem.keyPath = (prefix + (problem.keyPath.isEmpty ? [] : [problem.keyPath])).joined(separator: ".")
+                problems.append(problem)
+            } catch {
+                problems.append(syntaxProblem(error))
+            }
+        }
+        if case .sequence(let tabs)? = node["tabs"] {
+            for (index, tab) in tabs.enumerated() { collect(RouteMap.TabSpec.self, tab, ["tabs", "\(index)"]) }
+        }
+        if case .mapping(let screens)? = node["screens"] {
+            for (key, value) in screens {
+                guard let name = key.string else { continue }
+                collect(ScreenSpec.self, value, ["screens", name])
+            }
+        }
+        let problem = decodingProblem(first, in: node)
+        if !problems.contains(where: { $0.line == problem.line && $0.column == problem.column }) {
+            problems.insert(problem, at: 0)
+        }
+        return problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) }
     }
 
     static func decodingProblem(_ error: DecodingError, in node: Node) -> RouteMapLoadError.Problem {

@@ -56,6 +56,24 @@ struct RouteMapYAMLTests {
             yaml: "tabs:\n  - {name: home, root: home}\nscreens:\n  home:\n    blocking: sometimes\n",
             expected: ["routes.yaml:5:5: screens.home.blocking: expected true or false"]),
         Broken(
+            name: "every value problem at once, each on its line",
+            yaml: """
+                tabs:
+                  - {name: home, root: home}
+                  - {name: chats}
+                screens:
+                  home:
+                    blocking: sometimes
+                  chat:
+                    transition: slide
+
+                """,
+            expected: [
+                "routes.yaml:3:5: tabs.1: missing key root",
+                "routes.yaml:6:5: screens.home.blocking: expected true or false",
+                "routes.yaml:8:5: screens.chat.transition: transition slide is unknown",
+            ]),
+        Broken(
             name: "every validation problem, each on its line",
             yaml: """
                 tabs:
