@@ -1,10 +1,32 @@
+import Foundation
 import NavigatorClient
 import NavigatorCore
+import NavigatorService
+import NavigatorTestSupport
 import NavigatorWire
 import Synchronization
 import Testing
 
 /// Collects a follower's events on a task of its own, so the test can wait for them with a deadline.
+/// The in-process service of a test, replaced by a new one on a restart.
+final class RunningServer: Sendable {
+    let server = Mutex<NavigatorServer?>(nil)
+
+    func start(_ configuration: ServiceConfiguration) async throws {
+        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("shell-test"))
+        try await server.start()
+        self.server.withLock { $0 = server }
+    }
+
+    func stop() async {
+        let server = self.server.withLock { server in
+            defer { server = nil }
+            return server
+        }
+        await server?.stop()
+    }
+}
+
 final class EventBuffer: Sendable {
     let events = Mutex<[SessionEvent]>([])
     let failure = Mutex<String?>(nil)
@@ -24,100 +46,141 @@ struct ShellModelTests {
     )
     func mirrorEqualsSnapshot() async throws {
         try await withConnection { connection, _ in
-            let buffer = EventBuffer()
-            let follower = Task {
-                do {
-                    for try await event in connection.follow(.session("sh")) {
-                        buffer.events.withLock { $0.append(event) }
-                    }
-                } catch {
-                    buffer.failure.withLock { $0 = "\(error)" }
+            try await Self.drive(connection) {}
+        }
+    }
+
+    @Test("the same, with the service restarted every 15 steps: the shell resyncs and ends equal to the snapshot")
+    func acrossRestarts() async throws {
+        let directory = TestService.temporaryDirectory("navshell")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = TestService.configuration(dataDirectory: directory)
+        configuration.intentEndpoints = ["ipc://\(directory.path)/intents.sock"]
+        configuration.requestEndpoints = ["ipc://\(directory.path)/requests.sock"]
+        configuration.commandEndpoints = ["ipc://\(directory.path)/commands.sock"]
+        let running = RunningServer()
+        try await running.start(configuration)
+        do {
+            let connection = try await NavigatorConnection(
+                endpoints: ServiceEndpoints(
+                    intents: configuration.intentEndpoints[0], requests: configuration.requestEndpoints[0],
+                    commands: configuration.commandEndpoints[0]),
+                timeout: .seconds(10))
+            do {
+                try await Self.drive(connection) {
+                    await running.stop()
+                    try await running.start(configuration)
                 }
+            } catch {
+                await connection.close()
+                throw error
             }
-            defer { follower.cancel() }
-            var model = ShellModel(session: "sh")
-            var mix = IntentMix(map: .demo, seed: 11)
-            var random = SplitMix64(seed: 5)
-            var dropped = false
-            var resyncs = 0
-            var staleRefused = 0
+            await connection.close()
+        } catch {
+            await running.stop()
+            throw error
+        }
+        await running.stop()
+    }
 
-            func resync() async throws {
-                let snapshot = try await connection.snapshot("sh")
-                _ = model.handle(
-                    .snapshot(session: "sh", seq: snapshot.seq, epoch: snapshot.epoch, tree: try snapshot.tree.core()))
-                resyncs += 1
+    /// 50 steps of random intents and shell actions against the service behind `connection`,
+    /// with `restart` called every 15 steps, then the mirror compared with the snapshot.
+    static func drive(_ connection: NavigatorConnection, restart: () async throws -> Void) async throws {
+        let buffer = EventBuffer()
+        let follower = Task {
+            do {
+                for try await event in connection.follow(.session("sh")) {
+                    buffer.events.withLock { $0.append(event) }
+                }
+            } catch {
+                buffer.failure.withLock { $0 = "\(error)" }
             }
+        }
+        defer { follower.cancel() }
+        var model = ShellModel(session: "sh")
+        var mix = IntentMix(map: .demo, seed: 11)
+        var random = SplitMix64(seed: 5)
+        var dropped = false
+        var resyncs = 0
+        var staleRefused = 0
 
-            /// Feeds events until the shell has caught up with the service, as the real shell
-            /// would: acknowledging batches, resyncing on a gap, and resyncing when it stays
-            /// behind (the periodic check).
-            func catchUp(step: Int) async throws {
-                let target = try await connection.snapshot("sh").seq
-                let clock = ContinuousClock()
-                var quiet = clock.now
-                while model.seq < target || model.mirror == nil {
-                    if let failure = buffer.failure.withLock({ $0 }) { throw ClientError(.closed, failure) }
-                    let events = buffer.take()
-                    if events.isEmpty {
-                        if clock.now - quiet > .milliseconds(300) {
-                            try await resync()  // behind with nothing coming: what the shell's check does
-                            quiet = clock.now
-                        }
-                        try await Task.sleep(for: .milliseconds(2))
+        func resync() async throws {
+            let snapshot = try await connection.snapshot("sh")
+            _ = model.handle(
+                .snapshot(session: "sh", seq: snapshot.seq, epoch: snapshot.epoch, tree: try snapshot.tree.core()))
+            resyncs += 1
+        }
+
+        /// Feeds events until the shell has caught up with the service, as the real shell
+        /// would: acknowledging batches, resyncing on a gap, and resyncing when it stays
+        /// behind (the periodic check).
+        func catchUp(step: Int) async throws {
+            let target = try await connection.snapshot("sh").seq
+            let clock = ContinuousClock()
+            var quiet = clock.now
+            while model.seq < target || model.mirror == nil {
+                if let failure = buffer.failure.withLock({ $0 }) { throw ClientError(.closed, failure) }
+                let events = buffer.take()
+                if events.isEmpty {
+                    if clock.now - quiet > .milliseconds(300) {
+                        try await resync()  // behind with nothing coming: what the shell's check does
+                        quiet = clock.now
+                    }
+                    try await Task.sleep(for: .milliseconds(2))
+                    continue
+                }
+                quiet = clock.now
+                for event in events {
+                    if case .batch = event, !dropped, step >= 10 {
+                        dropped = true  // lose this one on purpose
                         continue
                     }
-                    quiet = clock.now
-                    for event in events {
-                        if case .batch = event, !dropped, step >= 10 {
-                            dropped = true  // lose this one on purpose
-                            continue
-                        }
-                        switch model.handle(event) {
-                        case .report(let ack): _ = try await connection.report(ack, session: "sh", lastSeq: model.seq)
-                        case .resync: try await resync()
-                        case nil: break
-                        }
+                    switch model.handle(event) {
+                    case .report(let ack): _ = try await connection.report(ack, session: "sh", lastSeq: model.seq)
+                    case .resync: try await resync()
+                    case nil: break
                     }
                 }
             }
-
-            try await catchUp(step: 0)
-            for step in 0..<50 {
-                if random.next() % 3 == 0 {
-                    let action: ClientEvent? =
-                        switch random.next() % 3 {
-                        case 0: model.back()
-                        case 1: model.dismiss()
-                        default: model.selectTab(Int(random.next() % 4))
-                        }
-                    if let action {
-                        // Now and then the shell reports from an older position, as a slow shell
-                        // would: refused as stale when a batch of the service came since, and
-                        // the shell resyncs (its own change is gone with it).
-                        let stale = random.next() % 4 == 0 && model.seq >= 2
-                        do {
-                            _ = try await connection.report(
-                                action, session: "sh", lastSeq: stale ? model.seq - 2 : model.seq, epoch: model.epoch)
-                        } catch let error as ClientError where error.rejectCode == .staleEvent {
-                            staleRefused += 1
-                            try await resync()
-                        }
-                    }
-                } else if case .intent(var intent) = mix.next(session: "sh") {
-                    intent.session = "sh"
-                    _ = try await connection.acknowledged(intent)
-                }
-                try await catchUp(step: step)
-            }
-            let snapshot = try await connection.snapshot("sh")
-            #expect(dropped)
-            #expect(resyncs >= 1)
-            #expect(staleRefused >= 1)
-            #expect(model.seq == snapshot.seq)
-            #expect(model.mirror == (try snapshot.tree.core()))
-            #expect(model.warning == nil)
         }
+
+        try await catchUp(step: 0)
+        for step in 0..<50 {
+            if random.next() % 3 == 0 {
+                let action: ClientEvent? =
+                    switch random.next() % 3 {
+                    case 0: model.back()
+                    case 1: model.dismiss()
+                    default: model.selectTab(Int(random.next() % 4))
+                    }
+                if let action {
+                    // Now and then the shell reports from an older position, as a slow shell
+                    // would: refused as stale when a batch of the service came since, and
+                    // the shell resyncs (its own change is gone with it).
+                    let stale = random.next() % 4 == 0 && model.seq >= 2
+                    do {
+                        _ = try await connection.report(
+                            action, session: "sh", lastSeq: stale ? model.seq - 2 : model.seq, epoch: model.epoch)
+                    } catch let error as ClientError where error.rejectCode == .staleEvent {
+                        staleRefused += 1
+                        try await resync()
+                    }
+                }
+            } else if case .intent(var intent) = mix.next(session: "sh") {
+                intent.session = "sh"
+                _ = try await connection.acknowledged(intent)
+            }
+            try await catchUp(step: step)
+            if step % 15 == 14 { try await restart() }
+        }
+        let snapshot = try await connection.snapshot("sh")
+        #expect(dropped)
+        #expect(resyncs >= 1)
+        #expect(staleRefused >= 1)
+        #expect(model.seq == snapshot.seq)
+        #expect(model.mirror == (try snapshot.tree.core()))
+        #expect(model.warning == nil)
     }
 
     @Test("keys become local changes and the client events that report them")
