@@ -96,11 +96,25 @@ enum ProtocolFuzz {
 }
 
 #if LIBFUZZER
-    /// libFuzzer's entry point (built with -sanitize=fuzzer -DLIBFUZZER; see scripts/fuzz-libfuzzer.sh).
-    @_cdecl("LLVMFuzzerTestOneInput")
-    public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-        ProtocolFuzz.run(UnsafeRawBufferPointer(start: data, count: size))
-        return 0
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func LLVMFuzzerRunDriver(
+        _ argc: UnsafeMutablePointer<Int32>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+    ) -> Int32
+
+    /// The entry point under libFuzzer (built with -sanitize=fuzzer -parse-as-library -DLIBFUZZER;
+    /// see scripts/fuzz-libfuzzer.sh). SwiftPM links an executable's `main` to `navfuzz_main`, so
+    /// that is the name given here; it hands libFuzzer's command line and the input callback to
+    /// libFuzzer's driver.
+    @_cdecl("navfuzz_main")
+    func navfuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+        var argc = argc
+        var argv = argv
+        return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+            ProtocolFuzz.run(UnsafeRawBufferPointer(start: data, count: size))
+            return 0
+        }
     }
 #else
     /// Without libFuzzer: replays the inputs named on the command line (a crash libFuzzer saved,
