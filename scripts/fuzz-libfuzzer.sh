@@ -11,7 +11,9 @@ seconds="${1:-3600}"
 [ $# -gt 0 ] && shift
 command -v swift >/dev/null 2>&1 || export PATH="/opt/swift/usr/bin:$PATH"
 ./dev deps
-flags=(-c release --scratch-path .build-libfuzzer -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library -Xswiftc -DLIBFUZZER)
+# lld: gold fails on this link (an internal error in its DWARF reader).
+flags=(-c release --scratch-path .build-libfuzzer -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library -Xswiftc -DLIBFUZZER
+  -Xswiftc -use-ld=lld)
 swift build --product navfuzz "${flags[@]}"
 mkdir -p .fuzz-corpus
 if [ -z "$(ls -A .fuzz-corpus)" ]; then
