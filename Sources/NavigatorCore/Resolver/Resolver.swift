@@ -130,6 +130,16 @@ public struct Resolver: Sendable {
             Resolution(intent: intent, outcome: outcome, explanation: steps, released: [])
         }
 
+        // New screens take service ids above the highest issued; the namespace ends below 2^63.
+        guard state.tree.lastServiceID < NodeID.clientBit - UInt64(1 << 20) else {
+            let error = ResolveError(
+                .limitExceeded,
+                "the session's service ids are used up (highest #\(state.tree.lastServiceID)); expected a fresh session"
+            )
+            steps.append(.init(.transition, error.message, decisive: true))
+            return finish(.rejected(error))
+        }
+
         // Waiting for a ready shell (a deep link while the app starts).
         if intent.waitForReady && !state.shellReady {
             if parked == nil, let full = parkingFull(state) {
@@ -177,16 +187,6 @@ public struct Resolver: Sendable {
             }
             state.park(intent, reason: reason, now: now, previous: parked, options: options)
             return finish(.parked(reason, redirect: redirect))
-        }
-
-        // New screens take service ids above the highest issued; the namespace ends below 2^63.
-        guard state.tree.lastServiceID < NodeID.clientBit - UInt64(1 << 20) else {
-            let error = ResolveError(
-                .limitExceeded,
-                "the session's service ids are used up (highest #\(state.tree.lastServiceID)); expected a fresh session"
-            )
-            steps.append(.init(.transition, error.message, decisive: true))
-            return finish(.rejected(error))
         }
 
         // 4-8, for each context of the path, planned on a working copy of the tree.
