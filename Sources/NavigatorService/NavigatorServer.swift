@@ -105,7 +105,9 @@ public final class NavigatorServer: Service, Sendable {
             // Before the workers: they hand it their replies.
             flusher = try await FlushLoop(
                 context: context, persistence: persistence,
-                interval: .milliseconds(configuration.flushIntervalMilliseconds), counters: counters, logger: logger
+                interval: .milliseconds(configuration.flushIntervalMilliseconds),
+                idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000, counters: counters,
+                logger: logger
             ).start()
             threads.append(
                 try await EgressLoop(

@@ -116,6 +116,13 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "sessionIdleExpirySeconds",
+            "Seconds a session may stay unchanged before it is forgotten, in memory and in the state file; 0: never [default: 2592000, 30 days]"
+        ))
+    var sessionIdleExpirySeconds: String?
+
+    @Option(
+        help: help(
             "flushIntervalMilliseconds",
             "How often changed sessions are written; acknowledged requests are written before their reply regardless [default: 1000]"
         ))
@@ -148,6 +155,7 @@ struct Navigatord: AsyncParsableCommand {
             "maxTextBytes": one(maxTextBytes),
             "maxConditions": one(maxConditions),
             "maxConditionKeyBytes": one(maxConditionKeyBytes),
+            "sessionIdleExpirySeconds": one(sessionIdleExpirySeconds),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),

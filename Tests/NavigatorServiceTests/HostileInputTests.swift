@@ -318,3 +318,41 @@ struct LogLimiterTests {
         #expect(lines.first?.contains("15") == true)
     }
 }
+
+@Suite("Idle sessions expire")
+struct IdleExpiryTests {
+    @Test("sessions unchanged past the expiry are forgotten in memory and on disk; a new one starts beyond their seqs")
+    func idleSessionsExpire() async throws {
+        let directory = temporaryDirectory("navidle")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let resolver = try Resolver(map: .demo)
+        let file = try StateFile(directory: directory.path)
+        let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
+        let persistence = Persistence(file: file, store: store, logger: TestService.logger("idle"))
+        for (index, session) in ["a", "b"].enumerated() {
+            for step in 0...index {
+                _ = SessionWork.resolve(
+                    .show(ScreenContext("chat", ["conversationId": "\(step + 1)"]), id: "i\(step)", session: session),
+                    store: store, resolver: resolver, maxSessions: 10, now: 1)
+            }
+        }
+        #expect(store.read("b").seq == 2)
+        #expect(persistence.flushChanged())
+        #expect(persistence.expireIdle(after: 1_000_000_000, now: MonotonicClock.now() + 2_000_000_000) == 2)
+        #expect(store.sessionCount == 0)
+        #expect(try StateFileGoneTests.rows(file.path) == 0)
+        // The next incarnation of "b" starts beyond the old seqs, leaving a gap a shell sees.
+        let again = SessionWork.resolve(
+            .show(ScreenContext("settings"), id: "n1", session: "b"), store: store, resolver: resolver, maxSessions: 10,
+            now: 2)
+        #expect(again.own?.seq == 4)
+        // And so does a restart: the floor is in the state file.
+        #expect(persistence.flushChanged())
+        let restored = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
+        _ = try Persistence(
+            file: try StateFile(directory: directory.path), store: restored, logger: TestService.logger("idle")
+        )
+        .restore()
+        #expect(restored.read("never-seen").seq == 3)
+    }
+}

@@ -110,6 +110,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.maxConditionKeyBytes = try integer(values[0], "maxConditionKeyBytes", 8...1024)
         },
+        Setting(key: "sessionIdleExpirySeconds", help: "idle time before a session is forgotten", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.sessionIdleExpirySeconds = try integer(values[0], "sessionIdleExpirySeconds", 0...315_360_000)
+        },
         Setting(key: "flushIntervalMilliseconds", help: "write-behind interval", isList: false) {
             config, values throws(ConfigurationError) in
             config.flushIntervalMilliseconds = try integer(values[0], "flushIntervalMilliseconds", 1...60_000)

@@ -52,6 +52,9 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var maxConditions = 64
     /// Bytes of a condition name.
     public var maxConditionKeyBytes = 64
+    /// How long a session may stay unchanged before it is forgotten (memory and state file);
+    /// 0 keeps sessions forever.
+    public var sessionIdleExpirySeconds = 2_592_000
     /// How often changed sessions are written to the state file.
     public var flushIntervalMilliseconds = 1000
     /// How long a session stays unchanged before its state is kept packed in memory (the state

@@ -16,6 +16,8 @@ struct FlushLoop: SocketLoop {
     let context: Context
     let persistence: Persistence
     let interval: Duration
+    /// Sessions unchanged this long (ns) are forgotten; 0: never.
+    let idleExpiry: Int64
     let counters: ServiceCounters
     let logger: Logger
 
@@ -42,6 +44,9 @@ struct FlushLoop: SocketLoop {
         var frames: [Message] = []
         let step = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
         var nextFlush = MonotonicClock.now() + step
+        // Looking for idle sessions walks them all: once a minute at most.
+        let expiryStep = min(max(idleExpiry / 10, 1_000_000_000), 60_000_000_000)
+        var nextExpiry = MonotonicClock.now() + expiryStep
         do {
             while !persistence.isStopping {
                 try poller.poll(timeout: .nanoseconds(max(0, min(nextFlush - MonotonicClock.now(), 50_000_000))))
@@ -64,6 +69,10 @@ struct FlushLoop: SocketLoop {
                 if MonotonicClock.now() >= nextFlush {
                     persistence.flushAndPack()
                     nextFlush = MonotonicClock.now() + step
+                }
+                if idleExpiry > 0, MonotonicClock.now() >= nextExpiry {
+                    persistence.expireIdle(after: idleExpiry)
+                    nextExpiry = MonotonicClock.now() + expiryStep
                 }
             }
         } catch {

@@ -37,6 +37,7 @@ final class Persistence: Sendable {
     func restore() throws -> (restored: Int, quarantined: [(session: String, reason: String)]) {
         let loaded = try file.loadAll()
         store.load(loaded.records)
+        store.seqFloor.store(try file.seqFloor(), ordering: .relaxed)
         return (loaded.records.count, loaded.quarantined)
     }
 
@@ -188,6 +189,34 @@ final class Persistence: Sendable {
             }
         }
         return packed
+    }
+
+    /// When this store was filled from the file: restored sessions unchanged since count as idle
+    /// from then.
+    private let restoredAt = MonotonicClock.now()
+
+    /// Forgets the sessions unchanged for `idleFor` nanoseconds, in memory and in the state file
+    /// (`sessionIdleExpirySeconds`); returns how many. New sessions then start their seqs beyond
+    /// every expired one's, with a gap, so their shells resync.
+    @discardableResult
+    func expireIdle(after idleFor: Int64, now: Int64 = MonotonicClock.now()) -> Int {
+        writing.withLock { _ in
+            let (sessions, highest) = store.removeIdle(before: now - idleFor, restoredAt: restoredAt)
+            guard !sessions.isEmpty else { return 0 }
+            // +1: the next session's first batch is 2 beyond an expired one's last seq, a gap.
+            let floor = max(store.seqFloor.load(ordering: .relaxed), highest + 1)
+            store.seqFloor.store(floor, ordering: .relaxed)
+            parkedEncodings.withLock { cache in for name in sessions { cache[name] = nil } }
+            do {
+                try file.expire(sessions, seqFloor: floor)
+            } catch {
+                logger.error(
+                    "expired sessions could not be deleted from the state file; they will load again at the next start",
+                    metadata: ["sessions": "\(sessions.count)", "error": "\(error)"])
+            }
+            logger.info("expired idle sessions", metadata: ["sessions": "\(sessions.count)"])
+            return sessions.count
+        }
     }
 
     /// Writes these sessions now, in one transaction (acknowledged requests are durable before

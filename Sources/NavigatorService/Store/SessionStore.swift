@@ -172,9 +172,10 @@ final class SessionStore: Sendable {
         let (result, stored) = shard.records.withLock { records -> (R, Bool) in
             if records[session] == nil {
                 let initial = initial()
-                var record = Record(state: initial, seq: 0)
+                let start = seqFloor.load(ordering: .relaxed)
+                var record = Record(state: initial, seq: start)
                 let result = body(&record)
-                guard record.seq != 0 || record.state != initial else { return (result, false) }
+                guard record.seq != start || record.state != initial else { return (result, false) }
                 records[session] = record
                 count.add(1, ordering: .relaxed)
                 if record.parkedCount != 0 { shard.parked.add(Int(record.parkedCount), ordering: .relaxed) }
@@ -198,7 +199,33 @@ final class SessionStore: Sendable {
 
     /// A copy of the session's record, or the initial one if the session is new.
     func read(_ session: String) -> Record {
-        shards[shardIndex(of: session)].records.withLock { $0[session] } ?? Record(state: initial(), seq: 0)
+        shards[shardIndex(of: session)].records.withLock { $0[session] }
+            ?? Record(state: initial(), seq: seqFloor.load(ordering: .relaxed))
+    }
+
+    /// The seq a new session starts from: 0, or beyond every seq of a session that expired (see
+    /// ``Persistence/expireIdle(now:)``), so a shell still following an expired session sees a
+    /// gap, never a reused seq, and resyncs.
+    let seqFloor = Atomic<UInt64>(0)
+
+    /// Removes the sessions unchanged since `cutoff` (monotonic ns; a session restored and not
+    /// changed since counts from `restoredAt`) and returns them with the highest seq among them.
+    func removeIdle(before cutoff: Int64, restoredAt: Int64) -> (sessions: [String], highestSeq: UInt64) {
+        var removed: [String] = []
+        var highest: UInt64 = 0
+        for shard in shards {
+            shard.records.withLock { records in
+                let idle = records.filter { max($0.value.changedAt, restoredAt) < cutoff }
+                for (name, record) in idle {
+                    records[name] = nil
+                    highest = max(highest, record.seq)
+                    if record.parkedCount != 0 { shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed) }
+                    removed.append(name)
+                }
+                count.subtract(idle.count, ordering: .relaxed)
+            }
+        }
+        return (removed, highest)
     }
 
     /// Fills the shards from stored records (at start, before any worker runs).

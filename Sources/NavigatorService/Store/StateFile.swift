@@ -212,6 +212,27 @@ final class StateFile: Sendable {
         }
     }
 
+    /// Deletes expired sessions and records the seq new sessions start from, in one transaction.
+    func expire(_ sessions: [String], seqFloor: UInt64) throws {
+        try queue.write { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM sessions WHERE id = ?")
+            for session in sessions { try statement.execute(arguments: [session]) }
+            try db.execute(
+                sql:
+                    "INSERT INTO meta (key, value) VALUES ('seq_floor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [Int64(bitPattern: seqFloor)])
+        }
+    }
+
+    /// The seq new sessions start from (0 until sessions have expired).
+    func seqFloor() throws -> UInt64 {
+        try queue.read { db in
+            (try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq_floor'")).map {
+                UInt64(bitPattern: $0)
+            } ?? 0
+        }
+    }
+
     /// Records that every session was written: the next run continues this run's epoch.
     func markCleanStop() throws {
         try queue.write { db in
