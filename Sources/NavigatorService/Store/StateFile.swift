@@ -201,13 +201,9 @@ final class StateFile: Sendable {
             let continued = clean && epoch != 0
             if !continued {
                 epoch = UInt64.random(in: 1...UInt64.max)
-                try db.execute(
-                    sql:
-                        "INSERT INTO meta (key, value) VALUES ('epoch', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    arguments: [Int64(bitPattern: epoch)])
+                try Self.setMeta(db, "epoch", Int64(bitPattern: epoch))
             }
-            try db.execute(
-                sql: "INSERT INTO meta (key, value) VALUES ('clean_stop', 0) ON CONFLICT(key) DO UPDATE SET value = 0")
+            try Self.setMeta(db, "clean_stop", 0)
             return (epoch, continued)
         }
     }
@@ -217,10 +213,7 @@ final class StateFile: Sendable {
         try queue.write { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM sessions WHERE id = ?")
             for session in sessions { try statement.execute(arguments: [session]) }
-            try db.execute(
-                sql:
-                    "INSERT INTO meta (key, value) VALUES ('seq_floor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                arguments: [Int64(bitPattern: seqFloor)])
+            try Self.setMeta(db, "seq_floor", Int64(bitPattern: seqFloor))
         }
     }
 
@@ -236,9 +229,15 @@ final class StateFile: Sendable {
     /// Records that every session was written: the next run continues this run's epoch.
     func markCleanStop() throws {
         try queue.write { db in
-            try db.execute(
-                sql: "INSERT INTO meta (key, value) VALUES ('clean_stop', 1) ON CONFLICT(key) DO UPDATE SET value = 1")
+            try Self.setMeta(db, "clean_stop", 1)
         }
+    }
+
+    /// Sets one value of the `meta` table (epoch, clean_stop, seq_floor).
+    private static func setMeta(_ db: Database, _ key: String, _ value: Int64) throws {
+        try db.execute(
+            sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            arguments: [key, value])
     }
 
     // MARK: The file itself
@@ -256,12 +255,8 @@ final class StateFile: Sendable {
         // created again.
         let queue = try Self.open(path)
         try queue.write { db in
-            try db.execute(
-                sql:
-                    "INSERT INTO meta (key, value) VALUES ('epoch', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                arguments: [Int64(bitPattern: epoch)])
-            try db.execute(
-                sql: "INSERT INTO meta (key, value) VALUES ('clean_stop', 0) ON CONFLICT(key) DO UPDATE SET value = 0")
+            try Self.setMeta(db, "epoch", Int64(bitPattern: epoch))
+            try Self.setMeta(db, "clean_stop", 0)
         }
         opened.withLock { $0 = (queue, FileIdentity(path: path)) }
     }
