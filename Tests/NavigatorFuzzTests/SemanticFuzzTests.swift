@@ -33,7 +33,10 @@ struct SemanticFuzzTests {
                 Issue.record("seed \(seed), step \(step): \(error)\n\(world.lastAction)")
                 return
             }
-            if steps >= 100_000, step % 100_000 == 0, step > 0 { print("semantic fuzzer: \(step) steps") }
+            if steps >= 100_000, step % 100_000 == 0, step > 0 {
+                print("semantic fuzzer: \(step) steps")
+                fflush(stdout)  // a long run shows its progress as it goes, not at its end
+            }
         }
         print("semantic fuzzer: \(steps) steps passed (seed \(seed)); \(world.tally.sorted { $0.key < $1.key })")
         #expect(world.tally["intent resolved", default: 0] > 0)
