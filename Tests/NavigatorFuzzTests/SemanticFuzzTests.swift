@@ -35,7 +35,7 @@ struct SemanticFuzzTests {
             }
             if steps >= 100_000, step % 100_000 == 0, step > 0 {
                 print("semantic fuzzer: \(step) steps")
-                fflush(stdout)  // a long run shows its progress as it goes, not at its end
+                fflush(nil)  // a long run shows its progress as it goes, not at its end (all streams)
             }
         }
         print("semantic fuzzer: \(steps) steps passed (seed \(seed)); \(world.tally.sorted { $0.key < $1.key })")
