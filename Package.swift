@@ -126,7 +126,8 @@ let package = Package(
         .testTarget(
             name: "NavigatorFuzzTests",
             dependencies: [
-                "NavigatorService", "NavigatorWire", "NavigatorCore", .product(name: "Logging", package: "swift-log"),
+                "NavigatorTestSupport", "NavigatorService", "NavigatorWire", "NavigatorCore",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

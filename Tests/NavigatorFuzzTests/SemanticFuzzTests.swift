@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NavigatorCore
+import NavigatorTestSupport
 import NavigatorWire
 import Testing
 
@@ -48,20 +49,6 @@ struct SemanticFuzzTests {
 struct FuzzFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// SplitMix64: deterministic for a seed.
-struct FuzzRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func chance(_ n: Int) -> Bool { Int.random(in: 0..<n, using: &self) == 0 }
-    mutating func below(_ n: Int) -> Int { Int.random(in: 0..<n, using: &self) }
 }
 
 /// A shell's mirror: the tree and position it got by the Clone pattern.
