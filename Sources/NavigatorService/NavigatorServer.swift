@@ -21,6 +21,8 @@ public final class NavigatorServer: Service, Sendable {
     let resolvers: ResolverHolder
     let counters: ServiceCounters
     let persistence: Persistence
+    /// This process's claim on the data directory, from `init` to the end of `stop()`.
+    let directoryLock: DataDirectoryLock
     let bound = BoundEndpoints()
     let startedAt = WallClock.now()
     private let lifecycle = Mutex(Lifecycle.initial)
@@ -43,6 +45,7 @@ public final class NavigatorServer: Service, Sendable {
         resolvers = ResolverHolder(resolver, source: source)
         counters = ServiceCounters(workers: configuration.workers)
         let holder = resolvers
+        directoryLock = try DataDirectoryLock(directory: configuration.dataDirectory)
         let file = try StateFile(directory: configuration.dataDirectory)
         let (epoch, continued) = try file.beginRun()
         store = SessionStore(shards: configuration.workers, epoch: epoch) { holder.resolver.initialState() }
@@ -71,7 +74,10 @@ public final class NavigatorServer: Service, Sendable {
     public var endpoints: Endpoints { bound.current }
 
     /// The route map in use and where it came from.
-    public var routeMap: (map: RouteMap, source: String) { (resolvers.resolver.map, resolvers.source) }
+    public var routeMap: (map: RouteMap, source: String) {
+        let current = resolvers.snapshot
+        return (current.resolver.map, current.source)
+    }
 
     // MARK: Lifecycle
 
@@ -144,6 +150,7 @@ public final class NavigatorServer: Service, Sendable {
                 await Self.join(thread)
             }
             lifecycle.withLock { $0 = .stopped }
+            directoryLock.release()
             throw error
         }
         lifecycle.withLock { [flusher] in $0 = .running(threads, flusher: flusher!, http: http) }
@@ -202,6 +209,7 @@ public final class NavigatorServer: Service, Sendable {
             server.stop()
             await Self.join(thread)
         }
+        directoryLock.release()
         logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
     }
 

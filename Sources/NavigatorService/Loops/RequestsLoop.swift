@@ -188,8 +188,9 @@ struct RequestsLoop: SocketLoop {
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case .routes:
             answer.routes = .with {
-                $0.source = resolvers.source
-                $0.yaml = RouteMapYAML.encode(resolvers.resolver.map)
+                let current = resolvers.snapshot
+                $0.source = current.source
+                $0.yaml = RouteMapYAML.encode(current.resolver.map)
             }
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case nil:

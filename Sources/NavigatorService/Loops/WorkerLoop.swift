@@ -43,7 +43,8 @@ struct WorkerLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) {
-        var state = WorkerState(resolver: resolvers.resolver, generation: resolvers.generation)
+        let initial = resolvers.snapshot
+        var state = WorkerState(resolver: initial.resolver, generation: initial.generation)
         // Sessions of this shard with parked intents, for the expiry pass (due at once: their
         // times are read when the pass unpacks them).
         state.parkedSessions = store.shards[index].records.withLock { records in
@@ -59,8 +60,9 @@ struct WorkerLoop: SocketLoop {
                 let wait = max(0, nextExpiry - WallClock.now())
                 try poller.poll(timeout: .nanoseconds(wait))
                 if resolvers.generation != state.generation {
-                    state.resolver = resolvers.resolver
-                    state.generation = resolvers.generation
+                    let latest = resolvers.snapshot
+                    state.resolver = latest.resolver
+                    state.generation = latest.generation
                 }
                 for _ in 0..<1024 {
                     guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }

@@ -48,14 +48,18 @@ final class StateFile: Sendable {
             }
             queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA journal_mode = WAL")
-            }
-            try queue.writeWithoutTransaction { db in
-                // Files of the first builds carried their version in user_version (2 at most).
+                // Files of the first builds carried their version in user_version: 1 stored
+                // sessions as JSON, 2 as protobuf (what the "sessions" migration adopts as is).
                 let legacy = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-                guard legacy <= 2 else {
+                switch legacy {
+                case 0, 2: break
+                case 1:
                     throw ServiceError(
-                        "state file \(path) has schema version \(legacy); this navigatord reads version 2 and its named migrations"
+                        "state file \(path) has schema version 1 (sessions stored as JSON by the first builds); this navigatord reads version 2 (protobuf) and its named migrations, and does not convert version 1. It is left as it is: move it away to start empty"
+                    )
+                default:
+                    throw ServiceError(
+                        "state file \(path) has schema version \(legacy); this navigatord reads version 2 and its named migrations. It is left as it is"
                     )
                 }
                 if try Self.migrator.hasBeenSuperseded(db) {
@@ -65,6 +69,10 @@ final class StateFile: Sendable {
                         "state file \(path) was written by a newer navigatord (migrations \(applied.filter { !known.contains($0) }.joined(separator: ", ")) are unknown here); it is left as it is"
                     )
                 }
+            }
+            // Only once the file is known to be ours and of a schema this build reads.
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
             }
             try Self.migrator.migrate(queue)
         } catch let error as ServiceError {

@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One navigatord per data directory: an exclusive `flock` on `navigatord.lock` in it, held while
+/// the service lives and released by the kernel however the process ends (kill -9 included). The
+/// file holds the holder's pid, so a second instance can say who has the directory.
+final class DataDirectoryLock: Sendable {
+    static let fileName = "navigatord.lock"
+    let path: String
+    private let descriptor: Mutex<Int32>
+
+    /// Creates the directory if needed and takes the lock, or throws naming the directory and the
+    /// pid that holds it.
+    init(directory: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ServiceError("cannot create the data directory \(directory): \(error.localizedDescription)")
+        }
+        path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw ServiceError("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno
+            let holder = Self.readPID(descriptor)
+            close(descriptor)
+            guard reason == EWOULDBLOCK else {
+                throw ServiceError("cannot lock \(path): \(String(cString: strerror(reason)))")
+            }
+            throw ServiceError(
+                "the data directory \(directory) is in use by another navigatord\(holder.map { " (pid \($0))" } ?? ""); "
+                    + "one navigatord per data directory: stop that one, or give this one another --data-directory")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(descriptor, 0)
+        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        self.descriptor = Mutex(descriptor)
+    }
+
+    /// Lets the directory go (also done when the process ends, however it ends).
+    func release() {
+        descriptor.withLock {
+            if $0 >= 0 { close($0) }
+            $0 = -1
+        }
+    }
+
+    deinit { release() }
+
+    private static func readPID(_ descriptor: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingSpaces())
+    }
+}
+
+extension String {
+    fileprivate func trimmingSpaces() -> String {
+        String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}
