@@ -199,7 +199,8 @@ struct IOLoop: Sendable {
             }
         }
 
-        let closed = ClientError(.closed, "the connection to navigatord was closed")
+        shared.shutDown()
+        let closed = Shared.closedError
         for pending in intents { pending.done.resume(throwing: closed) }
         for pending in requests.values {
             switch pending.waiting {

@@ -157,7 +157,9 @@ final class Shared: Sendable {
         case close(CheckedContinuation<Void, Never>?)
     }
 
-    private let queue = Mutex<[Work]>([])
+    /// Work for the I/O thread; `closed` once that thread has ended (or is ending): later work
+    /// fails at once instead of waiting for a thread that is gone.
+    private let queue = Mutex<(work: [Work], closed: Bool)>(([], false))
     private let counter = Atomic<Int>(0)
     let wakeRead: Int32
     let wakeWrite: Int32
@@ -169,11 +171,23 @@ final class Shared: Sendable {
         }
         wakeRead = ends[0]
         wakeWrite = ends[1]
-        _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
+        // Both ends non-blocking: a caller never waits on the pipe (a full pipe already holds a
+        // wake-up), and the I/O thread drains it without blocking.
+        for end in ends { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
     }
 
+    static let closedError = ClientError(.closed, "the connection to navigatord was closed")
+
     func enqueue(_ work: Work) {
-        queue.withLock { $0.append(work) }
+        let accepted = queue.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.work.append(work)
+            return true
+        }
+        guard accepted else {
+            Self.fail(work)
+            return
+        }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
@@ -181,9 +195,31 @@ final class Shared: Sendable {
     func take() -> [Work] {
         var byte = [UInt8](repeating: 0, count: 64)
         while read(wakeRead, &byte, byte.count) > 0 {}
-        return queue.withLock { work in
-            defer { work.removeAll() }
-            return work
+        return queue.withLock { state in
+            defer { state.work.removeAll() }
+            return state.work
+        }
+    }
+
+    /// The I/O thread is ending: no more work is taken, and what was handed over but not yet
+    /// taken fails now.
+    func shutDown() {
+        let left = queue.withLock { state -> [Work] in
+            state.closed = true
+            defer { state.work.removeAll() }
+            return state.work
+        }
+        for work in left { Self.fail(work) }
+    }
+
+    /// Ends a piece of work that no I/O thread will ever do.
+    static func fail(_ work: Work) {
+        switch work {
+        case .intent(_, _, let done): done.resume(throwing: closedError)
+        case .request(_, _, let done): done.resume(throwing: closedError)
+        case .follow(let follower): follower.fail(closedError)
+        case .unfollow: break
+        case .close(let done): done?.resume()
         }
     }
 

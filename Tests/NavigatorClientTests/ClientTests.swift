@@ -116,6 +116,50 @@ struct ClientTests {
         await connection.close()
     }
 
+    @Test(
+        "after close every call fails at once with closed, and a second close returns at once", .timeLimit(.minutes(1)))
+    func afterClose() async throws {
+        let connection = try await NavigatorConnection(
+            endpoints: ServiceEndpoints(
+                intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
+            timeout: .seconds(60))
+        // Pending when close comes: they fail with closed, not at their 60 s deadline.
+        let pending = Task { try await connection.stats() }
+        await connection.close()
+        await #expect { _ = try await pending.value } throws: { ($0 as? ClientError)?.code == .closed }
+        await #expect {
+            try await connection.send(Intent(id: "x", session: "s", target: .path([ScreenContext("home")])))
+        } throws: { ($0 as? ClientError)?.code == .closed }
+        await #expect { _ = try await connection.snapshot("s") } throws: { ($0 as? ClientError)?.code == .closed }
+        var events = connection.follow(.session("s")).makeAsyncIterator()
+        await #expect { _ = try await events.next() } throws: { ($0 as? ClientError)?.code == .closed }
+        await connection.close()
+    }
+
+    @Test("20,000 callers at once with no service: the wake pipe never blocks them, every call ends at its deadline")
+    func manyCallers() async throws {
+        let connection = try await NavigatorConnection(
+            endpoints: ServiceEndpoints(
+                intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
+            timeout: .milliseconds(500))
+        let timedOut = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<20_000 {
+                group.addTask {
+                    do {
+                        try await connection.send(
+                            Intent(id: "m\(index)", session: "s", target: .path([ScreenContext("home")])))
+                        return false
+                    } catch {
+                        return (error as? ClientError)?.code == .timeout
+                    }
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(timedOut == 20_000)
+        await connection.close()
+    }
+
     @Test("a bad endpoint is refused when connecting")
     func badEndpoint() async {
         await #expect {

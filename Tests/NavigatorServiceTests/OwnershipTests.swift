@@ -22,7 +22,8 @@ struct OwnershipTests {
         #expect(try await second.exitStatus() != 0)
         #expect(
             second.log.contains(
-                "the data directory \(directory.path) is in use by another navigatord (pid \(first.process.processIdentifier))"),
+                "the data directory \(directory.path) is in use by another navigatord (pid \(first.process.processIdentifier))"
+            ),
             "\(second.log)")
         #expect(first.process.isRunning)
         // kill -9 leaves no lock behind: the kernel lets it go with the process.
