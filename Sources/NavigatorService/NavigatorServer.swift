@@ -119,19 +119,22 @@ public final class NavigatorServer: Service, Sendable {
                 try await EgressLoop(
                     context: context, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
-                    producers: configuration.workers + 1, counters: counters, bound: bound, logger: logger
+                    handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
+                    counters: counters, bound: bound, logger: logger
                 ).start())
             for index in 0..<configuration.workers {
                 threads.append(
                     try await WorkerLoop(
                         index: index, context: context, store: store, resolvers: resolvers, counters: counters,
-                        persistence: persistence, maxSessions: configuration.maxSessions, logger: logger
+                        persistence: persistence, maxSessions: configuration.maxSessions,
+                        handoffHighWaterMark: configuration.handoffHighWaterMark, logger: logger
                     ).start())
             }
             threads.append(
                 try await RequestsLoop(
                     context: context, endpoints: configuration.requestEndpoints, workers: configuration.workers,
-                    maxMessageBytes: configuration.maxMessageBytes, store: store, resolvers: resolvers,
+                    maxMessageBytes: configuration.maxMessageBytes,
+                    handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
                     counters: counters,
                     bound: bound, startedAt: startedAt, logger: logger
                 ).start())
@@ -139,7 +142,8 @@ public final class NavigatorServer: Service, Sendable {
                 try await IngressLoop(
                     context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
-                    counters: counters, epoch: store.epoch, bound: bound, logger: logger
+                    handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, epoch: store.epoch,
+                    bound: bound, logger: logger
                 ).start())
         } catch {
             context.shutdown()

@@ -166,6 +166,7 @@ extension Navigator_V1_RejectCode {
         case .limitExceeded: "limit_exceeded"
         case .staleEvent: "stale_event"
         case .unavailable: "unavailable"
+        case .overloaded: "overloaded"
         case .UNRECOGNIZED(let value): "unrecognized_\(value)"
         }
     }

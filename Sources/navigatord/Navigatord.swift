@@ -78,6 +78,13 @@ struct Navigatord: AsyncParsableCommand {
     @Option(help: help("highWaterMark", "Messages queued per peer (PUSH blocks, PUB drops beyond) [default: 100000]"))
     var highWaterMark: String?
 
+    @Option(
+        help: help(
+            "handoffHighWaterMark",
+            "Messages queued from ingress and requests to each worker, and to egress; beyond it ingress stops reading and acknowledged requests get OVERLOADED [default: 100]"
+        ))
+    var handoffHighWaterMark: String?
+
     @Option(help: help("dedupWindowSeconds", "How long intent ids are remembered [default: 600]"))
     var dedupWindowSeconds: String?
 
@@ -144,6 +151,7 @@ struct Navigatord: AsyncParsableCommand {
             "dataDirectory": one(dataDirectory), "routes": one(routes),
             "workers": one(workers), "logLevel": one(logLevel),
             "maxMessageBytes": one(maxMessageBytes), "highWaterMark": one(highWaterMark),
+            "handoffHighWaterMark": one(handoffHighWaterMark),
             "dedupWindowSeconds": one(dedupWindowSeconds),
             "parkedTTLSeconds": one(parkedTTLSeconds),
             "maxParkedPerSession": one(maxParkedPerSession),

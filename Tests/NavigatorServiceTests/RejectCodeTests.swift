@@ -85,6 +85,22 @@ struct RejectCodeTests {
                     let rejection = try rejections.nextPublished().rejection
                     codes[rejection.code] = rejection.message
                 }
+                // OVERLOADED: the session's worker stalls (the test holds its shard), so its
+                // queue from the requests thread fills.
+                let shard = SessionStore.shardIndex(of: "e", count: server.store.shards.count)
+                try server.store.shards[shard].records.withLock { _ in
+                    let flood = try Socket(client.context, type: .dealer)
+                    defer { flood.close() }
+                    try flood.set(.linger, .zero)
+                    try flood.set(.receiveTimeout, .seconds(10))
+                    try flood.connect(endpoints.requests[0])
+                    let event: [UInt8] = try Navigator_V1_Request.with {
+                        $0.requestID = "o"
+                        $0.clientEvent = .init(.ready, session: "e")
+                    }.serializedBytes()
+                    for _ in 0..<1_000 { try flood.send(multipart: [empty, event]) }
+                    note(try Navigator_V1_Reply(serializedBytes: try flood.receiveMultipart().last!.bytes))
+                }
                 // UNAVAILABLE: the state file is locked by another process's transaction.
                 let holder = try DatabaseQueue(path: path)
                 try holder.inDatabase { db in

@@ -67,6 +67,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.highWaterMark = Int32(try integer(values[0], "highWaterMark", 1...10_000_000))
         },
+        Setting(key: "handoffHighWaterMark", help: "queued messages between the service's threads", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.handoffHighWaterMark = Int32(try integer(values[0], "handoffHighWaterMark", 1...1_000_000))
+        },
         Setting(key: "dedupWindowSeconds", help: "dedup window", isList: false) {
             config, values throws(ConfigurationError) in
             config.dedupWindowSeconds = try integer(values[0], "dedupWindowSeconds", 0...86_400)

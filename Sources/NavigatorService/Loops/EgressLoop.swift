@@ -7,6 +7,8 @@ struct EgressLoop: SocketLoop {
     let context: Context
     let endpoints: [String]
     let highWaterMark: Int32
+    /// Messages (bundles) queued from the workers and ingress; beyond it they wait.
+    let handoffHighWaterMark: Int32
     /// Stop markers to wait for: every worker's and ingress's.
     let producers: Int
     let counters: ServiceCounters
@@ -29,7 +31,7 @@ struct EgressLoop: SocketLoop {
         try xpub.set(.linger, .milliseconds(500))
         bound.set(commands: try bindAll(xpub, endpoints, "commands"))
         let inbox = try Socket(context, type: .pull)
-        try inbox.set(.receiveHighWaterMark, 0)
+        try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
         try inbox.bind(Internal.egress)
         return Sockets(xpub: xpub, inbox: inbox)
     }

@@ -5,12 +5,18 @@ import ZeroMQ
 
 /// Owns the intents PULL: checks each message's frames and session, rejects what is malformed,
 /// and hands the rest, without copying, to the session's worker.
+///
+/// Backpressure: the hand-off to each worker holds at most `handoffHighWaterMark` bundles. When
+/// a worker's is full, ingress keeps that bundle and stops reading the PULL until the worker has
+/// taken it; meanwhile the PULL's queue fills to `highWaterMark` per producer, TCP's window closes,
+/// and the producers' PUSH blocks. Nothing is dropped and memory stays bounded.
 struct IngressLoop: SocketLoop {
     let context: Context
     let endpoints: [String]
     let workers: Int
     let maxMessageBytes: Int
     let highWaterMark: Int32
+    let handoffHighWaterMark: Int32
     let counters: ServiceCounters
     /// The epoch of this run's streams (rejection headers carry it).
     let epoch: UInt64
@@ -35,25 +41,43 @@ struct IngressLoop: SocketLoop {
 
         init(workers: Int) { pending = Array(repeating: [], count: workers) }
 
-        /// Adds an intent for `worker`, taking over the frames' contents; sends the bundle when full.
+        /// Workers with a full bundle waiting (their queue was full): read nothing more until
+        /// they take it.
+        var fullWorkers: [Int] { pending.indices.filter { pending[$0].count >= Self.limit * 2 } }
+        /// Whether some worker has a full bundle waiting (kept by `add` and `flushAll`).
+        private(set) var hasFull = false
+
+        /// Adds an intent for `worker`, taking over the frames' contents; sends the bundle when
+        /// full, if the worker takes it.
         func add(_ session: ZeroMQ.Message, _ payload: ZeroMQ.Message, for worker: Int, _ sockets: Sockets) throws {
             pending[worker].append(ZeroMQ.Message(moving: session))
             pending[worker].append(ZeroMQ.Message(moving: payload))
-            if pending[worker].count >= Self.limit * 2 { try flush(worker, sockets) }
+            if pending[worker].count >= Self.limit * 2 {
+                if !(try flush(worker, sockets)) { hasFull = true }
+            }
         }
 
-        func flushAll(_ sockets: Sockets) throws {
-            for worker in pending.indices { try flush(worker, sockets) }
+        /// Offers every waiting bundle; returns whether all were taken.
+        @discardableResult
+        func flushAll(_ sockets: Sockets) throws -> Bool {
+            var all = true
+            for worker in pending.indices where !(try flush(worker, sockets)) { all = false }
+            hasFull = !fullWorkers.isEmpty
+            return all
         }
 
-        private func flush(_ worker: Int, _ sockets: Sockets) throws {
-            guard !pending[worker].isEmpty else { return }
+        /// Sends the bundle for `worker` unless its queue is full; returns whether nothing waits.
+        private func flush(_ worker: Int, _ sockets: Sockets) throws -> Bool {
+            guard !pending[worker].isEmpty else { return true }
             let push = sockets.workers[worker]
-            try push.send([Internal.intentKind], more: true)
+            // libzmq checks the mark on a message's first frame only: once that is taken, the
+            // rest goes too.
+            guard try push.trySend([Internal.intentKind], more: true) else { return false }
             for (index, frame) in pending[worker].enumerated() {
                 try push.send(frame, more: index < pending[worker].count - 1)
             }
             pending[worker].removeAll(keepingCapacity: true)
+            return true
         }
     }
 
@@ -68,45 +92,55 @@ struct IngressLoop: SocketLoop {
         try control.bind(Internal.ingressControl)
         let pushes = try (0..<workers).map { index in
             let push = try Socket(context, type: .push)
-            try push.set(.sendHighWaterMark, 0)
+            try push.set(.sendHighWaterMark, handoffHighWaterMark)
             try push.connect(Internal.worker(index))
             return push
         }
         return Sockets(
             pull: pull, control: control, workers: pushes,
-            publisher: try Publisher(context: context, counters: counters, epoch: epoch),
+            publisher: try Publisher(
+                context: context, counters: counters, epoch: epoch, highWaterMark: handoffHighWaterMark),
             limiter: LogLimiter(logger: logger))
     }
 
     func run(_ sockets: Sockets) {
-        var poller = Poller()
-        poller.add(sockets.pull)
-        poller.add(sockets.control)
+        var reading = Poller()
+        reading.add(sockets.pull)
+        reading.add(sockets.control)
         var frames: [Message] = []
         let bundles = Bundles(workers: sockets.workers.count)
+        // Whether a bundle waits for a worker whose queue is full.
+        var backlog = false
         do {
             while true {
-                try poller.poll(timeout: nil)
-                if poller.events(at: 1).contains(.readable) {
+                let stopAsked: Bool
+                let full = bundles.fullWorkers
+                if full.isEmpty {
+                    // Reading; with a backlog, offer it again soon.
+                    try reading.poll(timeout: backlog ? .milliseconds(1) : nil)
+                    stopAsked = reading.events(at: 1).contains(.readable)
+                } else {
+                    // A full bundle waits: read nothing (the PULL fills, producers block) until
+                    // its worker has room, or a stop comes.
+                    var waiting = Poller()
+                    waiting.add(sockets.control)
+                    for worker in full { waiting.add(sockets.workers[worker], for: .writable) }
+                    try waiting.poll(timeout: nil)
+                    stopAsked = waiting.events(at: 0).contains(.readable)
+                }
+                if stopAsked {
                     _ = try sockets.control.receiveMultipart()
-                    // Stop intake: take what is already queued, then tell the workers.
-                    while let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) {
-                        try handle(frames, count, sockets, bundles)
-                    }
-                    try bundles.flushAll(sockets)
-                    sockets.pull.close()
-                    for worker in sockets.workers { try worker.send(Internal.stop) }
-                    try sockets.publisher.stop()
-                    logger.debug("ingress stopped")
+                    try stop(sockets, bundles, &frames)
                     return
                 }
                 for _ in 0..<1024 {
-                    guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
+                    guard !bundles.hasFull,
+                        let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
                     else { break }
                     try handle(frames, count, sockets, bundles)
                 }
-                // Nothing more to read: hand over what waits.
-                try bundles.flushAll(sockets)
+                // Nothing more to read (or no room): hand over what waits.
+                backlog = try !bundles.flushAll(sockets)
                 try sockets.publisher.flush()
             }
         } catch {
@@ -116,6 +150,26 @@ struct IngressLoop: SocketLoop {
                 logger.error("ingress failed", metadata: ["error": "\(error)"])
             }
         }
+    }
+
+    /// Stop intake: take what is already queued (waiting for the workers' room as long as it
+    /// takes: they keep working through their queues), then tell the workers.
+    private func stop(_ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message]) throws {
+        var room = Poller()
+        for worker in sockets.workers { room.add(worker, for: .writable) }
+        func handOver() throws {
+            while !(try bundles.flushAll(sockets)) { try room.poll(timeout: .milliseconds(100)) }
+        }
+        while true {
+            try handOver()
+            guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) else { break }
+            try handle(frames, count, sockets, bundles)
+        }
+        try handOver()
+        sockets.pull.close()
+        for worker in sockets.workers { try worker.send(Internal.stop) }
+        try sockets.publisher.stop()
+        logger.debug("ingress stopped")
     }
 
     private func handle(_ frames: [Message], _ count: Int, _ sockets: Sockets, _ bundles: Bundles) throws {

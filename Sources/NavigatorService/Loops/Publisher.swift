@@ -23,10 +23,12 @@ final class Publisher {
     private var pending: [ZeroMQ.Message] = []
     static let bundleLimit = 64
 
-    init(context: Context, counters: ServiceCounters, epoch: UInt64) throws {
+    /// `highWaterMark`: bundles queued to egress before the owner waits (egress never waits on
+    /// anything, so the wait ends; it is how a flood of rejections slows ingress down).
+    init(context: Context, counters: ServiceCounters, epoch: UInt64, highWaterMark: Int32) throws {
         self.epoch = epoch
         socket = try Socket(context, type: .push)
-        try socket.set(.sendHighWaterMark, 0)  // inproc to egress: never drop, never block on a mark
+        try socket.set(.sendHighWaterMark, highWaterMark)
         try socket.connect(Internal.egress)
         self.counters = counters
     }

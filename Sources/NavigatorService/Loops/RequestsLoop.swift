@@ -14,6 +14,8 @@ struct RequestsLoop: SocketLoop {
     let endpoints: [String]
     let workers: Int
     let maxMessageBytes: Int
+    /// Messages queued to each worker before requests for it are answered OVERLOADED.
+    let handoffHighWaterMark: Int32
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: ServiceCounters
@@ -43,7 +45,7 @@ struct RequestsLoop: SocketLoop {
         try control.bind(Internal.requestsControl)
         let pushes = try (0..<workers).map { index in
             let push = try Socket(context, type: .push)
-            try push.set(.sendHighWaterMark, 0)
+            try push.set(.sendHighWaterMark, handoffHighWaterMark)
             try push.connect(Internal.worker(index))
             return push
         }
@@ -169,14 +171,15 @@ struct RequestsLoop: SocketLoop {
                 answer.rejected = .rejection(.invalidSession, problem)
                 return try reply(answer, to: frames[0], delimited: delimited, sockets)
             }
-            try forward(frames[0], delimited, payload, session: session, sockets)
+            try forward(frames[0], delimited, payload, session: session, requestID: request.requestID, sockets)
         case .clientEvent(let event):
             if let problem = SessionID.problem(with: event.session) {
                 counters.count(.invalidSession)
                 answer.rejected = .rejection(.invalidSession, problem)
                 return try reply(answer, to: frames[0], delimited: delimited, sockets)
             }
-            try forward(frames[0], delimited, payload, session: event.session, sockets)
+            try forward(
+                frames[0], delimited, payload, session: event.session, requestID: request.requestID, sockets)
         case .snapshot(let wanted):
             answer.kind = snapshot(wanted.session)
             try reply(answer, to: frames[0], delimited: delimited, sockets)
@@ -203,13 +206,28 @@ struct RequestsLoop: SocketLoop {
         }
     }
 
+    /// Hands an acknowledged request to its session's worker; a worker whose queue is full
+    /// (`handoffHighWaterMark`) gets nothing more, and the client an OVERLOADED reply at once:
+    /// this thread never waits for a worker (it also passes on the replies workers wait for).
     private func forward(
-        _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String, _ sockets: Sockets
+        _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String,
+        requestID: String, _ sockets: Sockets
     ) throws {
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
-        counters.forwarded[worker].add()
         let push = sockets.workers[worker]
-        try push.send([Internal.requestKind], more: true)
+        guard try push.trySend([Internal.requestKind], more: true) else {
+            counters.count(.overloaded)
+            var answer = Navigator_V1_Reply()
+            answer.requestID = requestID
+            answer.rejected = .rejection(
+                .overloaded,
+                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later"
+            )
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        counters.forwarded[worker].add()
+        // The rest of a message whose first frame was taken always goes (libzmq checks the mark
+        // on the first frame only).
         try push.send(routingID, more: true)
         try push.send([delimited ? 1 : 0] as [UInt8], more: true)
         try push.send(payload)

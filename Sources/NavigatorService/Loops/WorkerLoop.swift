@@ -15,6 +15,8 @@ struct WorkerLoop: SocketLoop {
     let persistence: Persistence
     /// Sessions in memory at most: an intent or event that would create one more is refused.
     let maxSessions: Int
+    /// Messages queued to this worker (and from it to egress) before the sender waits.
+    let handoffHighWaterMark: Int32
     let logger: Logger
     /// Stop markers to wait for: from ingress and from the requests thread.
     let producers = 2
@@ -31,14 +33,18 @@ struct WorkerLoop: SocketLoop {
 
     func open() throws -> Sockets {
         let inbox = try Socket(context, type: .pull)
-        try inbox.set(.receiveHighWaterMark, 0)
+        try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
         try inbox.bind(Internal.worker(index))
+        // Unbounded, and need not be: one reply per acknowledged request, and those are bounded
+        // by the workers' queues (a full one answers OVERLOADED). A mark here could close a
+        // circle of waits: requests -> worker -> flush -> requests.
         let replies = try Socket(context, type: .push)
         try replies.set(.sendHighWaterMark, 0)
         try replies.connect(Internal.acks)
         return Sockets(
             inbox: inbox, replies: replies,
-            publisher: try Publisher(context: context, counters: counters, epoch: store.epoch),
+            publisher: try Publisher(
+                context: context, counters: counters, epoch: store.epoch, highWaterMark: handoffHighWaterMark),
             limiter: LogLimiter(logger: logger))
     }
 

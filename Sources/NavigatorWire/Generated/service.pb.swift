@@ -140,7 +140,11 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
   /// empty or over-long intent id or request id
   case invalidID // = 14
 
-  /// the service is stopping and takes no new work
+  /// the session's worker has a full queue (acknowledged requests
+  case overloaded // = 15
+
+  /// only; intents on the intents socket wait instead): nothing
+  /// was changed, retry later
   case shuttingDown // = 16
 
   /// a fault in the service; nothing was changed
@@ -181,6 +185,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 12: self = .expired
     case 13: self = .invalidEvent
     case 14: self = .invalidID
+    case 15: self = .overloaded
     case 16: self = .shuttingDown
     case 17: self = .internal
     case 18: self = .pathTooLong
@@ -208,6 +213,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .expired: return 12
     case .invalidEvent: return 13
     case .invalidID: return 14
+    case .overloaded: return 15
     case .shuttingDown: return 16
     case .internal: return 17
     case .pathTooLong: return 18
@@ -235,6 +241,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .expired,
     .invalidEvent,
     .invalidID,
+    .overloaded,
     .shuttingDown,
     .internal,
     .pathTooLong,
@@ -873,7 +880,7 @@ nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{2}\u{2}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {
