@@ -24,6 +24,8 @@ public final class NavigatorServer: Service, Sendable {
     /// This process's claim on the data directory, from `init` to the end of `stop()`.
     let directoryLock: DataDirectoryLock
     let bound = BoundEndpoints()
+    /// Hears of any thread that fails; `run()` then stops the service and throws.
+    let supervisor: Supervisor
     let startedAt = WallClock.now()
     private let lifecycle = Mutex(Lifecycle.initial)
     /// Whether the service takes work (/readyz).
@@ -41,6 +43,11 @@ public final class NavigatorServer: Service, Sendable {
     public init(configuration: ServiceConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        supervisor = Supervisor { [logger] failure in
+            logger.critical(
+                "a part of navigatord failed; navigatord stops (state is flushed) and exits non-zero",
+                metadata: ["part": "\(failure.part)", "reason": "\(LogText(failure.reason))"])
+        }
         let (resolver, source) = try Self.loadResolver(configuration)
         resolvers = ResolverHolder(resolver, source: source)
         counters = ServiceCounters(workers: configuration.workers)
@@ -81,13 +88,31 @@ public final class NavigatorServer: Service, Sendable {
 
     // MARK: Lifecycle
 
+    /// Runs until graceful shutdown (SIGTERM/SIGINT through the ServiceGroup) or cancellation —
+    /// then stops and returns — or until a part fails: then it stops (flushing the state) and
+    /// throws which part failed and why, so the process exits non-zero and its supervisor
+    /// (systemd, Kubernetes) restarts it.
     public func run() async throws {
         try await start()
-        // Returns when graceful shutdown is asked for (SIGTERM/SIGINT through the ServiceGroup);
-        // throws if the task is cancelled instead. Either way the service stops.
-        try? await gracefulShutdown()
+        let supervisor = self.supervisor
+        let failure = await withTaskGroup(of: Supervisor.Failure?.self) { group in
+            group.addTask { await supervisor.firstFailure() }
+            group.addTask {
+                try? await gracefulShutdown()
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
         await stop()
+        if let failure {
+            throw ServiceError("navigatord stopped because \(failure.part) failed: \(failure.reason)")
+        }
     }
+
+    /// The first part that failed, if one did (the service then stops).
+    public var failure: String? { supervisor.failure?.description }
 
     /// Opens every socket and starts the threads; throws (with everything closed again) if a
     /// socket cannot be bound.
@@ -113,21 +138,22 @@ public final class NavigatorServer: Service, Sendable {
                 context: context, persistence: persistence,
                 interval: .milliseconds(configuration.flushIntervalMilliseconds),
                 idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000, counters: counters,
-                logger: logger
+                supervisor: supervisor, logger: logger
             ).start()
             threads.append(
                 try await EgressLoop(
                     context: context, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
-                    counters: counters, bound: bound, logger: logger
+                    counters: counters, bound: bound, supervisor: supervisor, logger: logger
                 ).start())
             for index in 0..<configuration.workers {
                 threads.append(
                     try await WorkerLoop(
                         index: index, context: context, store: store, resolvers: resolvers, counters: counters,
                         persistence: persistence, maxSessions: configuration.maxSessions,
-                        handoffHighWaterMark: configuration.handoffHighWaterMark, logger: logger
+                        handoffHighWaterMark: configuration.handoffHighWaterMark, supervisor: supervisor,
+                        logger: logger
                     ).start())
             }
             threads.append(
@@ -136,14 +162,14 @@ public final class NavigatorServer: Service, Sendable {
                     maxMessageBytes: configuration.maxMessageBytes,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
                     counters: counters,
-                    bound: bound, startedAt: startedAt, logger: logger
+                    bound: bound, startedAt: startedAt, supervisor: supervisor, logger: logger
                 ).start())
             threads.append(
                 try await IngressLoop(
                     context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, epoch: store.epoch,
-                    bound: bound, logger: logger
+                    bound: bound, supervisor: supervisor, logger: logger
                 ).start())
         } catch {
             context.shutdown()
@@ -234,6 +260,11 @@ public final class NavigatorServer: Service, Sendable {
         case "/healthz":
             return .init(status: "200 OK", contentType: "text/plain", body: Array("ok\n".utf8))
         case "/readyz":
+            if let failure = supervisor.failure {
+                return .init(
+                    status: "503 Service Unavailable", contentType: "text/plain",
+                    body: Array("not ready: \(failure.part) failed; navigatord is stopping\n".utf8))
+            }
             guard persistence.fileInPlace.load(ordering: .acquiring) else {
                 return .init(
                     status: "503 Service Unavailable", contentType: "text/plain",

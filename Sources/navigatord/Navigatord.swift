@@ -35,6 +35,10 @@ struct Navigatord: AsyncParsableCommand {
             Signals: SIGTERM or SIGINT stop gracefully (intake stops, in-flight work drains, \
             state is flushed, exit 0); SIGHUP reloads the route map (an invalid map is refused \
             and the old one kept).
+
+            Exit status: 0 after a graceful stop; 2 for a bad setting or route map; 1 when \
+            navigatord cannot run, or when one of its threads failed (it is named; the state is \
+            flushed first, so a supervisor can restart it).
             """,
         version: NavigatorVersion.current
     )

@@ -101,12 +101,25 @@ struct RejectCodeTests {
                     for _ in 0..<1_000 { try flood.send(multipart: [empty, event]) }
                     note(try Navigator_V1_Reply(serializedBytes: try flood.receiveMultipart().last!.bytes))
                 }
+                // Behind the flood's queued requests in the same queues: once this is answered,
+                // they are all done (and written), before the state file is locked below.
+                _ = try client.request(.clientEvent(.init(.ready, session: "e")))
                 // UNAVAILABLE: the state file is locked by another process's transaction.
-                let holder = try DatabaseQueue(path: path)
+                var holderConfiguration = Configuration()
+                holderConfiguration.busyMode = .timeout(10)
+                let holder = try DatabaseQueue(path: path, configuration: holderConfiguration)
                 try holder.inDatabase { db in
                     try db.execute(sql: "BEGIN EXCLUSIVE")
                     defer { try? db.execute(sql: "ROLLBACK") }
-                    try intent(wireIntent("i11", [ScreenContext("settings")], session: "d"))
+                    // Up to two busy waits of 5 s: a write-behind flush's, then this reply's.
+                    try dealer.set(.receiveTimeout, .seconds(30))
+                    try raw([
+                        empty,
+                        try Navigator_V1_Request.with {
+                            $0.requestID = "i11"
+                            $0.intent = wireIntent("i11", [ScreenContext("settings")], session: "d")
+                        }.serializedBytes(),
+                    ])
                 }
                 return codes
             }

@@ -13,6 +13,7 @@ struct EgressLoop: SocketLoop {
     let producers: Int
     let counters: ServiceCounters
     let bound: BoundEndpoints
+    let supervisor: Supervisor
     let logger: Logger
 
     var name: String { "nav-egress" }
@@ -46,7 +47,7 @@ struct EgressLoop: SocketLoop {
         return topic.count <= prefix.count ? prefix.starts(with: topic) : topic.starts(with: prefix)
     }
 
-    func run(_ sockets: Sockets) {
+    func run(_ sockets: Sockets) throws {
         var poller = Poller()
         poller.add(sockets.inbox)
         poller.add(sockets.xpub)
@@ -55,6 +56,7 @@ struct EgressLoop: SocketLoop {
         do {
             while stops < producers {
                 try poller.poll(timeout: nil)
+                try supervisor.checkInjected(name)
                 if poller.events(at: 1).contains(.readable) {
                     while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
                         guard count == 1, let first = frames[0].withUnsafeBytes({ $0.first }) else { continue }
@@ -85,12 +87,8 @@ struct EgressLoop: SocketLoop {
                 }
             }
             logger.debug("egress stopped", metadata: ["producers": "\(producers)"])
-        } catch {
-            if error.code == .terminated {
-                logger.debug("egress ended by context shutdown")
-            } else {
-                logger.error("egress failed", metadata: ["error": "\(error)"])
-            }
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("egress ended by context shutdown")
         }
     }
 }

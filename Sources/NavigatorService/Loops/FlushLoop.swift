@@ -19,6 +19,7 @@ struct FlushLoop: SocketLoop {
     /// Sessions unchanged this long (ns) are forgotten; 0: never.
     let idleExpiry: Int64
     let counters: ServiceCounters
+    let supervisor: Supervisor
     let logger: Logger
 
     var name: String { "nav-flush" }
@@ -38,7 +39,7 @@ struct FlushLoop: SocketLoop {
         return Sockets(acks: acks, replies: replies)
     }
 
-    func run(_ sockets: Sockets) {
+    func run(_ sockets: Sockets) throws {
         var poller = Poller()
         poller.add(sockets.acks)
         var frames: [Message] = []
@@ -50,6 +51,7 @@ struct FlushLoop: SocketLoop {
         do {
             while !persistence.isStopping {
                 try poller.poll(timeout: .nanoseconds(max(0, min(nextFlush - MonotonicClock.now(), 50_000_000))))
+                try supervisor.checkInjected(name)
                 var waiting: [[Message]] = []
                 var stops = 0
                 while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
@@ -75,12 +77,8 @@ struct FlushLoop: SocketLoop {
                     nextExpiry = MonotonicClock.now() + expiryStep
                 }
             }
-        } catch {
-            if (error as? ZeroMQError)?.code == .terminated {
-                logger.debug("flush thread ended by context shutdown")
-            } else {
-                logger.error("flush thread failed", metadata: ["error": "\(error)"])
-            }
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("flush thread ended by context shutdown")
         }
     }
 

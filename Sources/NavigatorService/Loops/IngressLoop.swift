@@ -21,6 +21,7 @@ struct IngressLoop: SocketLoop {
     /// The epoch of this run's streams (rejection headers carry it).
     let epoch: UInt64
     let bound: BoundEndpoints
+    let supervisor: Supervisor
     let logger: Logger
 
     var name: String { "nav-ingress" }
@@ -103,7 +104,7 @@ struct IngressLoop: SocketLoop {
             limiter: LogLimiter(logger: logger))
     }
 
-    func run(_ sockets: Sockets) {
+    func run(_ sockets: Sockets) throws {
         var reading = Poller()
         reading.add(sockets.pull)
         reading.add(sockets.control)
@@ -133,6 +134,7 @@ struct IngressLoop: SocketLoop {
                     try stop(sockets, bundles, &frames)
                     return
                 }
+                try supervisor.checkInjected(name)
                 for _ in 0..<1024 {
                     guard !bundles.hasFull,
                         let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
@@ -143,12 +145,8 @@ struct IngressLoop: SocketLoop {
                 backlog = try !bundles.flushAll(sockets)
                 try sockets.publisher.flush()
             }
-        } catch {
-            if (error as? ZeroMQError)?.code == .terminated {
-                logger.debug("ingress ended by context shutdown")
-            } else {
-                logger.error("ingress failed", metadata: ["error": "\(error)"])
-            }
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("ingress ended by context shutdown")
         }
     }
 

@@ -21,6 +21,7 @@ struct RequestsLoop: SocketLoop {
     let counters: ServiceCounters
     let bound: BoundEndpoints
     let startedAt: Int64
+    let supervisor: Supervisor
     let logger: Logger
 
     var name: String { "nav-requests" }
@@ -53,7 +54,7 @@ struct RequestsLoop: SocketLoop {
             router: router, replies: replies, control: control, workers: pushes, limiter: LogLimiter(logger: logger))
     }
 
-    func run(_ sockets: Sockets) {
+    func run(_ sockets: Sockets) throws {
         var poller = Poller()
         poller.add(sockets.router)
         poller.add(sockets.replies)
@@ -64,6 +65,7 @@ struct RequestsLoop: SocketLoop {
         do {
             while workersStopped < workers {
                 try poller.poll(timeout: nil)
+                try supervisor.checkInjected(name)
                 if poller.events(at: 2).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()
                     stopping = true
@@ -89,12 +91,8 @@ struct RequestsLoop: SocketLoop {
                 }
             }
             logger.debug("requests stopped")
-        } catch {
-            if (error as? ZeroMQError)?.code == .terminated {
-                logger.debug("requests ended by context shutdown")
-            } else {
-                logger.error("requests failed", metadata: ["error": "\(error)"])
-            }
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("requests ended by context shutdown")
         }
     }
 

@@ -2,17 +2,20 @@ import Logging
 import ZeroMQ
 
 /// A thread that owns sockets: `open()` makes and binds them on the thread (so a bind error
-/// reaches whoever starts the loop), `run(_:)` serves until told to stop.
+/// reaches whoever starts the loop), `run(_:)` serves until told to stop, and throws when it
+/// cannot go on (the supervisor then stops the service).
 protocol SocketLoop: Sendable {
     associatedtype Sockets
     var name: String { get }
+    var supervisor: Supervisor { get }
     func open() throws -> Sockets
-    func run(_ sockets: Sockets)
+    func run(_ sockets: Sockets) throws
 }
 
 extension SocketLoop {
     /// Starts the loop on a dedicated thread; returns once its sockets are open, or throws what
-    /// opening them threw (the thread has then ended).
+    /// opening them threw (the thread has then ended). If the loop later throws — other than
+    /// for the context's shutdown, which ends every loop — the supervisor hears of it.
     func start() async throws -> DedicatedThread {
         var started: DedicatedThread?
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -25,7 +28,13 @@ extension SocketLoop {
                     return
                 }
                 continuation.resume()
-                run(sockets)
+                do {
+                    try run(sockets)
+                } catch let error as ZeroMQError where error.code == .terminated {
+                    // The context was shut down: every loop ends so (a stop past its bound).
+                } catch {
+                    supervisor.fail(name, error)
+                }
             }
         }
         return started!

@@ -17,6 +17,7 @@ struct WorkerLoop: SocketLoop {
     let maxSessions: Int
     /// Messages queued to this worker (and from it to egress) before the sender waits.
     let handoffHighWaterMark: Int32
+    let supervisor: Supervisor
     let logger: Logger
     /// Stop markers to wait for: from ingress and from the requests thread.
     let producers = 2
@@ -48,7 +49,7 @@ struct WorkerLoop: SocketLoop {
             limiter: LogLimiter(logger: logger))
     }
 
-    func run(_ sockets: Sockets) {
+    func run(_ sockets: Sockets) throws {
         let initial = resolvers.snapshot
         var state = WorkerState(resolver: initial.resolver, generation: initial.generation)
         // Sessions of this shard with parked intents, for the expiry pass (due at once: their
@@ -65,6 +66,7 @@ struct WorkerLoop: SocketLoop {
             while stops < producers {
                 let wait = max(0, nextExpiry - WallClock.now())
                 try poller.poll(timeout: .nanoseconds(wait))
+                try supervisor.checkInjected(name)
                 if resolvers.generation != state.generation {
                     let latest = resolvers.snapshot
                     state.resolver = latest.resolver
@@ -101,12 +103,8 @@ struct WorkerLoop: SocketLoop {
             try sockets.publisher.stop()
             try sockets.replies.send(Internal.stop)
             logger.debug("worker stopped", metadata: ["worker": "\(index)"])
-        } catch {
-            if (error as? ZeroMQError)?.code == .terminated {
-                logger.debug("worker ended by context shutdown", metadata: ["worker": "\(index)"])
-            } else {
-                logger.error("worker failed", metadata: ["worker": "\(index)", "error": "\(error)"])
-            }
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("worker ended by context shutdown", metadata: ["worker": "\(index)"])
         }
     }
 

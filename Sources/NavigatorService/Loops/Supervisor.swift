@@ -1,0 +1,64 @@
+import Synchronization
+
+/// Watches the service's threads: the first one to fail for a reason other than a stop is
+/// recorded, `onFailure` runs at once (the service stops answering ready), and whoever waits in
+/// ``firstFailure()`` (the service's `run`) learns of it to stop the whole service and exit
+/// non-zero — navigatord never goes on without one of its parts.
+final class Supervisor: Sendable {
+    struct Failure: Error, CustomStringConvertible, Sendable {
+        /// The thread's name: nav-ingress, nav-requests, nav-worker-N, nav-egress, nav-flush,
+        /// nav-http.
+        let part: String
+        let reason: String
+        var description: String { "\(part) failed: \(reason)" }
+    }
+
+    private let failures: AsyncStream<Failure>
+    private let continuation: AsyncStream<Failure>.Continuation
+    private let first = Mutex<Failure?>(nil)
+    private let onFailure: @Sendable (Failure) -> Void
+    /// Parts told to fail (tests inject faults); `anyInjected` keeps the loops' check to one load.
+    private let injected = Mutex<Set<String>>([])
+    private let anyInjected = Atomic<Bool>(false)
+
+    init(onFailure: @escaping @Sendable (Failure) -> Void) {
+        (failures, continuation) = AsyncStream.makeStream(of: Failure.self, bufferingPolicy: .bufferingOldest(1))
+        self.onFailure = onFailure
+    }
+
+    /// The first failure, if any so far.
+    var failure: Failure? { first.withLock { $0 } }
+
+    /// Records that `part` cannot go on; only the first failure acts.
+    func fail(_ part: String, _ error: any Error) {
+        let failure = Failure(part: part, reason: "\(error)")
+        let isFirst = first.withLock { recorded -> Bool in
+            guard recorded == nil else { return false }
+            recorded = failure
+            return true
+        }
+        guard isFirst else { return }
+        onFailure(failure)
+        continuation.yield(failure)
+    }
+
+    /// Returns the first failure when it happens; nil if the waiting task is cancelled.
+    func firstFailure() async -> Failure? {
+        for await failure in failures { return failure }
+        return nil
+    }
+
+    /// Makes `part` fail at its next turn (tests).
+    func inject(into part: String) {
+        _ = injected.withLock { $0.insert(part) }
+        anyInjected.store(true, ordering: .releasing)
+    }
+
+    /// Called by each loop once per turn: throws if a fault was injected into `part`.
+    func checkInjected(_ part: String) throws {
+        guard anyInjected.load(ordering: .acquiring) else { return }
+        if injected.withLock({ $0.remove(part) }) != nil {
+            throw ServiceError("a fault injected into \(part)")
+        }
+    }
+}

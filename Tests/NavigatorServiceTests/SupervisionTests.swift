@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+import Logging
+import NavigatorCore
+import NavigatorTestSupport
+import NavigatorWire
+import ServiceLifecycle
+import Testing
+
+@testable import NavigatorService
+
+@Suite("Supervision: a part that fails stops navigatord")
+struct SupervisionTests {
+    @Test(
+        "the failed part is named, /readyz turns 503, the state is flushed and run() throws",
+        arguments: ["nav-worker-0", "nav-worker-1", "nav-ingress", "nav-requests", "nav-egress", "nav-flush"])
+    func partFails(_ part: String) async throws {
+        let directory = temporaryDirectory("navsup")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = TestService.configuration(dataDirectory: directory)
+        configuration.flushIntervalMilliseconds = 600_000  // only the final flush writes
+        let log = CapturedLog()
+        let server = try NavigatorServer(configuration: configuration, logger: log.logger)
+        let group = ServiceGroup(services: [server], logger: TestService.logger("group"))
+        let running = Task { try await group.run() }
+        defer { running.cancel() }
+        let endpoints = try await Self.started(server)
+        try await onThread {
+            let client = try Client(endpoints)
+            for index in 0..<10 {
+                try client.send(wireIntent("i\(index)", [ScreenContext("settings")]), session: "sup\(index)")
+            }
+            // All ten applied (each session's own worker), before the fault.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try client.request(.stats(.init())).stats.sessions < 10 {
+                guard ContinuousClock.now < deadline else { throw TestFailure("the intents were not applied") }
+            }
+        }
+        #expect(server.respond(to: "/readyz").status == "200 OK")
+        server.supervisor.inject(into: part)
+        // Wake every part: an intent (ingress, a worker, egress), a request (requests); the
+        // workers and the flush thread also wake on their own timers.
+        try await onThread {
+            let client = try Client(endpoints, sendTimeout: .seconds(1), linger: .zero)
+            try? client.send(wireIntent("wake", [ScreenContext("home")]), session: "sup0")
+            try? client.send(wireIntent("wake", [ScreenContext("home")]), session: "sup1")
+            _ = try? client.request(.stats(.init()))
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.failure == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(server.failure == "\(part) failed: a fault injected into \(part)")
+        let ready = server.respond(to: "/readyz")
+        #expect(ready.status == "503 Service Unavailable")
+        #expect(String(decoding: ready.body, as: UTF8.self).contains("\(part) failed"))
+        let result = await running.result
+        guard case .failure(let error) = result else {
+            Issue.record("the service group ended without an error")
+            return
+        }
+        let message = String(describing: error)
+        #expect(message.contains("navigatord stopped because \(part) failed: a fault injected into \(part)"))
+        #expect(log.lines.withLock { $0.contains { $0.contains("a part of navigatord failed") && $0.contains(part) } })
+        let rows = try await DatabaseQueue(path: directory.appendingPathComponent("navigator.sqlite").path).read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0
+        }
+        #expect(rows == 10)
+    }
+
+    /// Waits (bounded) until the service has bound its sockets.
+    static func started(_ server: NavigatorServer) async throws -> Endpoints {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while server.endpoints.intents.isEmpty || server.respond(to: "/readyz").status != "200 OK" {
+            guard ContinuousClock.now < deadline else { throw TestFailure("the service did not start") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return server.endpoints
+    }
+}
