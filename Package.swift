@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // navigatord's HTTP side: /metrics, /healthz, /readyz now; apps and browsers later.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
@@ -49,6 +51,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         .target(
@@ -103,7 +106,7 @@ let package = Package(
         // Helpers the test targets share (an in-process service's configuration, directories).
         .target(
             name: "NavigatorTestSupport",
-            dependencies: ["NavigatorService", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NavigatorService", "NavigatorClient", .product(name: "Logging", package: "swift-log")],
             path: "Tests/NavigatorTestSupport"
         ),
         .testTarget(

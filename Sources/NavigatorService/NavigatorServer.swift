@@ -35,7 +35,7 @@ public final class NavigatorServer: Service, Sendable {
 
     enum Lifecycle {
         case initial
-        case running([DedicatedThread], flusher: DedicatedThread, http: (MetricsServer, DedicatedThread)?)
+        case running([DedicatedThread], flusher: DedicatedThread, http: HTTPEndpoint?)
         case stopped
     }
 
@@ -123,15 +123,19 @@ public final class NavigatorServer: Service, Sendable {
         }
         guard ready else { throw ServiceError("the service was started already") }
         var threads: [DedicatedThread] = []
-        var http: (MetricsServer, DedicatedThread)?
+        var http: HTTPEndpoint?
         var flusher: DedicatedThread?
         do {
             if configuration.metricsAddress != "off" {
-                let server = try MetricsServer(address: configuration.metricsAddress, logger: logger) { [self] path in
-                    respond(to: path)
-                }
-                bound.set(metrics: server.address)
-                http = (server, server.start())
+                let served = try await HTTPEndpoint.start(
+                    address: configuration.metricsAddress,
+                    routes: [
+                        "/metrics": { [self] in respond(to: "/metrics") },
+                        "/healthz": { [self] in respond(to: "/healthz") },
+                        "/readyz": { [self] in respond(to: "/readyz") },
+                    ], logger: logger)
+                bound.set(metrics: served.address)
+                http = served
             }
             // Before the workers: they hand it their replies.
             flusher = try await FlushLoop(
@@ -175,10 +179,7 @@ public final class NavigatorServer: Service, Sendable {
             context.shutdown()
             for thread in threads { await Self.join(thread) }
             if let flusher { await Self.join(flusher) }
-            if let (server, thread) = http {
-                server.stop()
-                await Self.join(thread)
-            }
+            await http?.stop()
             lifecycle.withLock { $0 = .stopped }
             directoryLock.release()
             throw error
@@ -201,7 +202,7 @@ public final class NavigatorServer: Service, Sendable {
     /// within `shutdownTimeoutSeconds`. Safe to call more than once.
     public func stop() async {
         let running = lifecycle.withLock {
-            state -> ([DedicatedThread], DedicatedThread, (MetricsServer, DedicatedThread)?)? in
+            state -> ([DedicatedThread], DedicatedThread, HTTPEndpoint?)? in
             guard case .running(let threads, let flusher, let http) = state else { return nil }
             state = .stopped
             return (threads, flusher, http)
@@ -235,17 +236,14 @@ public final class NavigatorServer: Service, Sendable {
         }
         let context = self.context
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
-        if let (server, thread) = http {
-            server.stop()
-            await Self.join(thread)
-        }
+        await http?.stop()
         directoryLock.release()
         logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
     }
 
     // MARK: HTTP
 
-    func respond(to path: String) -> MetricsServer.Response {
+    func respond(to path: String) -> HTTPReply {
         switch path {
         case "/metrics":
             let metrics = counters.metrics
@@ -254,29 +252,19 @@ public final class NavigatorServer: Service, Sendable {
             metrics.quarantined.record(quarantinedSessions)
             metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
             for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }
-            return .init(
-                status: "200 OK", contentType: "text/plain; version=0.0.4; charset=utf-8",
-                body: metrics.registry.emitToBuffer())
+            return HTTPReply(200, "text/plain; version=0.0.4; charset=utf-8", metrics.registry.emitToBuffer())
         case "/healthz":
-            return .init(status: "200 OK", contentType: "text/plain", body: Array("ok\n".utf8))
+            return HTTPReply(200, "ok\n")
         case "/readyz":
             if let failure = supervisor.failure {
-                return .init(
-                    status: "503 Service Unavailable", contentType: "text/plain",
-                    body: Array("not ready: \(failure.part) failed; navigatord is stopping\n".utf8))
+                return HTTPReply(503, "not ready: \(failure.part) failed; navigatord is stopping\n")
             }
             guard persistence.fileInPlace.load(ordering: .acquiring) else {
-                return .init(
-                    status: "503 Service Unavailable", contentType: "text/plain",
-                    body: Array("not ready: the state file was deleted or replaced and is being written again\n".utf8))
+                return HTTPReply(503, "not ready: the state file was deleted or replaced and is being written again\n")
             }
-            return ready.load(ordering: .acquiring)
-                ? .init(status: "200 OK", contentType: "text/plain", body: Array("ready\n".utf8))
-                : .init(status: "503 Service Unavailable", contentType: "text/plain", body: Array("not ready\n".utf8))
+            return ready.load(ordering: .acquiring) ? HTTPReply(200, "ready\n") : HTTPReply(503, "not ready\n")
         default:
-            return .init(
-                status: "404 Not Found", contentType: "text/plain",
-                body: Array("no such path; try /metrics, /healthz or /readyz\n".utf8))
+            return HTTPReply(404, "no such path; try /metrics, /healthz or /readyz\n")
         }
     }
 

@@ -61,7 +61,10 @@ struct Navigatord: AsyncParsableCommand {
     )
     var commands: [String] = []
 
-    @Option(help: help("metrics", "HTTP host:port for /metrics, /healthz, /readyz, or off [default: 127.0.0.1:7480]"))
+    @Option(
+        help: help(
+            "metrics", "HTTP host:port ([ipv6]:port) for /metrics, /healthz, /readyz, or off [default: 127.0.0.1:7480]")
+    )
     var metrics: String?
 
     @Option(help: help("dataDirectory", "Directory of the state file [default: ./navigator-data]"))

@@ -87,7 +87,7 @@ struct ConfigurationTests {
             await #expect {
                 try await second.start()
             } throws: {
-                "\($0)".contains("cannot listen for metrics on 127.0.0.1:")
+                "\($0)".contains("cannot serve HTTP on 127.0.0.1:")
                     && "\($0)".contains("Address already in use")
             }
         }

@@ -1,14 +1,20 @@
 import NavigatorCore
-import NavigatorService
 import NavigatorWire
 import Testing
+
+@testable import NavigatorService
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// One HTTP exchange over a plain socket: returns the status line and the body.
+/// One HTTP exchange over a plain socket (the connection closed after it): returns the status
+/// line and the body.
 func http(_ address: String, _ request: String) throws -> (status: String, body: String) {
+    var request = request
+    if !request.contains("Connection:"), let end = request.range(of: "\r\n") {
+        request.insert(contentsOf: "\r\nConnection: close", at: end.lowerBound)
+    }
     let fd = try tcpConnect(address)
     defer { close(fd) }
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -80,6 +86,35 @@ struct MetricsTests {
             #expect(exchanges[2].status == "HTTP/1.1 200 OK" && exchanges[2].body == "ready\n")
             #expect(exchanges[3].status == "HTTP/1.1 404 Not Found")
             #expect(exchanges[4].status == "HTTP/1.1 405 Method Not Allowed")
+        }
+    }
+
+    @Test("idle connections hold nothing up: /healthz answers while ten others sit open")
+    func idleConnections() async throws {
+        let configure: (inout ServiceConfiguration) -> Void = { $0.metricsAddress = "127.0.0.1:0" }
+        try await withService(configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let (health, ready) = try await onThread { () throws -> (String, String) in
+                let idle = try (0..<10).map { _ in try tcpConnect(address) }
+                defer { for fd in idle { close(fd) } }
+                return (
+                    try http(address, "GET /healthz HTTP/1.1\r\n\r\n").status,
+                    try http(address, "GET /readyz HTTP/1.1\r\n\r\n").status
+                )
+            }
+            #expect(health == "HTTP/1.1 200 OK")
+            #expect(ready == "HTTP/1.1 200 OK")
+        }
+    }
+
+    @Test("HTTP addresses: host:port, [ipv6]:port, localhost; anything else is refused saying the form")
+    func addresses() throws {
+        #expect(try HTTPEndpoint.parse("127.0.0.1:9090") == ("127.0.0.1", 9090))
+        #expect(try HTTPEndpoint.parse("[::1]:0") == ("::1", 0))
+        #expect(try HTTPEndpoint.parse("[::]:9090") == ("::", 9090))
+        #expect(try HTTPEndpoint.parse("localhost:80") == ("127.0.0.1", 80))
+        for bad in ["9090", ":9090", "host:port", "::1:99999", "[::1:80"] {
+            #expect(throws: ServiceError.self) { try HTTPEndpoint.parse(bad) }
         }
     }
 }

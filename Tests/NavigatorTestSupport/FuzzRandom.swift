@@ -1,14 +1,10 @@
-/// SplitMix64: the fuzzers' random numbers, the same sequence for the same seed.
+import NavigatorClient
+
+/// The fuzzers' random numbers (SplitMix64): the same sequence for the same seed.
 public struct FuzzRandom: RandomNumberGenerator {
-    public var state: UInt64
-    public init(state: UInt64) { self.state = state }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private var source: SplitMix64
+    public init(state: UInt64) { source = SplitMix64(seed: state) }
+    public mutating func next() -> UInt64 { source.next() }
     /// True one time in `n`.
     public mutating func chance(_ n: Int) -> Bool { Int.random(in: 0..<n, using: &self) == 0 }
     public mutating func below(_ n: Int) -> Int { Int.random(in: 0..<n, using: &self) }

@@ -262,9 +262,9 @@ public enum ConfigurationLoader {
 
     static func address(_ value: String) throws(ConfigurationError) -> String {
         if value == "off" { return value }
-        let parts = value.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
-            throw ConfigurationError("metrics \"\(value)\" is not host:port (port 1 to 65535) or off")
+        guard let (_, port) = try? HTTPEndpoint.parse(value), port >= 1 else {
+            throw ConfigurationError(
+                "metrics \"\(value)\" is not host:port or [ipv6]:port (port 1 to 65535) or off")
         }
         return value
     }

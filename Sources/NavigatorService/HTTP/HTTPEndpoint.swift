@@ -1,0 +1,150 @@
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// What navigatord answers on one HTTP path.
+struct HTTPReply: Sendable {
+    var code: Int
+    var contentType: String
+    var body: [UInt8]
+
+    init(_ code: Int, _ text: String) {
+        self.init(code, "text/plain; charset=utf-8", Array(text.utf8))
+    }
+
+    init(_ code: Int, _ contentType: String, _ body: [UInt8]) {
+        self.code = code
+        self.contentType = contentType
+        self.body = body
+    }
+
+    /// "200 OK", "503 Service Unavailable", ...
+    var status: String {
+        let reason =
+            switch code {
+            case 200: "OK"
+            case 404: "Not Found"
+            case 405: "Method Not Allowed"
+            case 503: "Service Unavailable"
+            default: ""
+            }
+        return "\(code) \(reason)"
+    }
+}
+
+/// navigatord's HTTP server (Hummingbird 2): a router of GET paths (`/metrics`, `/healthz`,
+/// `/readyz`), concurrent connections, idle connections closed after 30 s, IPv4 and IPv6. A path
+/// it does not serve gets 404, and a served path asked with another method 405, each saying what
+/// there is. Serves from ``start(address:routes:logger:)`` until ``stop()``.
+final class HTTPEndpoint: Sendable {
+    /// The address bound (`host:port`, `[v6]:port`), with the port chosen for port 0.
+    let address: String
+    private let running: Task<Void, any Error>
+
+    /// Binds `address` (`host:port`, `[ipv6]:port`, `localhost:port`; port 0 picks one) and
+    /// serves `routes` (path -> reply); throws if it cannot bind.
+    static func start(
+        address: String, routes: [String: @Sendable () -> HTTPReply], logger: Logger
+    ) async throws -> HTTPEndpoint {
+        let (host, port) = try parse(address)
+        let router = Router()
+        router.add(middleware: Fallback(paths: routes.keys.sorted()))
+        for (path, reply) in routes {
+            router.get(RouterPath(path)) { _, _ in Self.response(reply()) }
+        }
+        let bound = Mutex<Result<String, any Error>?>(nil)
+        let (ran, ranContinuation) = AsyncStream<Void>.makeStream()
+        let application = Application(
+            router: router, server: .http1(configuration: .init(idleTimeout: .seconds(30))),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in
+                let text = channel.localAddress.map { Self.text($0, host: host) } ?? "\(host):\(port)"
+                bound.withLock { $0 = .success(text) }
+                ranContinuation.finish()
+            },
+            logger: logger)
+        let running = Task {
+            defer { ranContinuation.finish() }
+            do {
+                try await application.run()
+            } catch {
+                bound.withLock { if $0 == nil { $0 = .failure(error) } }
+                throw error
+            }
+        }
+        for await _ in ran {}
+        switch bound.withLock({ $0 }) {
+        case .success(let text)?:
+            return HTTPEndpoint(address: text, running: running)
+        case .failure(let error)?:
+            throw ServiceError("cannot serve HTTP on \(address): \(error)")
+        case nil:
+            running.cancel()
+            throw ServiceError("cannot serve HTTP on \(address): the server ended before it ran")
+        }
+    }
+
+    private init(address: String, running: Task<Void, any Error>) {
+        self.address = address
+        self.running = running
+    }
+
+    /// Closes the listener and every connection, and waits for the server to end.
+    func stop() async {
+        running.cancel()
+        _ = await running.result
+    }
+
+    /// `host:port`, `[v6]:port`, `localhost:port` -> (host, port).
+    static func parse(_ address: String) throws -> (String, Int) {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+            (0...65535).contains(port)
+        else {
+            throw ServiceError("HTTP address \(address) is not host:port (for IPv6: [address]:port)")
+        }
+        var host = String(address[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, host.first != "[" else {
+            throw ServiceError("HTTP address \(address) is not host:port (for IPv6: [address]:port)")
+        }
+        return (host == "localhost" ? "127.0.0.1" : host, port)
+    }
+
+    private static func text(_ address: SocketAddress, host: String) -> String {
+        let ip = address.ipAddress ?? host
+        let port = address.port ?? 0
+        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+    }
+
+    static func response(_ reply: HTTPReply) -> Response {
+        Response(
+            status: .init(code: reply.code, reasonPhrase: String(reply.status.drop { $0 != " " }.dropFirst())),
+            headers: [.contentType: reply.contentType, .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+    }
+
+    /// Answers what no route matched: 405 for a served path asked with another method, 404
+    /// otherwise, each listing what there is.
+    struct Fallback: RouterMiddleware {
+        typealias Context = BasicRequestContext
+        let paths: [String]
+
+        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+            async throws -> Response
+        {
+            do {
+                return try await next(request, context)
+            } catch let error as HTTPError where error.status == .notFound {
+                guard paths.contains(request.uri.path) else {
+                    return HTTPEndpoint.response(
+                        HTTPReply(404, "no such path; try \(paths.joined(separator: ", "))\n"))
+                }
+                var response = HTTPEndpoint.response(
+                    HTTPReply(405, "\(request.method) is not served on \(request.uri.path); use GET\n"))
+                response.headers[.allow] = "GET, HEAD"
+                return response
+            }
+        }
+    }
+}
