@@ -133,7 +133,7 @@ public final class NavigatorServer: Service, Sendable {
                         "/metrics": { [self] in respond(to: "/metrics") },
                         "/healthz": { [self] in respond(to: "/healthz") },
                         "/readyz": { [self] in respond(to: "/readyz") },
-                    ], logger: logger)
+                    ], logger: logger, onFailure: { [supervisor] error in supervisor.fail("nav-http", error) })
                 bound.set(metrics: served.address)
                 http = served
             }

@@ -43,9 +43,11 @@ final class HTTPEndpoint: Sendable {
     private let running: Task<Void, any Error>
 
     /// Binds `address` (`host:port`, `[ipv6]:port`, `localhost:port`; port 0 picks one) and
-    /// serves `routes` (path -> reply); throws if it cannot bind.
+    /// serves `routes` (path -> reply); throws if it cannot bind. If the server ends with an
+    /// error once running (not by ``stop()``), `onFailure` hears of it.
     static func start(
-        address: String, routes: [String: @Sendable () -> HTTPReply], logger: Logger
+        address: String, routes: [String: @Sendable () -> HTTPReply], logger: Logger,
+        onFailure: @escaping @Sendable (any Error) -> Void
     ) async throws -> HTTPEndpoint {
         let (host, port) = try parse(address)
         let router = Router()
@@ -69,7 +71,12 @@ final class HTTPEndpoint: Sendable {
             do {
                 try await application.run()
             } catch {
-                bound.withLock { if $0 == nil { $0 = .failure(error) } }
+                let running = bound.withLock { state -> Bool in
+                    if state == nil { state = .failure(error) }
+                    if case .success? = state { return true }
+                    return false
+                }
+                if running && !Task.isCancelled { onFailure(error) }
                 throw error
             }
         }

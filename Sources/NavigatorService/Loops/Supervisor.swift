@@ -6,8 +6,8 @@ import Synchronization
 /// non-zero — navigatord never goes on without one of its parts.
 final class Supervisor: Sendable {
     struct Failure: Error, CustomStringConvertible, Sendable {
-        /// The thread's name: nav-ingress, nav-requests, nav-worker-N, nav-egress, nav-flush,
-        /// nav-http.
+        /// The part: its thread's name (nav-ingress, nav-requests, nav-worker-N, nav-egress,
+        /// nav-flush), or nav-http for the HTTP server.
         let part: String
         let reason: String
         var description: String { "\(part) failed: \(reason)" }
