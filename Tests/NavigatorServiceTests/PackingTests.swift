@@ -1,6 +1,8 @@
 import Foundation
+import GRDB
 import Logging
 import NavigatorCore
+import NavigatorTestSupport
 import NavigatorWire
 import Testing
 
@@ -220,5 +222,34 @@ struct PackingTests {
             #expect(after.seq == 2)
             #expect(try after.tree.core().top.context.screen == "settings")
         }
+    }
+}
+
+@Suite("Write-behind in chunks")
+struct WriteBehindChunkTests {
+    @Test("a round of 2,500 changed sessions is written 1,000 at a time, with the waiting replies answered in between")
+    func chunks() throws {
+        let directory = temporaryDirectory("navchunk")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try StateFile(directory: directory.path)
+        let (epoch, _) = try file.beginRun()
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
+        let persistence = Persistence(file: file, store: store, logger: TestService.logger("chunks"))
+        for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
+        var betweens = 0
+        var written: [Int] = []
+        persistence.flushAndPack {
+            betweens += 1
+            written.append(try! Self.rows(file.path))
+        }
+        #expect(betweens == 2)
+        #expect(written == [1_000, 2_000])
+        #expect(try Self.rows(file.path) == 2_500)
+        #expect(persistence.flushChanged(atMost: 1_000) == (true, false))
+    }
+
+    static func rows(_ path: String) throws -> Int {
+        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0 }
     }
 }

@@ -80,6 +80,7 @@ struct EgressLoop: SocketLoop {
                     }
                     // A bundle of [topic][header][payload] triples (see Publisher).
                     guard count % 3 == 0 else {
+                        counters.unexpectedInternal.add()
                         logger.error("egress got a bundle of \(count) frames; expected triples", metadata: [:])
                         continue
                     }

@@ -52,24 +52,10 @@ struct FlushLoop: SocketLoop {
             while !persistence.isStopping {
                 try poller.poll(timeout: .nanoseconds(max(0, min(nextFlush - MonotonicClock.now(), 50_000_000))))
                 try supervisor.checkInjected(name)
-                var waiting: [[Message]] = []
-                var stops = 0
-                while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
-                    if count == 1 {
-                        // Replies received before a worker's stop go out before it.
-                        try answer(waiting, sockets)
-                        waiting.removeAll()
-                        stops += 1
-                        try sockets.replies.send(Internal.stop)
-                    } else if count == 4 {
-                        waiting.append(frames.prefix(4).map { Message(moving: $0) })
-                    } else {
-                        logger.error("the flush thread got a message of \(count) frames; expected 4 or 1")
-                    }
-                }
-                try answer(waiting, sockets)
+                try answerWaiting(sockets, &frames)
                 if MonotonicClock.now() >= nextFlush {
-                    persistence.flushAndPack()
+                    // Between chunks of the round, the replies that arrived meanwhile go first.
+                    try persistence.flushAndPack { try answerWaiting(sockets, &frames) }
                     nextFlush = MonotonicClock.now() + step
                 }
                 if idleExpiry > 0, MonotonicClock.now() >= nextExpiry {
@@ -80,6 +66,26 @@ struct FlushLoop: SocketLoop {
         } catch let error as ZeroMQError where error.code == .terminated {
             logger.debug("flush thread ended by context shutdown")
         }
+    }
+
+    /// Takes the replies waiting from the workers (and their stops) and answers them: their
+    /// sessions are written in one transaction, then the replies go on.
+    private func answerWaiting(_ sockets: Sockets, _ frames: inout [Message]) throws {
+        var waiting: [[Message]] = []
+        while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
+            if count == 1 {
+                // Replies received before a worker's stop go out before it.
+                try answer(waiting, sockets)
+                waiting.removeAll()
+                try sockets.replies.send(Internal.stop)
+            } else if count == 4 {
+                waiting.append(frames.prefix(4).map { Message(moving: $0) })
+            } else {
+                counters.unexpectedInternal.add()
+                logger.error("the flush thread got a message of \(count) frames; expected 4 or 1")
+            }
+        }
+        try answer(waiting, sockets)
     }
 
     /// Makes the sessions of these replies durable in one write, then sends the replies on.

@@ -78,6 +78,9 @@ struct RequestsLoop: SocketLoop {
                             workersStopped += 1
                         } else if count == 3 {
                             try route(reply: frames, sockets)
+                        } else {
+                            counters.unexpectedInternal.add()
+                            logger.error("the requests thread got a reply of \(count) frames; expected 3 or 1")
                         }
                     }
                 }

@@ -91,6 +91,7 @@ struct WorkerLoop: SocketLoop {
                         counters.handled[index].add()
                         try handleRequest(frames, &state, sockets)
                     } else {
+                        counters.unexpectedInternal.add()
                         logger.error("worker got a message nobody sends: kind \(kind), \(count) frames")
                     }
                 }

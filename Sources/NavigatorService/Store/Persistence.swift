@@ -45,15 +45,37 @@ final class Persistence: Sendable {
     /// failure the sessions stay marked changed and the next flush tries again.
     @discardableResult
     func flushChanged() -> Bool {
+        while true {
+            let (written, more) = flushChanged(atMost: Self.chunk)
+            guard written else { return false }
+            guard more else { return true }
+        }
+    }
+
+    /// Sessions written per transaction by the write-behind: the flush thread answers the
+    /// acknowledged requests waiting between two chunks, so a reply waits for its own session's
+    /// write and at most one chunk, not for the whole round.
+    static let chunk = 1_000
+
+    /// Writes up to `limit` of the sessions changed since they were last written, in one
+    /// transaction per shard; returns whether they were written and whether more are waiting.
+    func flushChanged(atMost limit: Int) -> (written: Bool, more: Bool) {
         writing.withLock { _ in
-            guard restoreFileIfGone() else { return false }
+            guard restoreFileIfGone() else { return (false, true) }
             var complete = true
+            var budget = limit
             let now = MonotonicClock.now()
-            for shard in store.shards {
+            for shard in store.shards where budget > 0 {
                 let names = shard.dirty.withLock { dirty in
-                    defer { dirty.removeAll(keepingCapacity: true) }
-                    return dirty
+                    guard dirty.count > budget else {
+                        defer { dirty.removeAll(keepingCapacity: true) }
+                        return dirty
+                    }
+                    let some = Set(dirty.prefix(budget))
+                    dirty.subtract(some)
+                    return some
                 }
+                budget -= names.count
                 guard !names.isEmpty else { continue }
                 let records = shard.records.withLock { records in
                     names.compactMap { name in records[name].map { (name, $0) } }
@@ -86,7 +108,8 @@ final class Persistence: Sendable {
                         metadata: ["error": "\(error)"])
                 }
             }
-            return complete
+            let more = store.shards.contains { shard in shard.dirty.withLock { !$0.isEmpty } }
+            return (complete, more)
         }
     }
 
@@ -236,9 +259,14 @@ final class Persistence: Sendable {
         }
     }
 
-    /// The write-behind round: every changed session, then packing the idle ones.
-    func flushAndPack() {
-        flushChanged()
+    /// The write-behind round: every changed session (between chunks, `between` runs: the flush
+    /// thread answers acknowledged requests there), then packing the idle ones.
+    func flushAndPack(between: () throws -> Void = {}) rethrows {
+        while true {
+            let (written, more) = flushChanged(atMost: Self.chunk)
+            guard written, more else { break }
+            try between()
+        }
         let started = MonotonicClock.now()
         let packed = compactIdle()
         let trimmed = MonotonicClock.now()

@@ -33,6 +33,8 @@ final class ServiceCounters: Sendable {
     let batches: AtomicCounter
     let expired: AtomicCounter
     let requests: AtomicCounter
+    /// Messages between the service's own threads of a shape nobody expects (each also logged).
+    let unexpectedInternal: AtomicCounter
     /// Topics with at least one subscriber, as the XPUB reports them (subscribe minus unsubscribe).
     let subscribedTopics = AtomicCounter()
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
@@ -58,6 +60,7 @@ final class ServiceCounters: Sendable {
         batches = AtomicCounter(mirror: metrics.batches)
         expired = AtomicCounter(mirror: metrics.expired)
         requests = AtomicCounter(mirror: metrics.requests)
+        unexpectedInternal = AtomicCounter(mirror: metrics.unexpectedInternal)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

@@ -19,6 +19,7 @@ final class ServiceMetrics: Sendable {
     let subscribedTopics: Metrics.Gauge
     let queueDepths: [Metrics.Gauge]
     let quarantined: Metrics.Gauge
+    let unexpectedInternal: Metrics.Counter
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -47,6 +48,7 @@ final class ServiceMetrics: Sendable {
         parked = Metrics.Gauge(label: "navigator_parked_intents", factory: factory)
         subscribedTopics = Metrics.Gauge(label: "navigator_subscribed_topics", factory: factory)
         quarantined = Metrics.Gauge(label: "navigator_sessions_quarantined", factory: factory)
+        unexpectedInternal = Metrics.Counter(label: "navigator_unexpected_internal_messages_total", factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }
