@@ -122,6 +122,9 @@ public final class NavigatorServer: Service, Sendable {
             return false
         }
         guard ready else { throw ServiceError("the service was started already") }
+        // Egress drops over-subscribed peers by shutting their connection down; libzmq may
+        // still write to it, which must be an error, not a signal that ends the process.
+        Connection.ignoreBrokenPipes()
         var threads: [DedicatedThread] = []
         var http: HTTPEndpoint?
         var flusher: DedicatedThread?
@@ -149,6 +152,7 @@ public final class NavigatorServer: Service, Sendable {
                     context: context, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
+                    maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer,
                     counters: counters, bound: bound, supervisor: supervisor, logger: logger
                 ).start())
             for index in 0..<configuration.workers {

@@ -54,6 +54,14 @@ public final class Message {
         return String(cString: value)
     }
 
+    /// The file descriptor of the TCP or IPC connection the message came in on (ZMQ_SRCFD);
+    /// nil for inproc peers and for messages libzmq made itself (such as the unsubscriptions an
+    /// XPUB passes up when a peer goes away).
+    public var sourceDescriptor: Int32? {
+        let descriptor = zmq_msg_get(raw, ZMQ_SRCFD)
+        return descriptor >= 0 ? descriptor : nil
+    }
+
     /// Reads the bytes in place, without copying. The buffer is valid only inside `body`.
     @inlinable
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {

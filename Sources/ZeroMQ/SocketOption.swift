@@ -32,6 +32,9 @@ extension SocketOption where Value == Bool {
     public static var routerMandatory: Self { .init(code: ZMQ_ROUTER_MANDATORY, name: "ZMQ_ROUTER_MANDATORY") }
     /// ZMQ_XPUB_VERBOSE: pass every subscription message up, not only new topics (write-only).
     public static var xpubVerbose: Self { .init(code: ZMQ_XPUB_VERBOSE, name: "ZMQ_XPUB_VERBOSE") }
+    /// ZMQ_XPUB_VERBOSER: pass every subscription and every unsubscription message up, those
+    /// made for a peer that went away included (write-only).
+    public static var xpubVerboser: Self { .init(code: ZMQ_XPUB_VERBOSER, name: "ZMQ_XPUB_VERBOSER") }
     /// ZMQ_XPUB_NODROP: at a subscriber's high-water mark, fail with EAGAIN instead of dropping (write-only).
     public static var xpubNoDrop: Self { .init(code: ZMQ_XPUB_NODROP, name: "ZMQ_XPUB_NODROP") }
     /// ZMQ_CURVE_SERVER: act as a CURVE server (needs ``curveSecretKey``).

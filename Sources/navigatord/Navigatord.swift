@@ -130,6 +130,12 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "maxSubscriptionsPerPeer",
+            "Topics one subscriber connection may hold on the commands socket; one more drops it [default: 10000]"))
+    var maxSubscriptionsPerPeer: String?
+
+    @Option(
+        help: help(
             "sessionIdleExpirySeconds",
             "Seconds a session may stay unchanged before it is forgotten, in memory and in the state file; 0: never [default: 2592000, 30 days]"
         ))
@@ -170,6 +176,7 @@ struct Navigatord: AsyncParsableCommand {
             "maxTextBytes": one(maxTextBytes),
             "maxConditions": one(maxConditions),
             "maxConditionKeyBytes": one(maxConditionKeyBytes),
+            "maxSubscriptionsPerPeer": one(maxSubscriptionsPerPeer),
             "sessionIdleExpirySeconds": one(sessionIdleExpirySeconds),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),

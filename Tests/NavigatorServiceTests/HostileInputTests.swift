@@ -356,3 +356,65 @@ struct IdleExpiryTests {
         #expect(restored.read("never-seen").seq == 3)
     }
 }
+
+@Suite("Subscriptions per peer")
+struct SubscriptionLimitTests {
+    @Test("the book: repeats and strangers' unsubscriptions change nothing; a peer's departure counts its topics down")
+    func book() {
+        var book = SubscriptionBook(limit: 3)
+        let a = Array("s/a/".utf8)
+        let audit = Array("a/".utf8)
+        #expect(book.subscribe(a, peer: 7) == .counted)
+        #expect(book.subscribe(a, peer: 7) == .unchanged)
+        #expect(book.subscribe(a, peer: 8) == .counted)
+        #expect(book.topics == 1)
+        book.unsubscribe(Array("s/zzz/".utf8), peer: 7)  // never held
+        book.unsubscribe(a, peer: 9)  // a peer that never subscribed
+        #expect(book.topics == 1)
+        #expect(book.subscribe(audit, peer: 7) == .counted)
+        #expect(book.auditTopics == 1 && book.topics == 2)
+        // Peer 7 goes away: libzmq unsubscribes each topic it held, with no descriptor.
+        book.forget(peer: 7)
+        book.unsubscribe(a, peer: nil)
+        book.unsubscribe(audit, peer: nil)
+        #expect(book.topics == 1 && book.auditTopics == 0)  // peer 8 still holds s/a/
+        // Never below zero, whatever comes.
+        book.unsubscribe(audit, peer: nil)
+        #expect(book.auditTopics == 0)
+        #expect(book.subscribe(Array("1".utf8), peer: 8) == .counted)
+        #expect(book.subscribe(Array("2".utf8), peer: 8) == .counted)
+        #expect(book.subscribe(Array("3".utf8), peer: 8) == .overLimit(holding: 4))
+        #expect(book.subscribe(Array("x".utf8), peer: nil) == .counted)  // inproc: no limit
+    }
+
+    @Test("a peer subscribing beyond maxSubscriptionsPerPeer is dropped with its topics; a shell keeps receiving")
+    func greedyPeerDropped() async throws {
+        let configure: (inout ServiceConfiguration) -> Void = { $0.maxSubscriptionsPerPeer = 20 }
+        try await withService(configure) { server, endpoints in
+            let (after, batch) = try await onThread { () throws -> (Navigator_V1_Stats, Navigator_V1_CommandBatch) in
+                let client = try Client(endpoints)
+                let shell = try client.subscribe("s/keep/")
+                let greedy = try Socket(client.context, type: .xsub)
+                try greedy.set(.linger, .zero)
+                try greedy.connect(endpoints.commands[0])
+                // Strangers' unsubscriptions first: they must not count anything down.
+                for index in 0..<5 { try greedy.send([0] + Array("s/never\(index)/".utf8)) }
+                for index in 0..<50 { try greedy.send([1] + Array("s/greedy\(index)/".utf8)) }
+                let deadline = ContinuousClock.now + .seconds(10)
+                while server.counters.subscribersDropped.load == 0 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the greedy peer was not dropped") }
+                }
+                greedy.close()  // it would reconnect and be dropped again
+                // Its topics go with it: back to the shell's one.
+                while try client.request(.stats(.init())).stats.subscribers != 1 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the greedy topics stayed") }
+                }
+                _ = try client.request(.intent(wireIntent("k1", [ScreenContext("settings")], session: "keep")))
+                return (try client.request(.stats(.init())).stats, try shell.nextPublished().batch)
+            }
+            #expect(after.subscribers == 1)
+            #expect(batch.intentID == "k1")
+            #expect(server.counters.subscribersDropped.load >= 1)
+        }
+    }
+}

@@ -110,6 +110,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.maxConditions = try integer(values[0], "maxConditions", 1...4096)
         },
+        Setting(key: "maxSubscriptionsPerPeer", help: "topics per subscriber connection", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxSubscriptionsPerPeer = try integer(values[0], "maxSubscriptionsPerPeer", 1...10_000_000)
+        },
         Setting(key: "maxConditionKeyBytes", help: "bytes per condition name", isList: false) {
             config, values throws(ConfigurationError) in
             config.maxConditionKeyBytes = try integer(values[0], "maxConditionKeyBytes", 8...1024)

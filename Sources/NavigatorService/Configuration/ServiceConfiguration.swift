@@ -57,6 +57,8 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var maxConditions = 64
     /// Bytes of a condition name.
     public var maxConditionKeyBytes = 64
+    /// Topics one subscriber connection (commands socket) may hold; one more drops the connection.
+    public var maxSubscriptionsPerPeer = 10_000
     /// How long a session may stay unchanged before it is forgotten (memory and state file);
     /// 0 keeps sessions forever.
     public var sessionIdleExpirySeconds = 2_592_000

@@ -2,7 +2,9 @@ import Logging
 import ZeroMQ
 
 /// Owns the XPUB that shells subscribe to: forwards what workers and ingress publish, without
-/// copying, and follows subscriptions for the stats.
+/// copying, and keeps the book of subscriptions (``SubscriptionBook``): the topics for the stats
+/// and the audit switch, and each connection's count, so that a peer holding more than
+/// `maxSubscriptionsPerPeer` topics is dropped (its subscriptions go with it).
 struct EgressLoop: SocketLoop {
     let context: Context
     let endpoints: [String]
@@ -11,6 +13,7 @@ struct EgressLoop: SocketLoop {
     let handoffHighWaterMark: Int32
     /// Stop markers to wait for: every worker's and ingress's.
     let producers: Int
+    let maxSubscriptionsPerPeer: Int
     let counters: ServiceCounters
     let bound: BoundEndpoints
     let supervisor: Supervisor
@@ -21,7 +24,12 @@ struct EgressLoop: SocketLoop {
     struct Sockets {
         let xpub: Socket
         let inbox: Socket
+        /// The XPUB's monitor: connections accepted and ended, by descriptor.
+        let connections: Socket
+        let limiter: LogLimiter
     }
+
+    static let monitorEndpoint = "inproc://navigator-egress-monitor"
 
     func open() throws -> Sockets {
         let xpub = try Socket(context, type: .xpub)
@@ -30,11 +38,43 @@ struct EgressLoop: SocketLoop {
         // drop that peer, instead of storing a topic of the peer's choosing.
         try xpub.set(.maxMessageSize, Int64(Self.maxSubscriptionBytes))
         try xpub.set(.linger, .milliseconds(500))
+        // Every subscription and unsubscription, of each peer: the book counts them per peer.
+        try xpub.set(.xpubVerboser, true)
+        try xpub.monitor(Self.monitorEndpoint, events: [.accepted, .disconnected])
+        let connections = try Socket(context, type: .pair)
+        try connections.connect(Self.monitorEndpoint)
         bound.set(commands: try bindAll(xpub, endpoints, "commands"))
         let inbox = try Socket(context, type: .pull)
         try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
         try inbox.bind(Internal.egress)
-        return Sockets(xpub: xpub, inbox: inbox)
+        return Sockets(xpub: xpub, inbox: inbox, connections: connections, limiter: LogLimiter(logger: logger))
+    }
+
+    /// Enters one (un)subscription message into the book; drops a peer beyond its limit.
+    private func note(_ message: Message, in book: inout SubscriptionBook, _ sockets: Sockets) {
+        guard
+            let (flag, topic) = message.withUnsafeBytes({ bytes in bytes.first.map { ($0, Array(bytes.dropFirst())) } })
+        else { return }
+        let peer = message.sourceDescriptor
+        switch flag {
+        case 1:
+            guard case .overLimit(let holding) = book.subscribe(topic, peer: peer), let peer else { return }
+            counters.subscribersDropped.add()
+            let address = message.property("Peer-Address") ?? "?"
+            if sockets.limiter.allow(address) {
+                logger.warning(
+                    "a subscriber holds more topics than maxSubscriptionsPerPeer; its connection is dropped",
+                    metadata: [
+                        "peer": "\(LogText(address))", "topics": "\(holding)", "limit": "\(maxSubscriptionsPerPeer)",
+                    ])
+            }
+            book.forget(peer: peer)
+            Connection.drop(descriptor: peer)
+        case 0:
+            book.unsubscribe(topic, peer: peer)
+        default:
+            break  // not a subscription (an XSUB may send anything): nothing to publish it to
+        }
     }
 
     /// The longest subscription message a peer may send: the flag byte and the longest topic
@@ -51,24 +91,31 @@ struct EgressLoop: SocketLoop {
         var poller = Poller()
         poller.add(sockets.inbox)
         poller.add(sockets.xpub)
+        poller.add(sockets.connections)
         var frames: [Message] = []
         var stops = 0
+        var book = SubscriptionBook(limit: maxSubscriptionsPerPeer)
         do {
             while stops < producers {
                 try poller.poll(timeout: nil)
                 try supervisor.checkInjected(name)
+                // Connections first: a descriptor seen again belongs to a new peer.
+                if poller.events(at: 2).contains(.readable) {
+                    while let count = try sockets.connections.receiveMultipart(into: &frames, wait: false) {
+                        guard count == 2, frames[0].count == 6 else { continue }
+                        let descriptor = frames[0].withUnsafeBytes {
+                            Int32(bitPattern: $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+                        }
+                        book.forget(peer: descriptor)
+                    }
+                }
                 if poller.events(at: 1).contains(.readable) {
                     while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
-                        guard count == 1, let first = frames[0].withUnsafeBytes({ $0.first }) else { continue }
-                        let audit = frames[0].withUnsafeBytes { Self.receivesAudit(topic: $0.dropFirst()) }
-                        if first == 1 {
-                            counters.subscribedTopics.add()
-                            if audit { counters.auditTopics.add() }
-                        } else if first == 0 {
-                            counters.subscribedTopics.subtract()
-                            if audit { counters.auditTopics.subtract() }
-                        }
+                        guard count == 1 else { continue }
+                        note(frames[0], in: &book, sockets)
                     }
+                    counters.subscribedTopics.store(UInt64(book.topics))
+                    counters.auditTopics.store(UInt64(book.auditTopics))
                 }
                 guard poller.events(at: 0).contains(.readable) else { continue }
                 // Drain what is queued, then look at subscriptions again.

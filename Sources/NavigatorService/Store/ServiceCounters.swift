@@ -15,6 +15,8 @@ final class AtomicCounter: Sendable {
         mirror?.increment(by: Int64(amount))
     }
     func subtract(_ amount: UInt64 = 1) { value.wrappingSubtract(amount, ordering: .relaxed) }
+    /// Sets the value (a gauge kept by one thread).
+    func store(_ newValue: UInt64) { value.store(newValue, ordering: .relaxed) }
     /// Adds and returns the new value.
     func next() -> UInt64 { value.wrappingAdd(1, ordering: .relaxed).newValue }
     var load: UInt64 { value.load(ordering: .relaxed) }
@@ -35,8 +37,10 @@ final class ServiceCounters: Sendable {
     let requests: AtomicCounter
     /// Messages between the service's own threads of a shape nobody expects (each also logged).
     let unexpectedInternal: AtomicCounter
-    /// Topics with at least one subscriber, as the XPUB reports them (subscribe minus unsubscribe).
+    /// Topics with at least one subscriber (egress's ``SubscriptionBook``).
     let subscribedTopics = AtomicCounter()
+    /// Subscribers dropped for holding more than maxSubscriptionsPerPeer topics.
+    let subscribersDropped: AtomicCounter
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
@@ -61,6 +65,7 @@ final class ServiceCounters: Sendable {
         expired = AtomicCounter(mirror: metrics.expired)
         requests = AtomicCounter(mirror: metrics.requests)
         unexpectedInternal = AtomicCounter(mirror: metrics.unexpectedInternal)
+        subscribersDropped = AtomicCounter(mirror: metrics.subscribersDropped)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

@@ -20,6 +20,7 @@ final class ServiceMetrics: Sendable {
     let queueDepths: [Metrics.Gauge]
     let quarantined: Metrics.Gauge
     let unexpectedInternal: Metrics.Counter
+    let subscribersDropped: Metrics.Counter
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -49,6 +50,7 @@ final class ServiceMetrics: Sendable {
         subscribedTopics = Metrics.Gauge(label: "navigator_subscribed_topics", factory: factory)
         quarantined = Metrics.Gauge(label: "navigator_sessions_quarantined", factory: factory)
         unexpectedInternal = Metrics.Counter(label: "navigator_unexpected_internal_messages_total", factory: factory)
+        subscribersDropped = Metrics.Counter(label: "navigator_subscribers_dropped_total", factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }

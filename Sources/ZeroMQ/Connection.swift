@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What libzmq's stable API lacks: dropping one peer of a bound socket.
+public enum Connection {
+    /// Ends the TCP or IPC connection on `descriptor` (a ``Message/sourceDescriptor``, or the
+    /// value of an ``MonitorEvents/accepted`` event) by `shutdown(2)`: libzmq reads end-of-file
+    /// on it and terminates that peer's pipe as for any disconnect, dropping what the peer had
+    /// (its subscriptions on an XPUB). The descriptor stays libzmq's: it is not closed here.
+    /// The process must ignore SIGPIPE (libzmq may still write to the connection).
+    public static func drop(descriptor: Int32) {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    /// Makes a write to a closed connection an error instead of a signal that kills the process.
+    public static func ignoreBrokenPipes() {
+        _ = signal(SIGPIPE, SIG_IGN)
+    }
+}
