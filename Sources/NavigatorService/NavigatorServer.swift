@@ -7,12 +7,15 @@ import ZeroMQ
 
 /// The Navigator service: intents in over ZeroMQ, command batches out to subscribed shells.
 ///
-/// Threads, in start order: flush (the only writer of the state file; it also makes replies to
-/// acknowledged requests durable before passing them on), egress (XPUB), workers (one per shard
-/// of sessions), requests (ROUTER), ingress (intents PULL). Graceful shutdown stops them in
-/// reverse: requests and ingress stop taking work, workers finish what they were given, egress
+/// Its parts are swift-service-lifecycle services in one `ServiceGroup` (``Parts.swift``), in
+/// start order: HTTP (Hummingbird), flush (the only writer of the state file; it also makes
+/// replies to acknowledged requests durable before passing them on), egress (XPUB), workers (one
+/// per shard of sessions), requests (ROUTER), ingress (intents PULL), and a gate. Each socket loop
+/// runs on a thread of its own. Graceful shutdown stops them in reverse: the gate turns /readyz
+/// to 503, ingress and requests stop taking work, workers finish what they were given, egress
 /// publishes the last of it, the flush thread writes what is left; past
-/// `shutdownTimeoutSeconds` the context is shut down and every socket closes.
+/// `shutdownTimeoutSeconds` the context is shut down and every socket closes. A part that fails
+/// stops the group the same way, and ``run()`` throws which part and why.
 public final class NavigatorServer: Service, Sendable {
     public let configuration: ServiceConfiguration
     let logger: Logger
@@ -35,9 +38,15 @@ public final class NavigatorServer: Service, Sendable {
 
     enum Lifecycle {
         case initial
-        case running([DedicatedThread], flusher: DedicatedThread, http: HTTPEndpoint?)
+        /// Its group was made (``run()`` runs it).
+        case claimed
+        /// Started in the background by ``start()``.
+        case running(ServiceGroup, Task<Void, any Error>)
         case stopped
     }
+    /// Parts that report when they have opened: all but the gate.
+    private let readiness: Readiness
+    private let shutdownRecord = ShutdownRecord()
 
     /// Builds the service: loads and checks the route map; opens nothing yet.
     public init(configuration: ServiceConfiguration, logger: Logger) throws {
@@ -75,6 +84,9 @@ public final class NavigatorServer: Service, Sendable {
                 ])
         }
         context = try Context(ioThreads: 1)
+        // HTTP (if on), flush, egress, each worker, requests, ingress.
+        readiness = Readiness(
+            expected: (configuration.metricsAddress == "off" ? 0 : 1) + 4 + configuration.workers)
     }
 
     /// The endpoints bound, with real ports for `tcp://host:*` (known once started).
@@ -88,108 +100,147 @@ public final class NavigatorServer: Service, Sendable {
 
     // MARK: Lifecycle
 
-    /// Runs until graceful shutdown (SIGTERM/SIGINT through the ServiceGroup) or cancellation —
-    /// then stops and returns — or until a part fails: then it stops (flushing the state) and
-    /// throws which part failed and why, so the process exits non-zero and its supervisor
-    /// (systemd, Kubernetes) restarts it.
+    /// Runs navigatord's parts as one `ServiceGroup` until graceful shutdown (SIGTERM/SIGINT
+    /// through the enclosing group, or ``stop()``) — then it returns once every part has stopped
+    /// and the state is flushed — or until a part fails: then the others stop gracefully, the
+    /// state is flushed, and it throws which part failed and why, so the process exits non-zero
+    /// and its supervisor (systemd, Kubernetes) restarts it. A socket that cannot be bound throws
+    /// the same way, before the service was ever ready.
     public func run() async throws {
-        try await start()
-        let supervisor = self.supervisor
-        let failure = await withTaskGroup(of: Supervisor.Failure?.self) { group in
-            group.addTask { await supervisor.firstFailure() }
-            group.addTask {
-                try? await gracefulShutdown()
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        await stop()
-        if let failure {
-            throw ServiceError("navigatord stopped because \(failure.part) failed: \(failure.reason)")
-        }
+        let group = try claim()
+        try await run(group)
     }
 
     /// The first part that failed, if one did (the service then stops).
     public var failure: String? { supervisor.failure?.description }
 
-    /// Opens every socket and starts the threads; throws (with everything closed again) if a
-    /// socket cannot be bound.
+    /// Starts the parts in the background and returns once every socket is bound and the
+    /// service is ready; throws (with everything closed again) if a part cannot start. For
+    /// tests and embedding; ``stop()`` ends it.
     public func start() async throws {
-        let ready = lifecycle.withLock { state -> Bool in
-            if case .initial = state { return true }
-            return false
+        let group = try claim()
+        let task = Task { try await run(group) }
+        lifecycle.withLock { $0 = .running(group, task) }
+        guard await readiness.wait() else {
+            lifecycle.withLock { $0 = .stopped }
+            try await task.value
+            throw ServiceError("navigatord ended before it was ready")
         }
-        guard ready else { throw ServiceError("the service was started already") }
-        // Egress drops over-subscribed peers by shutting their connection down; libzmq may
-        // still write to it, which must be an error, not a signal that ends the process.
-        Connection.ignoreBrokenPipes()
-        var threads: [DedicatedThread] = []
-        var http: HTTPEndpoint?
-        var flusher: DedicatedThread?
-        do {
-            if configuration.metricsAddress != "off" {
-                let served = try await HTTPEndpoint.start(
+    }
+
+    /// Stops taking work, lets the workers finish what they were given, flushes the state and
+    /// closes everything, within `shutdownTimeoutSeconds`. Safe to call more than once.
+    public func stop() async {
+        let running = lifecycle.withLock { state -> (ServiceGroup, Task<Void, any Error>)? in
+            guard case .running(let group, let task) = state else { return nil }
+            state = .stopped
+            return (group, task)
+        }
+        guard let (group, task) = running else { return }
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    /// The group of parts, once: a service runs one time.
+    private func claim() throws -> ServiceGroup {
+        let fresh = lifecycle.withLock { state -> Bool in
+            guard case .initial = state else { return false }
+            state = .claimed
+            return true
+        }
+        guard fresh else { throw ServiceError("the service was started already") }
+        return makeGroup()
+    }
+
+    /// HTTP, flush, egress, workers, requests, ingress, gate: started in this order, stopped in
+    /// reverse. A part that ends, well or badly, shuts the group down gracefully; past
+    /// `shutdownTimeoutSeconds` the parts still running are cancelled (their loops end as the
+    /// context shuts down).
+    private func makeGroup() -> ServiceGroup {
+        let (context, record) = (self.context, shutdownRecord)
+        func part(_ loop: some SocketLoop, stop: (@Sendable () -> Void)? = nil) -> any Service {
+            LoopPart(loop: loop, context: context, record: record, opened: { [self] in opened() }, stop: stop)
+        }
+        var parts: [any Service] = []
+        if configuration.metricsAddress != "off" {
+            parts.append(
+                HTTPPart(
                     address: configuration.metricsAddress,
                     routes: [
                         "/metrics": { [self] in respond(to: "/metrics") },
                         "/healthz": { [self] in respond(to: "/healthz") },
                         "/readyz": { [self] in respond(to: "/readyz") },
-                    ], logger: logger, onFailure: { [supervisor] error in supervisor.fail("nav-http", error) })
-                bound.set(metrics: served.address)
-                http = served
-            }
-            // Before the workers: they hand it their replies.
-            flusher = try await FlushLoop(
-                context: context, persistence: persistence,
-                interval: .milliseconds(configuration.flushIntervalMilliseconds),
-                idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000, counters: counters,
-                supervisor: supervisor, logger: logger
-            ).start()
-            threads.append(
-                try await EgressLoop(
+                    ], logger: logger,
+                    onRunning: { [self] address in
+                        bound.set(metrics: address)
+                        opened()
+                    },
+                    onFailure: { [supervisor] error in supervisor.fail("nav-http", error) }))
+        }
+        // Before the workers: they hand it their replies.
+        let persistence = self.persistence
+        parts.append(
+            part(
+                FlushLoop(
+                    context: context, persistence: persistence,
+                    interval: .milliseconds(configuration.flushIntervalMilliseconds),
+                    idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000, counters: counters,
+                    supervisor: supervisor, logger: logger),
+                stop: { persistence.stop() }))
+        parts.append(
+            part(
+                EgressLoop(
                     context: context, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
                     maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer,
-                    counters: counters, bound: bound, supervisor: supervisor, logger: logger
-                ).start())
-            for index in 0..<configuration.workers {
-                threads.append(
-                    try await WorkerLoop(
+                    counters: counters, bound: bound, supervisor: supervisor, logger: logger)))
+        for index in 0..<configuration.workers {
+            parts.append(
+                part(
+                    WorkerLoop(
                         index: index, context: context, store: store, resolvers: resolvers, counters: counters,
                         persistence: persistence, maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, supervisor: supervisor,
-                        logger: logger
-                    ).start())
-            }
-            threads.append(
-                try await RequestsLoop(
+                        logger: logger)))
+        }
+        parts.append(
+            part(
+                RequestsLoop(
                     context: context, endpoints: configuration.requestEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
-                    counters: counters,
-                    bound: bound, startedAt: startedAt, supervisor: supervisor, logger: logger
-                ).start())
-            threads.append(
-                try await IngressLoop(
+                    counters: counters, bound: bound, startedAt: startedAt, supervisor: supervisor, logger: logger),
+                stop: { signalStop(context, Internal.requestsControl) }))
+        parts.append(
+            part(
+                IngressLoop(
                     context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, epoch: store.epoch,
-                    bound: bound, supervisor: supervisor, logger: logger
-                ).start())
-        } catch {
-            context.shutdown()
-            for thread in threads { await Self.join(thread) }
-            if let flusher { await Self.join(flusher) }
-            await http?.stop()
-            lifecycle.withLock { $0 = .stopped }
-            directoryLock.release()
-            throw error
-        }
-        lifecycle.withLock { [flusher] in $0 = .running(threads, flusher: flusher!, http: http) }
-        self.ready.store(true, ordering: .releasing)
+                    bound: bound, supervisor: supervisor, logger: logger),
+                stop: { signalStop(context, Internal.ingressControl) }))
+        parts.append(
+            GatePart { [self] in
+                ready.store(false, ordering: .releasing)
+                logger.info("navigatord stopping: draining in-flight work")
+            })
+        precondition(parts.count - 1 == readiness.expected, "every part but the gate reports when it opened")
+        var group = ServiceGroupConfiguration(
+            services: parts.map {
+                .init(
+                    service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                    failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
+            logger: logger)
+        group.maximumGracefulShutdownDuration = .seconds(configuration.shutdownTimeoutSeconds)
+        return ServiceGroup(configuration: group)
+    }
+
+    /// A part has bound its sockets; the last one makes the service ready.
+    private func opened() {
+        guard readiness.opened() else { return }
+        ready.store(true, ordering: .releasing)
         let endpoints = bound.current
         logger.info(
             "navigatord started",
@@ -202,48 +253,44 @@ public final class NavigatorServer: Service, Sendable {
             ])
     }
 
-    /// Stops taking work, lets the workers finish what they were given, and closes everything,
-    /// within `shutdownTimeoutSeconds`. Safe to call more than once.
-    public func stop() async {
-        let running = lifecycle.withLock {
-            state -> ([DedicatedThread], DedicatedThread, HTTPEndpoint?)? in
-            guard case .running(let threads, let flusher, let http) = state else { return nil }
-            state = .stopped
-            return (threads, flusher, http)
+    /// Runs the group to its end, then writes what is left and lets everything go.
+    private func run(_ group: ServiceGroup) async throws {
+        Self.ignoreBrokenPipes()
+        var ended: (any Error)?
+        do {
+            try await group.run()
+        } catch {
+            ended = error
         }
-        guard let (threads, flusher, http) = running else { return }
         ready.store(false, ordering: .releasing)
-        logger.info("navigatord stopping: draining in-flight work")
-        // Requests first, so nothing reaches a worker after ingress has told it to stop.
-        await Self.signal(context, Internal.requestsControl)
-        await Self.signal(context, Internal.ingressControl)
-        let finished = await Self.joinAll(threads, within: .seconds(configuration.shutdownTimeoutSeconds))
-        if !finished {
-            logger.warning(
-                "navigatord: shutdown bound of \(configuration.shutdownTimeoutSeconds) s reached; closing sockets now")
-            context.shutdown()
-            for thread in threads { await Self.join(thread) }
-        }
-        persistence.stop()
-        await Self.join(flusher)
+        readiness.ended()
         let persistence = self.persistence
+        persistence.stop()
         let complete = (try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }) ?? false
-        if complete && finished {
+        let clean = complete && !shutdownRecord.wasCut && ended == nil && supervisor.failure == nil
+        if clean {
             // Every session is on disk: the next run continues this epoch's seqs.
             do {
                 try persistence.file.markCleanStop()
             } catch {
                 logger.error("could not mark the state file cleanly stopped", metadata: ["error": "\(error)"])
             }
-        } else {
-            logger.error("not every session could be written at shutdown; the next run starts a new epoch")
+        } else if readiness.wasReady {
+            logger.error("navigatord did not stop cleanly; the next run starts a new epoch")
         }
         let context = self.context
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
-        await http?.stop()
         directoryLock.release()
+        if let failure = supervisor.failure {
+            throw ServiceError("navigatord stopped because \(failure.part) failed: \(failure.reason)")
+        }
+        if let ended { throw ended }
         logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
     }
+
+    /// Egress drops over-subscribed peers by shutting their connection down; libzmq may still
+    /// write to it, which must be an error, not a signal that ends the process.
+    private static func ignoreBrokenPipes() { Connection.ignoreBrokenPipes() }
 
     // MARK: HTTP
 
@@ -311,39 +358,5 @@ public final class NavigatorServer: Service, Sendable {
         options.maxConditions = configuration.maxConditions
         options.maxConditionKeyBytes = configuration.maxConditionKeyBytes
         return (try Resolver(map: map, options: options), source)
-    }
-
-    // MARK: Threads
-
-    /// Sends a stop marker to a loop's control socket from a short-lived socket of its own.
-    private static func signal(_ context: Context, _ endpoint: String) async {
-        _ = try? await DedicatedThread.run(name: "nav-signal") {
-            let push = try Socket(context, type: .push)
-            try push.set(.linger, .seconds(5))
-            try push.connect(endpoint)
-            try push.send(Internal.stop)
-        }
-    }
-
-    private static func join(_ thread: DedicatedThread) async {
-        _ = try? await DedicatedThread.run(name: "nav-join") { thread.join() }
-    }
-
-    /// Whether every thread finished within `limit`. (A task group would wait for a blocked
-    /// join regardless of any timeout; a joiner thread and a flag do not.)
-    private static func joinAll(_ threads: [DedicatedThread], within limit: Duration) async -> Bool {
-        let finished = Atomic<Bool>(false)
-        let joiner = DedicatedThread(name: "nav-join") {
-            for thread in threads { thread.join() }
-            finished.store(true, ordering: .releasing)
-        }
-        let clock = ContinuousClock()
-        let end = clock.now + limit
-        while !finished.load(ordering: .acquiring), clock.now < end {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        let done = finished.load(ordering: .acquiring)
-        if done { await join(joiner) } else { joiner.detach() }
-        return done
     }
 }

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// What navigatord answers on one HTTP path.
@@ -33,76 +34,48 @@ struct HTTPReply: Sendable {
     }
 }
 
-/// navigatord's HTTP server (Hummingbird 2): a router of GET paths (`/metrics`, `/healthz`,
-/// `/readyz`), concurrent connections, idle connections closed after 30 s, IPv4 and IPv6. A path
-/// it does not serve gets 404, and a served path asked with another method 405, each saying what
-/// there is. Serves from ``start(address:routes:logger:)`` until ``stop()``.
-final class HTTPEndpoint: Sendable {
-    /// The address bound (`host:port`, `[v6]:port`), with the port chosen for port 0.
+/// navigatord's HTTP server (Hummingbird 2) as a part of its service group: a router of GET
+/// paths (`/metrics`, `/healthz`, `/readyz`), concurrent connections, idle connections closed
+/// after 30 s, IPv4 and IPv6. A path it does not serve gets 404, and a served path asked with
+/// another method 405, each saying what there is.
+struct HTTPPart: Service {
+    /// `host:port`, `[ipv6]:port`, `localhost:port`; port 0 picks one.
     let address: String
-    private let running: Task<Void, any Error>
+    let routes: [String: @Sendable () -> HTTPReply]
+    let logger: Logger
+    /// Told the address bound (with the port chosen for port 0) once the server runs.
+    let onRunning: @Sendable (String) -> Void
+    /// Told of an error that ends the server once it ran.
+    let onFailure: @Sendable (any Error) -> Void
 
-    /// Binds `address` (`host:port`, `[ipv6]:port`, `localhost:port`; port 0 picks one) and
-    /// serves `routes` (path -> reply); throws if it cannot bind. If the server ends with an
-    /// error once running (not by ``stop()``), `onFailure` hears of it.
-    static func start(
-        address: String, routes: [String: @Sendable () -> HTTPReply], logger: Logger,
-        onFailure: @escaping @Sendable (any Error) -> Void
-    ) async throws -> HTTPEndpoint {
-        let (host, port) = try parse(address)
+    func run() async throws {
+        let (host, port) = try HTTPEndpoint.parse(address)
         let router = Router()
-        router.add(middleware: Fallback(paths: routes.keys.sorted()))
+        router.add(middleware: HTTPEndpoint.Fallback(paths: routes.keys.sorted()))
         for (path, reply) in routes {
-            router.get(RouterPath(path)) { _, _ in Self.response(reply()) }
+            router.get(RouterPath(path)) { _, _ in HTTPEndpoint.response(reply()) }
         }
-        let bound = Mutex<Result<String, any Error>?>(nil)
-        let (ran, ranContinuation) = AsyncStream<Void>.makeStream()
+        let running = Atomic<Bool>(false)
+        let onRunning = self.onRunning
         let application = Application(
             router: router, server: .http1(configuration: .init(idleTimeout: .seconds(30))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
-                let text = channel.localAddress.map { Self.text($0, host: host) } ?? "\(host):\(port)"
-                bound.withLock { $0 = .success(text) }
-                ranContinuation.finish()
+                running.store(true, ordering: .releasing)
+                onRunning(channel.localAddress.map { HTTPEndpoint.text($0, host: host) } ?? "\(host):\(port)")
             },
             logger: logger)
-        let running = Task {
-            defer { ranContinuation.finish() }
-            do {
-                try await application.run()
-            } catch {
-                let running = bound.withLock { state -> Bool in
-                    if state == nil { state = .failure(error) }
-                    if case .success? = state { return true }
-                    return false
-                }
-                if running && !Task.isCancelled { onFailure(error) }
-                throw error
-            }
-        }
-        for await _ in ran {}
-        switch bound.withLock({ $0 }) {
-        case .success(let text)?:
-            return HTTPEndpoint(address: text, running: running)
-        case .failure(let error)?:
+        do {
+            try await application.run()
+        } catch {
+            if running.load(ordering: .acquiring) { onFailure(error) }
             throw ServiceError("cannot serve HTTP on \(address): \(error)")
-        case nil:
-            running.cancel()
-            throw ServiceError("cannot serve HTTP on \(address): the server ended before it ran")
         }
     }
+}
 
-    private init(address: String, running: Task<Void, any Error>) {
-        self.address = address
-        self.running = running
-    }
-
-    /// Closes the listener and every connection, and waits for the server to end.
-    func stop() async {
-        running.cancel()
-        _ = await running.result
-    }
-
+/// Addresses, responses and the fallback of ``HTTPPart``.
+enum HTTPEndpoint {
     /// `host:port`, `[v6]:port`, `localhost:port` -> (host, port).
     static func parse(_ address: String) throws -> (String, Int) {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
@@ -118,7 +91,7 @@ final class HTTPEndpoint: Sendable {
         return (host == "localhost" ? "127.0.0.1" : host, port)
     }
 
-    private static func text(_ address: SocketAddress, host: String) -> String {
+    static func text(_ address: SocketAddress, host: String) -> String {
         let ip = address.ipAddress ?? host
         let port = address.port ?? 0
         return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"

@@ -1,9 +1,9 @@
 import Synchronization
 
-/// Watches the service's threads: the first one to fail for a reason other than a stop is
-/// recorded, `onFailure` runs at once (the service stops answering ready), and whoever waits in
-/// ``firstFailure()`` (the service's `run`) learns of it to stop the whole service and exit
-/// non-zero — navigatord never goes on without one of its parts.
+/// Watches the service's parts: the first to fail for a reason other than a stop is recorded and
+/// `onFailure` runs at once (logged; /readyz answers 503 from then). The failed part's service
+/// then throws it (``LoopPart``), its group stops the others, and navigatord exits non-zero —
+/// it never goes on without one of its parts.
 final class Supervisor: Sendable {
     struct Failure: Error, CustomStringConvertible, Sendable {
         /// The part: its thread's name (nav-ingress, nav-requests, nav-worker-N, nav-egress,
@@ -13,8 +13,6 @@ final class Supervisor: Sendable {
         var description: String { "\(part) failed: \(reason)" }
     }
 
-    private let failures: AsyncStream<Failure>
-    private let continuation: AsyncStream<Failure>.Continuation
     private let first = Mutex<Failure?>(nil)
     private let onFailure: @Sendable (Failure) -> Void
     /// Parts told to fail (tests inject faults); `anyInjected` keeps the loops' check to one load.
@@ -22,7 +20,6 @@ final class Supervisor: Sendable {
     private let anyInjected = Atomic<Bool>(false)
 
     init(onFailure: @escaping @Sendable (Failure) -> Void) {
-        (failures, continuation) = AsyncStream.makeStream(of: Failure.self, bufferingPolicy: .bufferingOldest(1))
         self.onFailure = onFailure
     }
 
@@ -39,13 +36,6 @@ final class Supervisor: Sendable {
         }
         guard isFirst else { return }
         onFailure(failure)
-        continuation.yield(failure)
-    }
-
-    /// Returns the first failure when it happens; nil if the waiting task is cancelled.
-    func firstFailure() async -> Failure? {
-        for await failure in failures { return failure }
-        return nil
     }
 
     /// Makes `part` fail at its next turn (tests).
