@@ -82,6 +82,8 @@ struct BadInputTests {
             #expect(snapshot.snapshot.seq == 0)
             #expect(try snapshot.snapshot.tree.core() == RouteMap.demo.initialTree())
             #expect(stats.stats.rejectionsByCode[bad.code.label] == 1)
+            // One rule, wherever it was refused: a refused intent counts once as outcome rejected.
+            #expect(stats.stats.intentsByOutcome["rejected"] == 1)
             #expect(try stillServing.batch.intentID == "after")
         }
     }

@@ -68,7 +68,7 @@ struct SupervisionTests {
 
     /// Waits (bounded) until the service has bound its sockets.
     static func started(_ server: NavigatorServer) async throws -> Endpoints {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         while server.endpoints.intents.isEmpty || server.respond(to: "/readyz").status != "200 OK" {
             guard ContinuousClock.now < deadline else { throw TestFailure("the service did not start") }
             try await Task.sleep(for: .milliseconds(5))

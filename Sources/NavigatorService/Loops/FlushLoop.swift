@@ -111,12 +111,11 @@ struct FlushLoop: SocketLoop {
             // Not INTERNAL: that says nothing changed. The change stands and was published.
             var reply = (try? Navigator_V1_Reply(serializedBytes: frames[3].bytes)) ?? Navigator_V1_Reply()
             reply.explanationSteps = []
-            reply.rejected = .with {
-                $0.code = .unavailable
-                $0.message =
-                    "the change was applied and published but is not yet durable (the state file could not be written: \(failure)); retry the same request later"
-            }
-            counters.count(.unavailable)
+            reply.rejected = .rejection(
+                .unavailable,
+                "the change was applied and published but is not yet durable (the state file could not be written: \(failure)); retry the same request later"
+            )
+            counters.refused(.unavailable, intent: false)  // its outcome was counted when it was applied
             try sockets.replies.send(try reply.serializedBytes() as [UInt8])
         }
     }

@@ -199,7 +199,7 @@ struct IngressLoop: SocketLoop {
     private func reject(
         _ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ frame: Message, _ sockets: Sockets
     ) throws {
-        counters.count(code)
+        counters.refused(code, intent: true)
         let peer = peerKey(frame, "intents")
         if sockets.limiter.allow(peer) {
             logger.notice(

@@ -124,7 +124,7 @@ struct RequestsLoop: SocketLoop {
         // [id][empty][Request] from DEALER/REQ clients, or [id][Request].
         let delimited = count == 3 && frames[1].count == 0
         guard count == 2 || delimited else {
-            counters.count(.badFrames)
+            counters.refused(.badFrames, intent: false)
             return try reply(
                 .rejection(
                     .badFrames,
@@ -133,7 +133,7 @@ struct RequestsLoop: SocketLoop {
         }
         let payload = frames[count - 1]
         guard payload.count <= maxMessageBytes else {
-            counters.count(.tooLarge)
+            counters.refused(.tooLarge, intent: false)
             return try reply(
                 .rejection(.tooLarge, "request is \(payload.count) bytes; expected at most \(maxMessageBytes)"),
                 to: frames[0], delimited: delimited, sockets)
@@ -142,16 +142,17 @@ struct RequestsLoop: SocketLoop {
         do {
             request = try Navigator_V1_Request(serializedBytes: payload.bytes)
         } catch {
-            counters.count(.malformed)
+            counters.refused(.malformed, intent: false)
             return try reply(
                 .rejection(.malformed, "request is not a valid navigator.v1.Request message: \(error)"), to: frames[0],
                 delimited: delimited, sockets)
         }
         var answer = Navigator_V1_Reply()
         answer.requestID = request.requestID
+        let isIntent = if case .intent? = request.kind { true } else { false }
         guard !request.requestID.isEmpty, request.requestID.utf8.count <= 128 else {
             // The id goes back as it came, so a client pipelining requests can tell which failed.
-            counters.count(.invalidID)
+            counters.refused(.invalidID, intent: isIntent)
             answer.rejected = .rejection(
                 .invalidID,
                 "request_id \(request.requestID.isEmpty ? "is empty" : "has \(request.requestID.utf8.count) bytes"); expected 1 to 128 bytes"
@@ -159,7 +160,7 @@ struct RequestsLoop: SocketLoop {
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
         }
         if stopping {
-            counters.count(.shuttingDown)
+            counters.refused(.shuttingDown, intent: isIntent)
             answer.rejected = .rejection(.shuttingDown, "the service is shutting down and takes no new requests")
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
         }
@@ -167,20 +168,21 @@ struct RequestsLoop: SocketLoop {
         case .intent(let intent):
             let session = intent.session
             if let problem = SessionID.problem(with: session) {
-                counters.count(.invalidSession)
-                counters.count(.rejected)
-                answer.rejected = .rejection(.invalidSession, problem)
-                return try reply(answer, to: frames[0], delimited: delimited, sockets)
-            }
-            try forward(frames[0], delimited, payload, session: session, requestID: request.requestID, sockets)
-        case .clientEvent(let event):
-            if let problem = SessionID.problem(with: event.session) {
-                counters.count(.invalidSession)
+                counters.refused(.invalidSession, intent: true)
                 answer.rejected = .rejection(.invalidSession, problem)
                 return try reply(answer, to: frames[0], delimited: delimited, sockets)
             }
             try forward(
-                frames[0], delimited, payload, session: event.session, requestID: request.requestID, sockets)
+                frames[0], delimited, payload, session: session, requestID: request.requestID, intent: true, sockets)
+        case .clientEvent(let event):
+            if let problem = SessionID.problem(with: event.session) {
+                counters.refused(.invalidSession, intent: false)
+                answer.rejected = .rejection(.invalidSession, problem)
+                return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            }
+            try forward(
+                frames[0], delimited, payload, session: event.session, requestID: request.requestID, intent: false,
+                sockets)
         case .snapshot(let wanted):
             answer.kind = snapshot(wanted.session)
             try reply(answer, to: frames[0], delimited: delimited, sockets)
@@ -198,7 +200,7 @@ struct RequestsLoop: SocketLoop {
             }
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case nil:
-            counters.count(.unknownRequest)
+            counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(
                 .unknownRequest,
                 "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats or routes"
@@ -212,12 +214,12 @@ struct RequestsLoop: SocketLoop {
     /// this thread never waits for a worker (it also passes on the replies workers wait for).
     private func forward(
         _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String,
-        requestID: String, _ sockets: Sockets
+        requestID: String, intent: Bool, _ sockets: Sockets
     ) throws {
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         let push = sockets.workers[worker]
         guard try push.trySend([Internal.requestKind], more: true) else {
-            counters.count(.overloaded)
+            counters.refused(.overloaded, intent: intent)
             var answer = Navigator_V1_Reply()
             answer.requestID = requestID
             answer.rejected = .rejection(
@@ -263,7 +265,7 @@ struct RequestsLoop: SocketLoop {
 
     private func snapshot(_ session: String) -> Navigator_V1_Reply.OneOf_Kind {
         if let problem = SessionID.problem(with: session) {
-            counters.count(.invalidSession)
+            counters.refused(.invalidSession, intent: false)
             return .rejected(.rejection(.invalidSession, problem))
         }
         let record = store.read(session)
@@ -296,7 +298,7 @@ struct RequestsLoop: SocketLoop {
 
     private func explain(_ wire: Navigator_V1_Intent, into answer: inout Navigator_V1_Reply) {
         if let problem = SessionID.problem(with: wire.session) {
-            counters.count(.invalidSession)
+            counters.refused(.invalidSession, intent: false)
             answer.rejected = .rejection(.invalidSession, problem)
             return
         }
@@ -304,7 +306,7 @@ struct RequestsLoop: SocketLoop {
         do {
             intent = try wire.core()
         } catch {
-            answer.rejected = .rejection(Navigator_V1_RejectCode(error.code), error.message)
+            answer.rejected = .rejection(error)
             return
         }
         let record = store.read(wire.session)
@@ -342,15 +344,6 @@ struct RequestsLoop: SocketLoop {
                 $0.rejectionsByCode[Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)"] = counter.load
             }
             $0.workerQueueDepths = (0..<workers).map(counters.queueDepth)
-        }
-    }
-}
-
-extension Navigator_V1_Rejected {
-    static func rejection(_ code: Navigator_V1_RejectCode, _ message: String) -> Self {
-        .with {
-            $0.code = code
-            $0.message = message
         }
     }
 }

@@ -183,7 +183,7 @@ struct WorkerLoop: SocketLoop {
         for (resolution, batch) in zip(released, batches) {
             if case .rejected(let error) = resolution.outcome {
                 let code = Navigator_V1_RejectCode(error.code)
-                counters.count(code)
+                counters.refused(code, intent: false)  // counted as parked when it came
                 try sockets.publisher.rejection(
                     session: session, intentID: resolution.intent.id, source: resolution.intent.source, code: code,
                     message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
@@ -215,8 +215,7 @@ struct WorkerLoop: SocketLoop {
         session: String, intentID: String, source: String, _ code: Navigator_V1_RejectCode, _ message: String,
         peer: String, _ sockets: Sockets, counted: Bool = false
     ) throws {
-        counters.count(code)
-        if !counted { counters.count(.rejected) }
+        counters.refused(code, intent: !counted)
         if sockets.limiter.allow(peer) {
             logger.notice(
                 "intent rejected",
@@ -245,16 +244,14 @@ struct WorkerLoop: SocketLoop {
                 try answer(event: wire, &reply, &state, sockets)
                 durableSession = wire.session
             default:
-                reply.rejected = .with {
-                    $0.code = .unknownRequest
-                    $0.message = "this request kind is not handled by workers"
-                }
+                counters.unexpectedInternal.add()
+                counters.refused(.internal, intent: false)
+                reply.rejected = .rejection(
+                    .internal, "this request kind is not handled by workers; nothing was changed")
             }
         } catch {
-            reply.rejected = .with {
-                $0.code = .malformed
-                $0.message = "request is not a valid navigator.v1.Request message: \(error)"
-            }
+            counters.refused(.malformed, intent: false)
+            reply.rejected = .rejection(.malformed, "request is not a valid navigator.v1.Request message: \(error)")
         }
         if case .rejected(let rejected)? = reply.kind, sockets.limiter.allow(peerKey(frames[1], "requests")) {
             logger.notice(
@@ -281,12 +278,8 @@ struct WorkerLoop: SocketLoop {
         do {
             intent = try wire.core()
         } catch {
-            counters.count(Navigator_V1_RejectCode(error.code))
-            counters.count(.rejected)
-            reply.rejected = .with {
-                $0.code = Navigator_V1_RejectCode(error.code)
-                $0.message = error.message
-            }
+            counters.refused(Navigator_V1_RejectCode(error.code), intent: true)
+            reply.rejected = .rejection(error)
             return
         }
         let resolved = try resolve(intent, &state, sockets)
@@ -306,11 +299,8 @@ struct WorkerLoop: SocketLoop {
                 if let batch = resolved.batch { $0.redirect = batch }
             }
         case .rejected(let error):
-            counters.count(Navigator_V1_RejectCode(error.code))
-            reply.rejected = .with {
-                $0.code = Navigator_V1_RejectCode(error.code)
-                $0.message = error.message
-            }
+            counters.refused(Navigator_V1_RejectCode(error.code), intent: false)  // counted with its outcome
+            reply.rejected = .rejection(error)
         }
     }
 
@@ -319,23 +309,13 @@ struct WorkerLoop: SocketLoop {
         _ sockets: Sockets
     ) throws {
         counters.clientEvents.add()
-        if let problem = SessionID.problem(with: wire.session) {
-            counters.count(.invalidSession)
-            reply.rejected = .with {
-                $0.code = .invalidSession
-                $0.message = problem
-            }
-            return
-        }
+        // The session id was checked where the request came in (the requests thread).
         let event: ClientEvent
         do {
             event = try wire.core()
         } catch {
-            counters.count(Navigator_V1_RejectCode(error.code))
-            reply.rejected = .with {
-                $0.code = Navigator_V1_RejectCode(error.code)
-                $0.message = error.message
-            }
+            counters.refused(Navigator_V1_RejectCode(error.code), intent: false)
+            reply.rejected = .rejection(error)
             return
         }
         let resolver = state.resolver
@@ -344,15 +324,10 @@ struct WorkerLoop: SocketLoop {
             maxSessions: maxSessions, now: WallClock.now())
         if let error = change.result.error {
             let code = Navigator_V1_RejectCode(error.code)
-            counters.count(code)
-            reply.rejected = .with {
-                $0.code = code
-                $0.message = error.message
-                if error.code == .staleEvent {
-                    $0.seq = change.seq
-                    $0.epoch = store.epoch
-                }
-            }
+            counters.refused(code, intent: false)
+            let stale = error.code == .staleEvent
+            reply.rejected = .rejection(
+                code, error.message, seq: stale ? change.seq : 0, epoch: stale ? store.epoch : 0)
             return
         }
         state.noteParked(wire.session, change.parked, limit: resolver.options.maxParked)
@@ -378,7 +353,7 @@ struct WorkerLoop: SocketLoop {
             state.noteParked(session, parked, limit: resolver.options.maxParked)
             for parked in expired {
                 counters.expired.add()
-                counters.count(.expired)
+                counters.refused(.expired, intent: false)  // counted as parked when it came
                 let message = ExpiredIntent(
                     intentID: parked.intent.id, source: parked.intent.source, reason: parked.reason.description,
                     parkedAt: parked.parkedAt, expiredAt: now
