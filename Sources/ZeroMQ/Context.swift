@@ -20,9 +20,9 @@ public final class Context: @unchecked Sendable {
     /// - Parameters:
     ///   - ioThreads: libzmq I/O threads (one is enough for about a gigabyte a second).
     ///   - maxSockets: the most sockets the context may hold, or libzmq's default (1023).
-    ///   - blocky: `false` (the default) gives new sockets a linger of zero, so closing a socket
-    ///     never waits for unsent messages; set ``SocketOption/linger`` where delivery at close
-    ///     matters. `true` keeps libzmq's legacy infinite linger.
+    ///   - blocky: `false` (the default): terminating the context never waits forever for unsent
+    ///     messages; every ``Socket`` sets its own linger (``Socket/defaultLinger``, 500 ms).
+    ///     `true` keeps libzmq's legacy infinite linger for sockets that do not set one.
     public init(ioThreads: Int32 = 1, maxSockets: Int32? = nil, blocky: Bool = false) throws(ZeroMQError) {
         let handle = try ZMQ.pointer("zmq_ctx_new") { zmq_ctx_new() }
         do {

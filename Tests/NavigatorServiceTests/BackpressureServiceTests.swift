@@ -54,7 +54,6 @@ struct BackpressureServiceTests {
                     // requests thread's own queue to it; beyond that they are answered at once.
                     let dealer = try Socket(context, type: .dealer)
                     defer { dealer.close() }
-                    try dealer.set(.linger, .zero)
                     try dealer.set(.receiveTimeout, .seconds(10))
                     try dealer.connect(endpoints.requests[0])
                     for index in 0..<(4 * Int(Self.handoff) + 4) {

@@ -181,7 +181,7 @@ struct BehaviourTests {
         try await withService { server, endpoints in
             let received = Task {
                 try await onThread { () throws -> Int in
-                    let client = try Client(endpoints, sendTimeout: .milliseconds(200), linger: .zero)
+                    let client = try Client(endpoints, sendTimeout: .milliseconds(200))
                     let shell = try client.subscribe("s/")
                     try shell.set(.receiveTimeout, .seconds(1))
                     // Once the service has stopped, sends time out: that ends the producing.

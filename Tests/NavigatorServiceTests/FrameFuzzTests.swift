@@ -82,7 +82,7 @@ final class FrameFuzzer {
         self.endpoints = endpoints
         random = FuzzRandom(state: seed)
         context = try Context()
-        probe = try Client(endpoints, sendTimeout: .seconds(10), linger: .zero)
+        probe = try Client(endpoints, sendTimeout: .seconds(10))
         push = try Self.open(context, .push, endpoints.intents[0])
         dealer = try Self.open(context, .dealer, endpoints.requests[0])
         xsub = try Self.open(context, .xsub, endpoints.commands[0])
@@ -91,7 +91,6 @@ final class FrameFuzzer {
     /// A peer that fails the test rather than wait forever for a service that stopped reading.
     static func open(_ context: Context, _ type: SocketType, _ endpoint: String) throws -> Socket {
         let socket = try Socket(context, type: type)
-        try socket.set(.linger, .zero)
         try socket.set(.sendTimeout, .seconds(10))
         try socket.connect(endpoint)
         return socket

@@ -395,7 +395,6 @@ struct SubscriptionLimitTests {
                 let client = try Client(endpoints)
                 let shell = try client.subscribe("s/keep/")
                 let greedy = try Socket(client.context, type: .xsub)
-                try greedy.set(.linger, .zero)
                 try greedy.connect(endpoints.commands[0])
                 // Strangers' unsubscriptions first: they must not count anything down.
                 for index in 0..<5 { try greedy.send([0] + Array("s/never\(index)/".utf8)) }

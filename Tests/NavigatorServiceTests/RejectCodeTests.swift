@@ -91,7 +91,6 @@ struct RejectCodeTests {
                 try server.store.shards[shard].records.withLock { _ in
                     let flood = try Socket(client.context, type: .dealer)
                     defer { flood.close() }
-                    try flood.set(.linger, .zero)
                     try flood.set(.receiveTimeout, .seconds(10))
                     try flood.connect(endpoints.requests[0])
                     let event: [UInt8] = try Navigator_V1_Request.with {

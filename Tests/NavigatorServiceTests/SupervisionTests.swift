@@ -6,6 +6,7 @@ import NavigatorTestSupport
 import NavigatorWire
 import ServiceLifecycle
 import Testing
+import ZeroMQ
 
 @testable import NavigatorService
 
@@ -41,7 +42,7 @@ struct SupervisionTests {
         // Wake every part: an intent (ingress, a worker, egress), a request (requests); the
         // workers and the flush thread also wake on their own timers.
         try await onThread {
-            let client = try Client(endpoints, sendTimeout: .seconds(1), linger: .zero)
+            let client = try Client(endpoints, sendTimeout: .seconds(1))
             try? client.send(wireIntent("wake", [ScreenContext("home")]), session: "sup0")
             try? client.send(wireIntent("wake", [ScreenContext("home")]), session: "sup1")
             _ = try? client.request(.stats(.init()))
@@ -74,5 +75,34 @@ struct SupervisionTests {
             try await Task.sleep(for: .milliseconds(5))
         }
         return server.endpoints
+    }
+}
+
+@Suite("Messages between navigatord's threads")
+struct InternalMessageTests {
+    @Test("each inbox knows its shapes; anything else is counted and logged, and the service goes on")
+    func unknownShape() async throws {
+        try await withService(workers: 1) { server, endpoints in
+            let context = server.context
+            let stranger = try await onThread { () throws -> Navigator_V1_Reply in
+                for (endpoint, frames) in [
+                    (Internal.worker(0), [[UInt8]([9]), [1], [2]]), (Internal.egress, [[1], [2]]),
+                ] {
+                    let push = try ZeroMQ.Socket(context, type: .push)
+                    try push.set(.linger, .seconds(5))
+                    try push.connect(endpoint)
+                    try push.send(multipart: frames)
+                    push.close()
+                }
+                let client = try Client(endpoints)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while server.counters.unexpectedInternal.load < 2 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the strangers were not counted") }
+                }
+                return try client.request(.intent(wireIntent("after", [ScreenContext("settings")], session: "x")))
+            }
+            #expect(server.counters.unexpectedInternal.load == 2)
+            #expect(stranger.resolved.batch.seq == 1)
+        }
     }
 }

@@ -121,17 +121,15 @@ struct EgressLoop: SocketLoop {
                 // Drain what is queued, then look at subscriptions again.
                 for _ in 0..<4096 {
                     guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
-                    if count == 1 {
+                    switch Internal.kind(of: frames, count: count, at: .egress) {
+                    case .stop:
                         stops += 1
-                        continue
+                    case .published:
+                        // A bundle of [topic][header][payload] triples (see Publisher).
+                        for index in 0..<count { try sockets.xpub.send(frames[index], more: index % 3 != 2) }
+                    default:
+                        Internal.unexpected(count, at: .egress, counters: counters, logger: logger)
                     }
-                    // A bundle of [topic][header][payload] triples (see Publisher).
-                    guard count % 3 == 0 else {
-                        counters.unexpectedInternal.add()
-                        logger.error("egress got a bundle of \(count) frames; expected triples", metadata: [:])
-                        continue
-                    }
-                    for index in 0..<count { try sockets.xpub.send(frames[index], more: index % 3 != 2) }
                 }
             }
             logger.debug("egress stopped", metadata: ["producers": "\(producers)"])

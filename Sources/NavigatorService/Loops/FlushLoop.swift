@@ -73,16 +73,16 @@ struct FlushLoop: SocketLoop {
     private func answerWaiting(_ sockets: Sockets, _ frames: inout [Message]) throws {
         var waiting: [[Message]] = []
         while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
-            if count == 1 {
+            switch Internal.kind(of: frames, count: count, at: .flush) {
+            case .stop:
                 // Replies received before a worker's stop go out before it.
                 try answer(waiting, sockets)
                 waiting.removeAll()
                 try sockets.replies.send(Internal.stop)
-            } else if count == 4 {
+            case .durableReply:
                 waiting.append(frames.prefix(4).map { Message(moving: $0) })
-            } else {
-                counters.unexpectedInternal.add()
-                logger.error("the flush thread got a message of \(count) frames; expected 4 or 1")
+            default:
+                Internal.unexpected(count, at: .flush, counters: counters, logger: logger)
             }
         }
         try answer(waiting, sockets)
@@ -102,10 +102,9 @@ struct FlushLoop: SocketLoop {
                 metadata: ["sessions": "\(sessions.count)", "error": "\(error)"])
         }
         for frames in waiting {
-            try sockets.replies.send(frames[0], more: true)
-            try sockets.replies.send(frames[1], more: true)
             guard let failure, frames[2].count > 0 else {
-                try sockets.replies.send(frames[3])
+                try Internal.sendReply(
+                    on: sockets.replies, routingID: frames[0], delimiter: frames[1], reply: frames[3])
                 continue
             }
             // Not INTERNAL: that says nothing changed. The change stands and was published.
@@ -116,7 +115,9 @@ struct FlushLoop: SocketLoop {
                 "the change was applied and published but is not yet durable (the state file could not be written: \(failure)); retry the same request later"
             )
             counters.refused(.unavailable, intent: false)  // its outcome was counted when it was applied
-            try sockets.replies.send(try reply.serializedBytes() as [UInt8])
+            try Internal.sendReply(
+                on: sockets.replies, routingID: frames[0], delimiter: frames[1],
+                reply: try reply.serializedBytes() as [UInt8])
         }
     }
 }

@@ -70,13 +70,7 @@ struct IngressLoop: SocketLoop {
         /// Sends the bundle for `worker` unless its queue is full; returns whether nothing waits.
         private func flush(_ worker: Int, _ sockets: Sockets) throws -> Bool {
             guard !pending[worker].isEmpty else { return true }
-            let push = sockets.workers[worker]
-            // libzmq checks the mark on a message's first frame only: once that is taken, the
-            // rest goes too.
-            guard try push.trySend([Internal.intentKind], more: true) else { return false }
-            for (index, frame) in pending[worker].enumerated() {
-                try push.send(frame, more: index < pending[worker].count - 1)
-            }
+            guard try Internal.trySendIntents(on: sockets.workers[worker], pending[worker]) else { return false }
             pending[worker].removeAll(keepingCapacity: true)
             return true
         }

@@ -1,15 +1,21 @@
-/// The service's own inproc endpoints and message shapes between its threads.
+import Logging
+import ZeroMQ
+
+/// The service's own inproc endpoints and the messages between its threads, encoded and told
+/// apart here and nowhere else.
 ///
-/// - to a worker: `[kind][...]` — intent `[1][session][Intent]` from ingress; acknowledged
-///   request `[2][routing id][delimiter][Request]` from the requests thread; `[stop]` alone.
-/// - to egress: `[topic][header][payload]` as published; `[stop]` alone.
-/// - to the requests thread's reply inbox: `[routing id][delimiter][Reply]`; `[stop]` alone.
-/// - to the flush thread, from workers: `[routing id][delimiter][session][Reply]`, a reply to
-///   send on once the session is durable (an empty session: at once); `[stop]` alone (passed on
-///   to the requests thread after the replies before it).
+/// | inbox | message | frames |
+/// |---|---|---|
+/// | a worker | ``Kind/intents(pairs:)`` from ingress | `[1]` then `[session][Intent]` pairs |
+/// | a worker | ``Kind/request`` from requests | `[2][routing id][delimiter][Request]` |
+/// | the flush thread | ``Kind/durableReply`` from a worker | `[routing id][delimiter][session][Reply]` (an empty session: nothing to write) |
+/// | requests | ``Kind/reply`` from the flush thread | `[routing id][delimiter][Reply]` |
+/// | egress | ``Kind/published(messages:)`` from workers and ingress | `[topic][header][payload]` triples |
+/// | any | ``Kind/stop`` | `[0xFF]` alone |
 ///
 /// `delimiter` is one byte: 1 if the client sent an empty delimiter frame (DEALER or REQ
-/// clients), 0 if not; the reply mirrors it.
+/// clients), 0 if not; the reply mirrors it. A message of any other shape is a fault of the
+/// service itself: ``unexpected(_:at:counters:logger:)`` counts and logs it.
 enum Internal {
     static func worker(_ index: Int) -> String { "inproc://navigator-worker-\(index)" }
     static let egress = "inproc://navigator-egress"
@@ -21,4 +27,98 @@ enum Internal {
     static let intentKind: UInt8 = 1
     static let requestKind: UInt8 = 2
     static let stop: [UInt8] = [0xFF]
+
+    enum Inbox: String {
+        case worker, flush, requests, egress
+    }
+
+    enum Kind: Equatable {
+        case stop
+        case intents(pairs: Int)
+        case request
+        case durableReply
+        case reply
+        case published(messages: Int)
+    }
+
+    /// What the `count` frames received at `inbox` are; nil for a shape nobody sends there.
+    static func kind(of frames: [Message], count: Int, at inbox: Inbox) -> Kind? {
+        if count == 1 {
+            return frames[0].withUnsafeBytes { $0.count == 1 && $0[0] == stop[0] } ? .stop : nil
+        }
+        switch inbox {
+        case .worker:
+            let first = frames[0].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 }
+            if first == intentKind, count % 2 == 1 { return .intents(pairs: count / 2) }
+            if first == requestKind, count == 4 { return .request }
+            return nil
+        case .flush: return count == 4 ? .durableReply : nil
+        case .requests: return count == 3 ? .reply : nil
+        case .egress: return count % 3 == 0 ? .published(messages: count / 3) : nil
+        }
+    }
+
+    /// Counts and logs a message of a shape nobody sends to `inbox`.
+    static func unexpected(_ count: Int, at inbox: Inbox, counters: ServiceCounters, logger: Logger) {
+        counters.unexpectedInternal.add()
+        logger.error(
+            "a message between navigatord's threads has a shape nobody sends; dropped",
+            metadata: ["inbox": "\(inbox.rawValue)", "frames": "\(count)"])
+    }
+
+    // MARK: Encoding
+
+    /// `[2][routing id][delimiter][Request]` to a worker; false (nothing sent) if its queue is
+    /// full. libzmq checks the mark on a message's first frame only: once that is taken, the
+    /// rest goes too.
+    static func trySendRequest(
+        on socket: Socket, routingID: Message, delimited: Bool, request: Message
+    ) throws(ZeroMQError) -> Bool {
+        guard try socket.trySend([requestKind], more: true) else { return false }
+        try socket.send(routingID, more: true)
+        try socket.send([delimited ? 1 : 0] as [UInt8], more: true)
+        try socket.send(request)
+        return true
+    }
+
+    /// `[1]` then `[session][Intent]` pairs to a worker, the frames' contents moved; false
+    /// (nothing sent) if its queue is full.
+    static func trySendIntents(on socket: Socket, _ pairs: [Message]) throws(ZeroMQError) -> Bool {
+        guard try socket.trySend([intentKind], more: true) else { return false }
+        for (index, frame) in pairs.enumerated() { try socket.send(frame, more: index < pairs.count - 1) }
+        return true
+    }
+
+    /// `[topic][header][payload]` triples to egress, the frames' contents moved.
+    static func sendPublished(on socket: Socket, _ triples: [Message]) throws(ZeroMQError) {
+        for (index, frame) in triples.enumerated() { try socket.send(frame, more: index < triples.count - 1) }
+    }
+
+    /// `[routing id][delimiter][session][Reply]` to the flush thread.
+    static func sendDurableReply(
+        on socket: Socket, routingID: Message, delimiter: Message, session: String, reply: [UInt8]
+    ) throws(ZeroMQError) {
+        try socket.send(routingID, more: true)
+        try socket.send(delimiter, more: true)
+        try socket.send(Array(session.utf8), more: true)
+        try socket.send(reply)
+    }
+
+    /// `[routing id][delimiter][Reply]` to the requests thread.
+    static func sendReply(
+        on socket: Socket, routingID: Message, delimiter: Message, reply: some FrameBytes
+    ) throws(ZeroMQError) {
+        try socket.send(routingID, more: true)
+        try socket.send(delimiter, more: true)
+        try socket.send(reply)
+    }
+
+    /// `[routing id][delimiter][Reply]` to the requests thread, the reply as received.
+    static func sendReply(
+        on socket: Socket, routingID: Message, delimiter: Message, reply: Message
+    ) throws(ZeroMQError) {
+        try socket.send(routingID, more: true)
+        try socket.send(delimiter, more: true)
+        try socket.send(reply)
+    }
 }

@@ -63,7 +63,7 @@ final class Publisher {
     func flush() throws {
         guard !pending.isEmpty else { return }
         defer { pending.removeAll(keepingCapacity: true) }
-        for (index, frame) in pending.enumerated() { try socket.send(frame, more: index < pending.count - 1) }
+        try Internal.sendPublished(on: socket, pending)
     }
 
     func stop() throws {

@@ -74,13 +74,10 @@ struct RequestsLoop: SocketLoop {
                 }
                 if poller.events(at: 1).contains(.readable) {
                     while let count = try sockets.replies.receiveMultipart(into: &frames, wait: false) {
-                        if count == 1 {
-                            workersStopped += 1
-                        } else if count == 3 {
-                            try route(reply: frames, sockets)
-                        } else {
-                            counters.unexpectedInternal.add()
-                            logger.error("the requests thread got a reply of \(count) frames; expected 3 or 1")
+                        switch Internal.kind(of: frames, count: count, at: .requests) {
+                        case .stop: workersStopped += 1
+                        case .reply: try route(reply: frames, sockets)
+                        default: Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
                         }
                     }
                 }
@@ -218,7 +215,8 @@ struct RequestsLoop: SocketLoop {
     ) throws {
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         let push = sockets.workers[worker]
-        guard try push.trySend([Internal.requestKind], more: true) else {
+        guard try Internal.trySendRequest(on: push, routingID: routingID, delimited: delimited, request: payload)
+        else {
             counters.refused(.overloaded, intent: intent)
             var answer = Navigator_V1_Reply()
             answer.requestID = requestID
@@ -229,11 +227,6 @@ struct RequestsLoop: SocketLoop {
             return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
         counters.forwarded[worker].add()
-        // The rest of a message whose first frame was taken always goes (libzmq checks the mark
-        // on the first frame only).
-        try push.send(routingID, more: true)
-        try push.send([delimited ? 1 : 0] as [UInt8], more: true)
-        try push.send(payload)
     }
 
     private func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)

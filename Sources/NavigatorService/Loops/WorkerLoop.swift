@@ -74,25 +74,22 @@ struct WorkerLoop: SocketLoop {
                 }
                 for _ in 0..<1024 {
                     guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
-                    if count == 1 {
+                    switch Internal.kind(of: frames, count: count, at: .worker) {
+                    case .stop:
                         stops += 1
-                        continue
-                    }
-                    let kind = frames[0].withUnsafeBytes { $0.first ?? 0 }
-                    if kind == Internal.intentKind, count % 2 == 1 {
-                        // A bundle from ingress: [kind] then [session][Intent] pairs.
-                        for pair in stride(from: 1, to: count, by: 2) {
+                    case .intents(let pairs):
+                        for pair in 0..<pairs {
                             counters.handled[index].add()
+                            let session = frames[1 + 2 * pair]
                             try handleIntent(
-                                session: frames[pair].string, payload: frames[pair + 1].bytes, from: frames[pair],
-                                &state, sockets)
+                                session: session.string, payload: frames[2 + 2 * pair].bytes, from: session, &state,
+                                sockets)
                         }
-                    } else if kind == Internal.requestKind, count == 4 {
+                    case .request:
                         counters.handled[index].add()
                         try handleRequest(frames, &state, sockets)
-                    } else {
-                        counters.unexpectedInternal.add()
-                        logger.error("worker got a message nobody sends: kind \(kind), \(count) frames")
+                    default:
+                        Internal.unexpected(count, at: .worker, counters: counters, logger: logger)
                     }
                 }
                 if WallClock.now() >= nextExpiry {
@@ -264,10 +261,9 @@ struct WorkerLoop: SocketLoop {
         try sockets.publisher.flush()  // the batch goes out no later than the reply
         // Durable before the reply (the client may act on it): the flush thread writes the
         // session, then sends the reply on. No SQLite wait happens on this thread.
-        try sockets.replies.send(frames[1], more: true)
-        try sockets.replies.send(frames[2], more: true)
-        try sockets.replies.send(Array((durableSession ?? "").utf8), more: true)
-        try sockets.replies.send(try reply.serializedBytes() as [UInt8])
+        try Internal.sendDurableReply(
+            on: sockets.replies, routingID: frames[1], delimiter: frames[2], session: durableSession ?? "",
+            reply: try reply.serializedBytes())
     }
 
     private func answer(
