@@ -192,19 +192,17 @@ final class FrameFuzzer {
         while try xsub.tryReceiveMultipart() != nil {}
     }
 
-    /// The service still answers a request and still resolves an intent into a batch.
+    /// The service still answers a request and still resolves an intent into a batch. The
+    /// probes go to one session created by the first of them (the fuzzing may fill the service up
+    /// to maxSessions meanwhile, which refuses new sessions as it should), alternating between
+    /// two tabs so that each one changes the tree.
     func checkServing() throws {
         report.probes += 1
-        let session = "probe-\(report.probes)"
-        let intent = wireIntent("p\(report.probes)", [ScreenContext("chat", ["conversationId": "\(report.probes)"])])
-        let reply = try probe.request(
-            .intent(
-                .with {
-                    $0 = intent
-                    $0.session = session
-                }))
-        guard case .resolved(let resolved)? = reply.kind, resolved.batch.seq == 1 else {
-            throw TestFailure("probe \(report.probes): expected a resolved intent with batch seq 1, got \(reply)")
+        let target = report.probes % 2 == 0 ? ScreenContext("home") : ScreenContext("settings")
+        let reply = try probe.request(.intent(wireIntent("p\(report.probes)", [target], session: "probe")))
+        guard case .resolved(let resolved)? = reply.kind, resolved.batch.seq == UInt64(report.probes) else {
+            throw TestFailure(
+                "probe \(report.probes): expected a resolved intent with batch seq \(report.probes), got \(reply)")
         }
     }
 
