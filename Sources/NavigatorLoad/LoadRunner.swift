@@ -301,7 +301,9 @@ public enum LoadRunner {
                     push = try Socket(try Context(), type: .push)
                     try push.set(.immediate, true)
                     try push.set(.sendHighWaterMark, 100_000)
-                    try push.set(.linger, .seconds(2))
+                    // What is queued when the schedule ends still goes: under backpressure the
+                    // service takes it only as fast as it resolves, so wait as long as the run may.
+                    try push.set(.linger, .seconds(plan.timeout))
                     try push.set(.sendTimeout, .seconds(plan.timeout))
                     try push.connect(plan.endpoints.intents)
                 } catch {
