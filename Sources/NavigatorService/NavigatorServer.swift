@@ -255,7 +255,9 @@ public final class NavigatorServer: Service, Sendable {
 
     /// Runs the group to its end, then writes what is left and lets everything go.
     private func run(_ group: ServiceGroup) async throws {
-        Self.ignoreBrokenPipes()
+        // Egress drops over-subscribed peers by shutting their connection down; libzmq may still
+        // write to it, which must be an error, not a signal that ends the process.
+        Connection.ignoreBrokenPipes()
         var ended: (any Error)?
         do {
             try await group.run()
@@ -287,10 +289,6 @@ public final class NavigatorServer: Service, Sendable {
         if let ended { throw ended }
         logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
     }
-
-    /// Egress drops over-subscribed peers by shutting their connection down; libzmq may still
-    /// write to it, which must be an error, not a signal that ends the process.
-    private static func ignoreBrokenPipes() { Connection.ignoreBrokenPipes() }
 
     // MARK: HTTP
 

@@ -94,10 +94,7 @@ struct ClientTests {
     @Test("an unreachable service is an error within the timeout, not a hang")
     func unreachable() async throws {
         // A port that was just free: nothing listens there.
-        let connection = try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
-                intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
-            timeout: .milliseconds(300))
+        let connection = try await Self.unreachableConnection(timeout: .milliseconds(300))
         await #expect {
             _ = try await connection.stats()
         } throws: { error in
@@ -119,10 +116,7 @@ struct ClientTests {
     @Test(
         "after close every call fails at once with closed, and a second close returns at once", .timeLimit(.minutes(1)))
     func afterClose() async throws {
-        let connection = try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
-                intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
-            timeout: .seconds(60))
+        let connection = try await Self.unreachableConnection(timeout: .seconds(60))
         // Pending when close comes: they fail with closed, not at their 60 s deadline.
         let pending = Task { try await connection.stats() }
         await connection.close()
@@ -138,10 +132,7 @@ struct ClientTests {
 
     @Test("20,000 callers at once with no service: the wake pipe never blocks them, every call ends at its deadline")
     func manyCallers() async throws {
-        let connection = try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
-                intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
-            timeout: .milliseconds(500))
+        let connection = try await Self.unreachableConnection(timeout: .milliseconds(500))
         let timedOut = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<20_000 {
                 group.addTask {
@@ -158,6 +149,14 @@ struct ClientTests {
         }
         #expect(timedOut == 20_000)
         await connection.close()
+    }
+
+    /// A connection to a port nothing listens on (9, discard).
+    static func unreachableConnection(timeout: Duration) async throws -> NavigatorConnection {
+        try await NavigatorConnection(
+            endpoints: ServiceEndpoints(
+                intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
+            timeout: timeout)
     }
 
     @Test("a bad endpoint is refused when connecting")

@@ -45,17 +45,15 @@ struct IngressLoop: SocketLoop {
         /// Workers with a full bundle waiting (their queue was full): read nothing more until
         /// they take it.
         var fullWorkers: [Int] { pending.indices.filter { pending[$0].count >= Self.limit * 2 } }
-        /// Whether some worker has a full bundle waiting (kept by `add` and `flushAll`).
-        private(set) var hasFull = false
+        /// Whether some worker has a full bundle waiting.
+        var hasFull: Bool { pending.contains { $0.count >= Self.limit * 2 } }
 
         /// Adds an intent for `worker`, taking over the frames' contents; sends the bundle when
         /// full, if the worker takes it.
         func add(_ session: ZeroMQ.Message, _ payload: ZeroMQ.Message, for worker: Int, _ sockets: Sockets) throws {
             pending[worker].append(ZeroMQ.Message(moving: session))
             pending[worker].append(ZeroMQ.Message(moving: payload))
-            if pending[worker].count >= Self.limit * 2 {
-                if !(try flush(worker, sockets)) { hasFull = true }
-            }
+            if pending[worker].count >= Self.limit * 2 { _ = try flush(worker, sockets) }
         }
 
         /// Offers every waiting bundle; returns whether all were taken.
@@ -63,7 +61,6 @@ struct IngressLoop: SocketLoop {
         func flushAll(_ sockets: Sockets) throws -> Bool {
             var all = true
             for worker in pending.indices where !(try flush(worker, sockets)) { all = false }
-            hasFull = !fullWorkers.isEmpty
             return all
         }
 

@@ -113,7 +113,8 @@ enum Internal {
         try socket.send(reply)
     }
 
-    /// `[routing id][delimiter][Reply]` to the requests thread, the reply as received.
+    /// `[routing id][delimiter][Reply]` to the requests thread, the reply as received: moved,
+    /// not copied (the ``FrameBytes`` overload copies).
     static func sendReply(
         on socket: Socket, routingID: Message, delimiter: Message, reply: Message
     ) throws(ZeroMQError) {
