@@ -161,22 +161,18 @@ struct RequestsLoop: SocketLoop {
             answer.rejected = .rejection(.shuttingDown, "the service is shutting down and takes no new requests")
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
         }
+        // The one check of the session id of requests: workers, snapshots and dry runs rely on it.
+        if let session = request.session, let problem = SessionID.problem(with: session) {
+            counters.refused(.invalidSession, intent: isIntent)
+            answer.rejected = .rejection(.invalidSession, problem)
+            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+        }
         switch request.kind {
         case .intent(let intent):
-            let session = intent.session
-            if let problem = SessionID.problem(with: session) {
-                counters.refused(.invalidSession, intent: true)
-                answer.rejected = .rejection(.invalidSession, problem)
-                return try reply(answer, to: frames[0], delimited: delimited, sockets)
-            }
             try forward(
-                frames[0], delimited, payload, session: session, requestID: request.requestID, intent: true, sockets)
+                frames[0], delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
+                sockets)
         case .clientEvent(let event):
-            if let problem = SessionID.problem(with: event.session) {
-                counters.refused(.invalidSession, intent: false)
-                answer.rejected = .rejection(.invalidSession, problem)
-                return try reply(answer, to: frames[0], delimited: delimited, sockets)
-            }
             try forward(
                 frames[0], delimited, payload, session: event.session, requestID: request.requestID, intent: false,
                 sockets)
@@ -255,93 +251,17 @@ struct RequestsLoop: SocketLoop {
         answer.rejected = rejected
         try reply(answer, to: routingID, delimited: delimited, sockets)
     }
-
-    private func snapshot(_ session: String) -> Navigator_V1_Reply.OneOf_Kind {
-        if let problem = SessionID.problem(with: session) {
-            counters.refused(.invalidSession, intent: false)
-            return .rejected(.rejection(.invalidSession, problem))
-        }
-        let record = store.read(session)
-        return .snapshot(
-            .with {
-                $0.session = session
-                $0.seq = record.seq
-                $0.epoch = store.epoch
-                $0.tree = .init(record.state.tree)
-                $0.conditions = record.state.conditions
-                $0.recentlyExpired = record.state.recentlyExpired.map { expired in
-                    .with {
-                        $0.session = session
-                        $0.intentID = expired.intentID
-                        $0.source = expired.source
-                        $0.code = .expired
-                        $0.message = expired.rejectionMessage
-                        $0.atUnixNanos = expired.expiredAt
-                    }
-                }
-                $0.parked = record.state.parked.map { parked in
-                    .with {
-                        $0.intent = .init(parked.intent)
-                        $0.reason = parked.reason.description
-                        $0.expiresAtUnixNanos = parked.expiresAt
-                    }
-                }
-            })
-    }
-
-    private func explain(_ wire: Navigator_V1_Intent, into answer: inout Navigator_V1_Reply) {
-        if let problem = SessionID.problem(with: wire.session) {
-            counters.refused(.invalidSession, intent: false)
-            answer.rejected = .rejection(.invalidSession, problem)
-            return
-        }
-        let intent: Intent
-        do {
-            intent = try wire.core()
-        } catch {
-            answer.rejected = .rejection(error)
-            return
-        }
-        let record = store.read(wire.session)
-        let resolution = resolvers.resolver.explain(intent, in: record.state, now: WallClock.now())
-        answer.explanationSteps = resolution.explanation.map(Navigator_V1_ExplanationStep.init)
-        answer.explanation = .with {
-            $0.outcome = Navigator_V1_Outcome(resolution.outcome)
-            $0.batch = Navigator_V1_CommandBatch(
-                session: wire.session, seq: 0, intentID: intent.id, animated: intent.animated,
-                commands: resolution.commands,
-                treeVersion: 0, summary: resolution.summary, cause: .intent)
-            switch resolution.outcome {
-            case .ignored(let reason): $0.reason = reason
-            case .parked(let reason, _): $0.reason = reason.description
-            case .rejected(let error): $0.rejection = .rejection(Navigator_V1_RejectCode(error.code), error.message)
-            case .resolved, .refreshed: break
-            }
-        }
-    }
-
-    private func stats() -> Navigator_V1_Stats {
-        .with {
-            $0.version = NavigatorVersion.current
-            $0.startedAtUnixNanos = startedAt
-            $0.workers = UInt32(workers)
-            $0.sessions = UInt64(store.sessionCount)
-            $0.parkedIntents = UInt64(store.parkedCount)
-            $0.subscribers = counters.subscribedTopics.load
-            for outcome in [Navigator_V1_Outcome.resolved, .refreshed, .ignored, .parked, .rejected] {
-                $0.intentsByOutcome[outcome.label] = counters.outcomes[outcome.rawValue].load
-            }
-            // Parked intents resolved later; each was counted once already, as parked.
-            $0.intentsByOutcome["released"] = counters.released.load
-            for (raw, counter) in counters.rejections.enumerated() where counter.load > 0 {
-                $0.rejectionsByCode[Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)"] = counter.load
-            }
-            $0.workerQueueDepths = (0..<workers).map(counters.queueDepth)
-        }
-    }
 }
 
-/// The version `navigatord --version` and stats report.
-public enum NavigatorVersion {
-    public static let current = "0.1.0"
+extension Navigator_V1_Request {
+    /// The session the request concerns; nil for those about the service (stats, routes).
+    var session: String? {
+        switch kind {
+        case .intent(let intent): intent.session
+        case .clientEvent(let event): event.session
+        case .snapshot(let snapshot): snapshot.session
+        case .explain(let intent): intent.session
+        case .stats, .routes, nil: nil
+        }
+    }
 }

@@ -1,0 +1,86 @@
+import NavigatorCore
+import NavigatorWire
+
+// Queries: what the requests thread answers itself, reading the store under its shard locks —
+// snapshots, dry runs and stats (the session id was checked where the request came in).
+extension RequestsLoop {
+    func snapshot(_ session: String) -> Navigator_V1_Reply.OneOf_Kind {
+        let record = store.read(session)
+        return .snapshot(
+            .with {
+                $0.session = session
+                $0.seq = record.seq
+                $0.epoch = store.epoch
+                $0.tree = .init(record.state.tree)
+                $0.conditions = record.state.conditions
+                $0.recentlyExpired = record.state.recentlyExpired.map { expired in
+                    .with {
+                        $0.session = session
+                        $0.intentID = expired.intentID
+                        $0.source = expired.source
+                        $0.code = .expired
+                        $0.message = expired.rejectionMessage
+                        $0.atUnixNanos = expired.expiredAt
+                    }
+                }
+                $0.parked = record.state.parked.map { parked in
+                    .with {
+                        $0.intent = .init(parked.intent)
+                        $0.reason = parked.reason.description
+                        $0.expiresAtUnixNanos = parked.expiresAt
+                    }
+                }
+            })
+    }
+
+    func explain(_ wire: Navigator_V1_Intent, into answer: inout Navigator_V1_Reply) {
+        let intent: Intent
+        do {
+            intent = try wire.core()
+        } catch {
+            answer.rejected = .rejection(error)
+            return
+        }
+        let record = store.read(wire.session)
+        let resolution = resolvers.resolver.explain(intent, in: record.state, now: WallClock.now())
+        answer.explanationSteps = resolution.explanation.map(Navigator_V1_ExplanationStep.init)
+        answer.explanation = .with {
+            $0.outcome = Navigator_V1_Outcome(resolution.outcome)
+            $0.batch = Navigator_V1_CommandBatch(
+                session: wire.session, seq: 0, intentID: intent.id, animated: intent.animated,
+                commands: resolution.commands,
+                treeVersion: 0, summary: resolution.summary, cause: .intent)
+            switch resolution.outcome {
+            case .ignored(let reason): $0.reason = reason
+            case .parked(let reason, _): $0.reason = reason.description
+            case .rejected(let error): $0.rejection = .rejection(Navigator_V1_RejectCode(error.code), error.message)
+            case .resolved, .refreshed: break
+            }
+        }
+    }
+
+    func stats() -> Navigator_V1_Stats {
+        .with {
+            $0.version = NavigatorVersion.current
+            $0.startedAtUnixNanos = startedAt
+            $0.workers = UInt32(workers)
+            $0.sessions = UInt64(store.sessionCount)
+            $0.parkedIntents = UInt64(store.parkedCount)
+            $0.subscribers = counters.subscribedTopics.load
+            for outcome in [Navigator_V1_Outcome.resolved, .refreshed, .ignored, .parked, .rejected] {
+                $0.intentsByOutcome[outcome.label] = counters.outcomes[outcome.rawValue].load
+            }
+            // Parked intents resolved later; each was counted once already, as parked.
+            $0.intentsByOutcome["released"] = counters.released.load
+            for (raw, counter) in counters.rejections.enumerated() where counter.load > 0 {
+                $0.rejectionsByCode[Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)"] = counter.load
+            }
+            $0.workerQueueDepths = (0..<workers).map(counters.queueDepth)
+        }
+    }
+}
+
+/// The version `navigatord --version` and stats report.
+public enum NavigatorVersion {
+    public static let current = "0.1.0"
+}

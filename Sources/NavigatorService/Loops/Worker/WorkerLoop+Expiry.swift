@@ -1,0 +1,23 @@
+import NavigatorCore
+import NavigatorWire
+import ZeroMQ
+
+// Expiry: every `expiryInterval`, the parked intents that are due are refused EXPIRED.
+extension WorkerLoop {
+    func expire(_ state: inout WorkerState, _ sockets: Sockets) throws {
+        guard !state.parkedSessions.isEmpty else { return }
+        let now = WallClock.now()
+        let resolver = state.resolver
+        // Only sessions with an intent due (or too many parked) are touched.
+        let due = state.parkedSessions.filter { $0.value <= now }.keys
+        for session in due {
+            let (expired, parked) = SessionWork.expire(session, store: store, resolver: resolver, now: now)
+            state.noteParked(session, parked, limit: resolver.options.maxParked)
+            for parked in expired {
+                counters.expired.add()
+                counters.refused(.expired, intent: false)  // counted as parked when it came
+                try publish(expired: parked, session: session, at: now, sockets)
+            }
+        }
+    }
+}

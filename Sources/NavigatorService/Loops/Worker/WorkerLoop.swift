@@ -1,0 +1,152 @@
+import Logging
+import NavigatorCore
+import NavigatorWire
+import ZeroMQ
+
+/// Resolves the intents and client events of its shard of sessions, in arrival order per
+/// session: assigns seqs, publishes batches, rejections and audit records, answers acknowledged
+/// requests, and expires parked intents.
+struct WorkerLoop: SocketLoop {
+    let index: Int
+    let context: Context
+    let store: SessionStore
+    let resolvers: ResolverHolder
+    let counters: ServiceCounters
+    let persistence: Persistence
+    /// Sessions in memory at most: an intent or event that would create one more is refused.
+    let maxSessions: Int
+    /// Messages queued to this worker (and from it to egress) before the sender waits.
+    let handoffHighWaterMark: Int32
+    let supervisor: Supervisor
+    let logger: Logger
+    /// Stop markers to wait for: from ingress and from the requests thread.
+    let producers = 2
+
+    var name: String { "nav-worker-\(index)" }
+
+    struct Sockets {
+        let inbox: Socket
+        /// To the flush thread, which makes a reply's session durable and sends the reply on.
+        let replies: Socket
+        let publisher: Publisher
+        let limiter: LogLimiter
+    }
+
+    func open() throws -> Sockets {
+        let inbox = try Socket(context, type: .pull)
+        try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
+        try inbox.bind(Internal.worker(index))
+        // Unbounded, and need not be: one reply per acknowledged request, and those are bounded
+        // by the workers' queues (a full one answers OVERLOADED). A mark here could close a
+        // circle of waits: requests -> worker -> flush -> requests.
+        let replies = try Socket(context, type: .push)
+        try replies.set(.sendHighWaterMark, 0)
+        try replies.connect(Internal.acks)
+        return Sockets(
+            inbox: inbox, replies: replies,
+            publisher: try Publisher(
+                context: context, counters: counters, epoch: store.epoch, highWaterMark: handoffHighWaterMark),
+            limiter: LogLimiter(logger: logger))
+    }
+
+    func run(_ sockets: Sockets) throws {
+        let initial = resolvers.snapshot
+        var state = WorkerState(resolver: initial.resolver, generation: initial.generation)
+        // Sessions of this shard with parked intents, for the expiry pass (due at once: their
+        // times are read when the pass unpacks them).
+        state.parkedSessions = store.shards[index].records.withLock { records in
+            records.filter { $0.value.parkedCount > 0 }.mapValues { _ in 0 }
+        }
+        var poller = Poller()
+        poller.add(sockets.inbox)
+        var frames: [Message] = []
+        var stops = 0
+        var nextExpiry = WallClock.now() + Self.expiryInterval
+        do {
+            while stops < producers {
+                let wait = max(0, nextExpiry - WallClock.now())
+                try poller.poll(timeout: .nanoseconds(wait))
+                try supervisor.checkInjected(name)
+                if resolvers.generation != state.generation {
+                    let latest = resolvers.snapshot
+                    state.resolver = latest.resolver
+                    state.generation = latest.generation
+                }
+                for _ in 0..<1024 {
+                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
+                    switch Internal.kind(of: frames, count: count, at: .worker) {
+                    case .stop:
+                        stops += 1
+                    case .intents(let pairs):
+                        for pair in 0..<pairs {
+                            counters.handled[index].add()
+                            let session = frames[1 + 2 * pair]
+                            try handleIntent(
+                                session: session.string, payload: frames[2 + 2 * pair].bytes, from: session, &state,
+                                sockets)
+                        }
+                    case .request:
+                        counters.handled[index].add()
+                        try handleRequest(frames, &state, sockets)
+                    default:
+                        Internal.unexpected(count, at: .worker, counters: counters, logger: logger)
+                    }
+                }
+                if WallClock.now() >= nextExpiry {
+                    try expire(&state, sockets)
+                    nextExpiry = WallClock.now() + Self.expiryInterval
+                }
+                try sockets.publisher.flush()  // nothing more to read: hand over what waits
+            }
+            try sockets.publisher.stop()
+            try sockets.replies.send(Internal.stop)
+            logger.debug("worker stopped", metadata: ["worker": "\(index)"])
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("worker ended by context shutdown", metadata: ["worker": "\(index)"])
+        }
+    }
+
+    static let expiryInterval: Int64 = 100_000_000
+
+    struct WorkerState {
+        var resolver: Resolver
+        var generation: Int
+        /// Sessions with parked intents, and when the first of them is due to expire (unix ns;
+        /// 0: at the next pass, for a session over its limit of parked intents).
+        var parkedSessions: [String: Int64] = [:]
+
+        mutating func noteParked(_ session: String, _ parked: [ParkedIntent], limit: Int) {
+            if parked.isEmpty {
+                parkedSessions[session] = nil
+            } else {
+                parkedSessions[session] = parked.count > limit ? 0 : parked.lazy.map(\.expiresAt).min()!
+            }
+        }
+    }
+}
+
+extension WorkerLoop {
+    /// A fire-and-forget intent from ingress.
+    func handleIntent(
+        session: String, payload: [UInt8], from frame: Message, _ state: inout WorkerState, _ sockets: Sockets
+    ) throws {
+        let intent: Intent
+        do {
+            intent = try Navigator_V1_Intent(serializedBytes: payload).core(session: session)
+        } catch let error as WireError {
+            return try reject(
+                session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
+                peer: peerKey(frame, "intents"), sockets)
+        } catch {
+            return try reject(
+                session: session, intentID: "", source: "", .malformed,
+                "intent is not a valid navigator.v1.Intent message: \(error)", peer: peerKey(frame, "intents"), sockets)
+        }
+        let outcome = try resolve(intent, &state, sockets)
+        if case .rejected(let error) = outcome.resolution.outcome {
+            try reject(
+                session: session, intentID: intent.id, source: intent.source, Navigator_V1_RejectCode(error.code),
+                error.message, peer: peerKey(frame, "intents"), sockets, counted: true)
+        }
+    }
+}
