@@ -13,6 +13,8 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
         case closed
         /// A socket could not be set up (a bad endpoint, for example).
         case socket
+        /// A setting the caller gave cannot be used (a key file, for example).
+        case invalidArgument
     }
 
     public var code: Code

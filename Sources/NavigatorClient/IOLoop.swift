@@ -30,9 +30,11 @@ struct IOLoop: Sendable {
             // Queue only to a completed connection, so an absent service is noticed, not hidden.
             try push.set(.immediate, true)
             try push.set(.linger, .milliseconds(500))
+            try push.secure(with: endpoints.curve)
             try push.connect(endpoints.intents)
             let dealer = try Socket(context, type: .dealer)
             try dealer.set(.immediate, true)
+            try dealer.secure(with: endpoints.curve)
             try dealer.connect(endpoints.requests)
             let sub = try Socket(context, type: .sub)
             // ZMTP heartbeats: a peer that went silent (host gone, cable cut) is dropped and
@@ -43,6 +45,7 @@ struct IOLoop: Sendable {
             try sub.monitor(Self.subMonitor, events: [.handshakeSucceeded, .disconnected])
             let subEvents = try Socket(context, type: .pair)
             try subEvents.connect(Self.subMonitor)
+            try sub.secure(with: endpoints.curve)
             try sub.connect(endpoints.commands)
             return Sockets(context: context, push: push, dealer: dealer, sub: sub, subEvents: subEvents)
         } catch {
@@ -183,7 +186,7 @@ struct IOLoop: Sendable {
                 pending.done.resume(
                     throwing: ClientError(
                         .timeout,
-                        "could not hand the intent to navigatord at \(endpoints.intents) within \(timeout): no connection (is navigatord running?)"
+                        "could not hand the intent to navigatord at \(endpoints.intents) within \(timeout): no connection (\(endpoints.timeoutHint))"
                     ))
                 return true
             }
@@ -191,7 +194,7 @@ struct IOLoop: Sendable {
                 requests[id] = nil
                 let error = ClientError(
                     .timeout,
-                    "no reply from navigatord at \(endpoints.requests) within \(timeout) (is navigatord running?)")
+                    "no reply from navigatord at \(endpoints.requests) within \(timeout) (\(endpoints.timeoutHint))")
                 switch pending.waiting {
                 case .caller(let continuation): continuation.resume(throwing: error)
                 case .snapshot(let id): followers.removeValue(forKey: id)?.fail(error)

@@ -51,7 +51,8 @@ public enum LoadRunner {
             plan.sample <= 1
             ? [Topic.allBatches, Topic.allRejections]
             : plan.measuredSessions.flatMap { [Topic.batches($0), Topic.rejections($0)] }
-        let subscriber = try await startSubscriber(plan.endpoints.commands, topics: topics, listener: listener)
+        let subscriber = try await startSubscriber(
+            plan.endpoints.commands, curve: plan.endpoints.curve, topics: topics, listener: listener)
         let deadline = ContinuousClock.now + .seconds(plan.timeout)
         while try await connection.stats().subscribers < before.subscribers + 1 {
             guard ContinuousClock.now < deadline else {
@@ -200,7 +201,9 @@ public enum LoadRunner {
         var lost: UInt64 { state.withLock { $0.lost } }
     }
 
-    static func startSubscriber(_ endpoint: String, topics: [String], listener: Listener) async throws
+    static func startSubscriber(
+        _ endpoint: String, curve: CurveCredentials?, topics: [String], listener: Listener
+    ) async throws
         -> DedicatedThread
     {
         var started: DedicatedThread?
@@ -213,6 +216,7 @@ public enum LoadRunner {
                     sub = try Socket(context, type: .sub)
                     try sub.set(.receiveHighWaterMark, 0)
                     for topic in topics { try sub.subscribe(topic) }
+                    try sub.secure(with: curve)
                     try sub.connect(endpoint)
                 } catch {
                     continuation.resume(throwing: ClientError(.socket, "cannot subscribe to \(endpoint): \(error)"))
@@ -305,6 +309,7 @@ public enum LoadRunner {
                     // service takes it only as fast as it resolves, so wait as long as the run may.
                     try push.set(.linger, .seconds(plan.timeout))
                     try push.set(.sendTimeout, .seconds(plan.timeout))
+                    try push.secure(with: plan.endpoints.curve)
                     try push.connect(plan.endpoints.intents)
                 } catch {
                     continuation.resume(

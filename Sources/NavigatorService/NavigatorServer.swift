@@ -46,6 +46,10 @@ public final class NavigatorServer: Service, Sendable {
     }
     /// Parts that report when they have opened: all but the gate.
     private let readiness: Readiness
+    /// Secure mode (CURVE + ZAP): the server's keys and the access list; nil without security.
+    public let security: Security?
+    /// Secure mode: opens once the ZAP handler answers; the other parts wait for it.
+    private let zapReady = StartGate()
     private let shutdownRecord = ShutdownRecord()
 
     /// Builds the service: loads and checks the route map; opens nothing yet.
@@ -56,6 +60,12 @@ public final class NavigatorServer: Service, Sendable {
             logger.critical(
                 "a part of navigatord failed; navigatord stops (state is flushed) and exits non-zero",
                 metadata: ["part": "\(failure.part)", "reason": "\(LogText(failure.reason))"])
+        }
+        try ConfigurationLoader.checkExposure(configuration)
+        if let secretKeyFile = configuration.secretKeyFile, let accessFile = configuration.accessFile {
+            security = try Security.load(secretKeyFile: secretKeyFile, accessFile: accessFile)
+        } else {
+            security = nil
         }
         let (resolver, source) = try Self.loadResolver(configuration)
         resolvers = ResolverHolder(resolver, source: source)
@@ -84,9 +94,10 @@ public final class NavigatorServer: Service, Sendable {
                 ])
         }
         context = try Context(ioThreads: 1)
-        // HTTP (if on), flush, egress, each worker, requests, ingress.
+        // ZAP (secure mode), HTTP (if on), flush, egress, each worker, requests, ingress.
         readiness = Readiness(
-            expected: (configuration.metricsAddress == "off" ? 0 : 1) + 4 + configuration.workers)
+            expected: (security == nil ? 0 : 1) + (configuration.metricsAddress == "off" ? 0 : 1) + 4
+                + configuration.workers)
     }
 
     /// The endpoints bound, with real ports for `tcp://host:*` (known once started).
@@ -158,10 +169,33 @@ public final class NavigatorServer: Service, Sendable {
     /// context shuts down).
     private func makeGroup() -> ServiceGroup {
         let (context, record) = (self.context, shutdownRecord)
+        let gate = security == nil ? nil : zapReady
         func part(_ loop: some SocketLoop, stop: (@Sendable () -> Void)? = nil) -> any Service {
-            LoopPart(loop: loop, context: context, record: record, opened: { [self] in opened() }, stop: stop)
+            LoopPart(
+                loop: loop, context: context, record: record, opened: { [self] in opened() }, stop: stop, after: gate)
         }
         var parts: [any Service] = []
+        if let security {
+            // First: no socket binds before the ZAP handler answers, since libzmq admits any key
+            // while none does. Stopped last.
+            let zapReady = self.zapReady
+            parts.append(
+                LoopPart(
+                    loop: ZAPLoop(
+                        context: context, security: security, counters: counters, supervisor: supervisor,
+                        logger: logger),
+                    context: context, record: record, opened: { [self] in opened() },
+                    stop: { signalStop(context, ZAPLoop.control) },
+                    check: {
+                        do {
+                            try await DedicatedThread.run(name: "nav-zap-probe") { try ZAPLoop.probe(context) }
+                            zapReady.settle(true)
+                        } catch {
+                            zapReady.settle(false)
+                            throw error
+                        }
+                    }))
+        }
         if configuration.metricsAddress != "off" {
             parts.append(
                 HTTPPart(
@@ -193,7 +227,7 @@ public final class NavigatorServer: Service, Sendable {
                     context: context, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
-                    maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer,
+                    maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer, security: security,
                     counters: counters, bound: bound, supervisor: supervisor, logger: logger)))
         for index in 0..<configuration.workers {
             parts.append(
@@ -210,7 +244,8 @@ public final class NavigatorServer: Service, Sendable {
                     context: context, endpoints: configuration.requestEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
-                    counters: counters, bound: bound, startedAt: startedAt, supervisor: supervisor, logger: logger),
+                    counters: counters, bound: bound, security: security, startedAt: startedAt, supervisor: supervisor,
+                    logger: logger),
                 stop: { signalStop(context, Internal.requestsControl) }))
         parts.append(
             part(
@@ -218,7 +253,7 @@ public final class NavigatorServer: Service, Sendable {
                     context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, epoch: store.epoch,
-                    bound: bound, supervisor: supervisor, logger: logger),
+                    bound: bound, security: security, supervisor: supervisor, logger: logger),
                 stop: { signalStop(context, Internal.ingressControl) }))
         parts.append(
             GatePart { [self] in
@@ -250,6 +285,8 @@ public final class NavigatorServer: Service, Sendable {
                 "commands": "\(endpoints.commands.joined(separator: ","))",
                 "workers": "\(configuration.workers)", "routes": "\(resolvers.source)",
                 "metrics": "\(endpoints.metrics.map { "http://\($0)" } ?? "off")",
+                "security":
+                    "\(security.map { "CURVE, server public key \($0.publicKey), \($0.access.clients.count) clients in \($0.accessFile)" } ?? (configuration.allowInsecureRemote ? "off (--allow-insecure-remote)" : "off (loopback only)"))",
             ])
     }
 
@@ -331,6 +368,25 @@ public final class NavigatorServer: Service, Sendable {
             return source
         } catch {
             logger.error("route map reload refused; the previous map stays", metadata: ["error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// Secure mode: reads the access file again (SIGHUP). An invalid file is refused (logged and
+    /// thrown) and the list in use stays. A client removed or narrowed gets no new connection
+    /// and no further request served; egress drops its subscriptions that are no longer allowed.
+    public func reloadAccessFile() throws {
+        guard let security else { return }
+        do {
+            let (clients, changed) = try security.reload()
+            logger.info(
+                "access file reloaded",
+                metadata: [
+                    "file": "\(security.accessFile)", "clients": "\(clients)",
+                    "removedOrChanged": "\(changed.joined(separator: ","))",
+                ])
+        } catch {
+            logger.error("access file reload refused; the previous list stays", metadata: ["error": "\(error)"])
             throw error
         }
     }

@@ -23,7 +23,8 @@ public func runNavigatord(configuration: ServiceConfiguration, logger: Logger) a
     try await group.run()
 }
 
-/// Reloads the route map on each SIGHUP until graceful shutdown.
+/// Reloads the route map (and, in secure mode, the access file) on each SIGHUP until graceful
+/// shutdown.
 struct RouteMapReloader: Service {
     let server: NavigatorServer
     let logger: Logger
@@ -31,8 +32,9 @@ struct RouteMapReloader: Service {
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         for await _ in hangups.cancelOnGracefulShutdown() {
-            logger.info("SIGHUP: reloading the route map")
+            logger.info("SIGHUP: reloading the route map\(server.security == nil ? "" : " and the access file")")
             _ = try? server.reloadRouteMap()  // a refusal is logged; the service goes on
+            try? server.reloadAccessFile()
         }
     }
 }

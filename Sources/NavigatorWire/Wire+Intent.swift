@@ -167,6 +167,7 @@ extension Navigator_V1_RejectCode {
         case .staleEvent: "stale_event"
         case .unavailable: "unavailable"
         case .overloaded: "overloaded"
+        case .forbidden: "forbidden"
         case .UNRECOGNIZED(let value): "unrecognized_\(value)"
         }
     }

@@ -34,6 +34,30 @@ public struct CurveKeyPair: Sendable, Hashable {
         return text(publicKey)
     }
 
+    /// Whether `key` is a CURVE key as Z85 text: 40 characters that decode to 32 bytes.
+    public static func isValidKey(_ key: String) -> Bool {
+        guard key.utf8.count == 40 else { return false }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        return zmq_z85_decode(&bytes, key) != nil
+    }
+
+    /// A 32-byte key as Z85 text (40 characters).
+    public static func z85(_ key: [UInt8]) -> String {
+        precondition(key.count == 32, "a CURVE key has 32 bytes")
+        var text = [CChar](repeating: 0, count: 41)
+        _ = zmq_z85_encode(&text, key, key.count)
+        return self.text(text)
+    }
+
+    /// The 32 bytes of a Z85 key; throws ``ZeroMQError/Code/invalidArgument`` for anything else.
+    public static func z85Bytes(_ key: String) throws(ZeroMQError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        guard key.utf8.count == 40, zmq_z85_decode(&bytes, key) != nil else {
+            throw ZeroMQError(code: .invalidArgument, function: "zmq_z85_decode", detail: "expected 40 Z85 characters")
+        }
+        return bytes
+    }
+
     private static func text(_ chars: [CChar]) -> String {
         String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }

@@ -35,6 +35,9 @@ extension SocketOption where Value == Bool {
     /// ZMQ_XPUB_VERBOSER: pass every subscription and every unsubscription message up, those
     /// made for a peer that went away included (write-only).
     public static var xpubVerboser: Self { .init(code: ZMQ_XPUB_VERBOSER, name: "ZMQ_XPUB_VERBOSER") }
+    /// ZMQ_XPUB_MANUAL: subscriptions are passed up and take effect only when the application
+    /// sets ``subscribe`` (or ``unsubscribe``) right after receiving one (write-only).
+    public static var xpubManual: Self { .init(code: ZMQ_XPUB_MANUAL, name: "ZMQ_XPUB_MANUAL") }
     /// ZMQ_XPUB_NODROP: at a subscriber's high-water mark, fail with EAGAIN instead of dropping (write-only).
     public static var xpubNoDrop: Self { .init(code: ZMQ_XPUB_NODROP, name: "ZMQ_XPUB_NODROP") }
     /// ZMQ_CURVE_SERVER: act as a CURVE server (needs ``curveSecretKey``).

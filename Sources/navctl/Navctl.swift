@@ -18,7 +18,9 @@ struct Navctl: AsyncParsableCommand {
             --timeout if navigatord does not answer.
             """,
         version: "0.1.0",
-        subcommands: [Send.self, Explain.self, Snapshot.self, Watch.self, Shell.self, Stats.self, Routes.self]
+        subcommands: [
+            Send.self, Explain.self, Snapshot.self, Watch.self, Shell.self, Stats.self, Routes.self, Keygen.self,
+        ]
     )
 }
 
@@ -36,6 +38,18 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Seconds to wait for navigatord before giving up.")
     var timeout: Double = 2
 
+    @Option(
+        help: ArgumentHelp(
+            "Secure mode: navigatord's public key, as 40 Z85 characters or a file holding them (navigatord prints it at start). [env: NAVIGATOR_SERVER_KEY]",
+            valueName: "key"))
+    var serverKey: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Secure mode: this client's secret key file, mode 0600 (navctl keygen writes one; its public key goes in navigatord's access file). [env: NAVIGATOR_KEY_FILE]",
+            valueName: "file"))
+    var keyFile: String?
+
     func validate() throws {
         guard timeout > 0, timeout <= 600 else {
             throw ValidationError("--timeout \(timeout) is out of range; expected 0 < seconds <= 600")
@@ -44,7 +58,9 @@ struct ConnectionOptions: ParsableArguments {
 
     func connect() async throws -> NavigatorConnection {
         try await NavigatorConnection(
-            endpoints: ServiceEndpoints(intents: intents, requests: requests, commands: commands),
+            endpoints: ServiceEndpoints(
+                intents: intents, requests: requests, commands: commands,
+                curve: try CurveCredentials.fromOptions(serverKey: serverKey, keyFile: keyFile)),
             timeout: .milliseconds(Int(timeout * 1000)))
     }
 }

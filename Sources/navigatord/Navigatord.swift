@@ -33,8 +33,13 @@ struct Navigatord: AsyncParsableCommand {
             the environment).
 
             Signals: SIGTERM or SIGINT stop gracefully (intake stops, in-flight work drains, \
-            state is flushed, exit 0); SIGHUP reloads the route map (an invalid map is refused \
-            and the old one kept).
+            state is flushed, exit 0); SIGHUP reloads the route map and, in secure mode, the \
+            access file (an invalid file is refused and the old one kept).
+
+            Security: without --secret-key-file and --access-file every endpoint must be \
+            loopback, ipc or inproc (else navigatord refuses to start, unless \
+            --allow-insecure-remote). With them, every socket is a CURVE server, only the \
+            access file's keys get in, and each client touches only its own sessions.
 
             Exit status: 0 after a graceful stop; 2 for a bad setting or route map; 1 when \
             navigatord cannot run, or when one of its threads failed (it is named; the state is \
@@ -155,6 +160,25 @@ struct Navigatord: AsyncParsableCommand {
         ))
     var packIdleAfterSeconds: String?
 
+    @Option(
+        help: help(
+            "security.secretKeyFile",
+            "Secure mode: file with the server's CURVE secret key (40 Z85 characters, mode 0600; navctl keygen makes one); with --access-file"
+        ))
+    var secretKeyFile: String?
+
+    @Option(
+        help: help(
+            "security.accessFile",
+            "Secure mode: YAML file of the clients allowed in (name, public key, role, sessions); SIGHUP reloads it"))
+    var accessFile: String?
+
+    @Flag(
+        help: ArgumentHelp(
+            "Without security, bind endpoints other than loopback, ipc and inproc anyway: anyone who reaches them can steer and watch every session [env: NAVIGATOR_SECURITY_ALLOW_INSECURE_REMOTE=true]"
+        ))
+    var allowInsecureRemote = false
+
     @Option(help: help("shutdownTimeoutSeconds", "Longest graceful shutdown before sockets close [default: 10]"))
     var shutdownTimeoutSeconds: String?
 
@@ -181,6 +205,9 @@ struct Navigatord: AsyncParsableCommand {
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
+            "security.secretKeyFile": one(secretKeyFile),
+            "security.accessFile": one(accessFile),
+            "security.allowInsecureRemote": allowInsecureRemote ? ["true"] : [],
         ]
         let environment = ProcessEnvironment.current
         let configuration: ServiceConfiguration
@@ -205,6 +232,10 @@ struct Navigatord: AsyncParsableCommand {
             printError("navigatord: \(error)")
             throw ExitCode(2)
         } catch let error as RouteMapErrors {
+            printError("navigatord: \(error)")
+            throw ExitCode(2)
+        } catch let error as ConfigurationError {
+            // The key or access file of secure mode.
             printError("navigatord: \(error)")
             throw ExitCode(2)
         } catch {

@@ -41,6 +41,16 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "navigatord's process id for CPU and RSS (default: the process named navigatord).")
     var servicePid: Int32?
     @Option(help: "Seed of the intent mix.") var seed: UInt64 = 1
+    @Option(
+        help: ArgumentHelp(
+            "Secure mode: navigatord's public key, as 40 Z85 characters or a file holding them. [env: NAVIGATOR_SERVER_KEY]",
+            valueName: "key"))
+    var serverKey: String?
+    @Option(
+        help: ArgumentHelp(
+            "Secure mode: this client's secret key file (navctl keygen); its key needs the producer role, and shell or admin to measure latency. [env: NAVIGATOR_KEY_FILE]",
+            valueName: "file"))
+    var keyFile: String?
 
     func validate() throws {
         guard rate > 0, rate <= 10_000_000 else {
@@ -54,7 +64,9 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         var plan = LoadPlan()
-        plan.endpoints = ServiceEndpoints(intents: intents, requests: requests, commands: commands)
+        plan.endpoints = ServiceEndpoints(
+            intents: intents, requests: requests, commands: commands,
+            curve: try CurveCredentials.fromOptions(serverKey: serverKey, keyFile: keyFile))
         plan.rate = rate
         plan.duration = duration
         plan.warmup = warmup

@@ -2,6 +2,7 @@ import Foundation
 import NavigatorClient
 import NavigatorCore
 import NavigatorService
+import NavigatorTestSupport
 import Synchronization
 import Testing
 
@@ -128,6 +129,96 @@ struct NavctlTests {
         #expect(result.status == 1)
         #expect(
             result.output.contains(
-                "navctl: no reply from navigatord at tcp://127.0.0.1:9 within 0.3 seconds (is navigatord running?)"))
+                "navctl: no reply from navigatord at tcp://127.0.0.1:9 within 0.3 seconds (is navigatord running?"))
+    }
+}
+
+@Suite("navctl in secure mode", .serialized)
+struct NavctlSecureTests {
+    @Test(
+        "keygen writes a pair (secret 0600, never overwritten); navctl and NavigatorConnection get in with their keys only"
+    )
+    func keygenAndConnect() async throws {
+        let directory = TestService.temporaryDirectory("navkeys")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for name in ["server", "ops", "alice"] {
+            let made = try await navctl(["keygen", name, "--directory", directory.path])
+            #expect(made.status == 0, "\(made.output)")
+            #expect(made.output.contains("public key: "))
+        }
+        let secret = directory.appendingPathComponent("ops.key").path
+        let attributes = try FileManager.default.attributesOfItem(atPath: secret)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let again = try await navctl(["keygen", "ops", "--directory", directory.path])
+        #expect(again.status != 0 && again.output.contains("it exists already (keys are never overwritten)"))
+
+        func publicKey(_ name: String) throws -> String {
+            try String(contentsOfFile: directory.appendingPathComponent("\(name).pub").path, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let access = directory.appendingPathComponent("access.yaml").path
+        try """
+        clients:
+          - name: ops
+            key: "\(try publicKey("ops"))"
+            role: admin
+          - name: alice
+            key: "\(try publicKey("alice"))"
+            role: shell
+            sessions: ["alice"]
+        """.write(toFile: access, atomically: true, encoding: .utf8)
+
+        let data = TestService.temporaryDirectory("navkeys-data")
+        defer { try? FileManager.default.removeItem(at: data) }
+        var configuration = TestService.configuration(dataDirectory: data)
+        configuration.secretKeyFile = directory.appendingPathComponent("server.key").path
+        configuration.accessFile = access
+        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("navctl-secure"))
+        try await server.start()
+        do {
+            try await checkClients(server, directory: directory, secret: secret, publicKey: publicKey)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    func checkClients(
+        _ server: NavigatorServer, directory: URL, secret: String, publicKey: (String) throws -> String
+    ) async throws {
+        let endpoints = server.endpoints
+        let base = [
+            "--intents", endpoints.intents[0], "--requests", endpoints.requests[0], "--commands", endpoints.commands[0],
+        ]
+        let serverPub = directory.appendingPathComponent("server.pub").path
+
+        let stats = try await navctl(["stats", "--server-key", serverPub, "--key-file", secret] + base)
+        #expect(stats.status == 0, "\(stats.output)")
+        #expect(stats.output.contains("sessions"))
+        let plain = try await navctl(["stats", "--timeout", "0.5"] + base)
+        #expect(plain.status == 1)
+        #expect(plain.output.contains("does it run in secure mode"), "\(plain.output)")
+        let stranger = try await navctl(
+            ["stats", "--timeout", "0.5", "--server-key", try publicKey("alice"), "--key-file", secret] + base)
+        #expect(stranger.output.contains("authentication may have failed"), "\(stranger.output)")
+        let half = try await navctl(["stats", "--key-file", secret] + base)
+        #expect(half.status != 0 && half.output.contains("--key-file needs --server-key"), "\(half.output)")
+
+        // A shell follows its own session through NavigatorConnection, and only that.
+        let alice = try await NavigatorConnection(
+            endpoints: ServiceEndpoints(
+                intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0],
+                curve: try CurveCredentials.load(
+                    keyFile: directory.appendingPathComponent("alice.key").path, serverKey: serverPub)),
+            timeout: .seconds(10))
+        #expect(try await alice.snapshot("alice").session == "alice")
+        await #expect {
+            _ = try await alice.snapshot("bob")
+        } throws: { error in
+            (error as? ClientError)?.rejectCode == .forbidden
+        }
+        await alice.close()
     }
 }

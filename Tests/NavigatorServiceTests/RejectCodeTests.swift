@@ -27,11 +27,28 @@ struct RejectCodeTests {
         let resolution = try Resolver(map: .demo, transitions: Broken()).resolve(
             .show(ScreenContext("settings"), id: "bug"), into: &state, now: 1)
         var codes = seen
+        codes[.forbidden] = try await Self.forbidden()
         if let error = resolution.rejection { codes[Navigator_V1_RejectCode(error.code)] = error.message }
         for code in Navigator_V1_RejectCode.allCases where code != .unspecified {
             #expect(codes[code] != nil, "\(code.label) was never sent")
         }
         #expect(codes[.internal]?.contains("the planned commands do not apply") == true)
+    }
+
+    /// FORBIDDEN needs secure mode: a producer asks for a session it does not own.
+    static func forbidden() async throws -> String? {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        let message = ResultBox<String>()
+        try await withService(workers: 1, setup.configure) { _, endpoints in
+            message.value = try await onThread {
+                let producer = try setup.client(setup.producer, endpoints)
+                let reply = try producer.request(
+                    .intent(wireIntent("f", [ScreenContext("settings")], session: "other")))
+                return reply.rejected.code == .forbidden ? reply.rejected.message : nil
+            }
+        }
+        return message.value
     }
 
     /// Triggers every code a client can cause; returns each code with the message it came with.

@@ -40,20 +40,33 @@ final class Client {
     private var push: Socket?
     private var counter = 0
     private let sendTimeout: Duration
+    private let receiveTimeout: Duration
     private let linger: Duration
+    /// Secure mode: this client's key pair and the server's public key.
+    private let curve: (keys: CurveKeyPair, serverKey: String)?
 
-    init(_ endpoints: Endpoints, sendTimeout: Duration = .seconds(5), linger: Duration = .seconds(2)) throws {
+    init(
+        _ endpoints: Endpoints, sendTimeout: Duration = .seconds(5), receiveTimeout: Duration = .seconds(10),
+        linger: Duration = .seconds(2), curve: (keys: CurveKeyPair, serverKey: String)? = nil
+    ) throws {
         context = try Context()
         self.endpoints = endpoints
         self.sendTimeout = sendTimeout
+        self.receiveTimeout = receiveTimeout
         self.linger = linger
+        self.curve = curve
+    }
+
+    private func secured(_ socket: Socket) throws -> Socket {
+        if let curve { try socket.makeCurveClient(curve.keys, serverKey: curve.serverKey) }
+        return socket
     }
 
     /// Sends a request and waits (bounded) for its reply.
     func request(_ kind: Navigator_V1_Request.OneOf_Kind) throws -> Navigator_V1_Reply {
         if dealer == nil {
-            let socket = try Socket(context, type: .dealer)
-            try socket.set(.receiveTimeout, .seconds(10))
+            let socket = try secured(Socket(context, type: .dealer))
+            try socket.set(.receiveTimeout, receiveTimeout)
             try socket.connect(endpoints.requests[0])
             dealer = socket
         }
@@ -76,7 +89,7 @@ final class Client {
 
     func sendRaw(_ frames: [[UInt8]]) throws {
         if push == nil {
-            let socket = try Socket(context, type: .push)
+            let socket = try secured(Socket(context, type: .push))
             try socket.set(.linger, linger)
             // A PUSH with no peer waits for one forever; a test must fail instead.
             try socket.set(.sendTimeout, sendTimeout)
@@ -84,6 +97,15 @@ final class Client {
             push = socket
         }
         try push!.send(multipart: frames)
+    }
+
+    /// A SUB on the commands socket, not waiting for the service to see its subscriptions.
+    func subscriber(_ topics: [String]) throws -> Socket {
+        let sub = try secured(Socket(context, type: .sub))
+        try sub.set(.receiveTimeout, receiveTimeout)
+        for topic in topics { try sub.subscribe(topic) }
+        try sub.connect(endpoints.commands[0])
+        return sub
     }
 
     /// A SUB on the commands socket, returned once the service has seen the subscription.

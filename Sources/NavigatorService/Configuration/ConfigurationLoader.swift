@@ -130,6 +130,20 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.packIdleAfterSeconds = try integer(values[0], "packIdleAfterSeconds", 0...86_400)
         },
+        Setting(key: "security.secretKeyFile", help: "the server's CURVE secret key (secure mode)", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.secretKeyFile = values[0].isEmpty ? nil : values[0]
+        },
+        Setting(key: "security.accessFile", help: "the clients and what they may touch (secure mode)", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.accessFile = values[0].isEmpty ? nil : values[0]
+        },
+        Setting(
+            key: "security.allowInsecureRemote", help: "bind non-loopback endpoints without security", isList: false
+        ) {
+            config, values throws(ConfigurationError) in
+            config.allowInsecureRemote = try boolean(values[0], "security.allowInsecureRemote")
+        },
         Setting(key: "shutdownTimeoutSeconds", help: "shutdown bound", isList: false) {
             config, values throws(ConfigurationError) in
             config.shutdownTimeoutSeconds = try integer(values[0], "shutdownTimeoutSeconds", 1...600)
@@ -159,15 +173,53 @@ public enum ConfigurationLoader {
             guard let values = flags[setting.key], !values.isEmpty else { continue }
             try apply(setting.key, values, to: &config, source: "--\(flagName(setting.key))")
         }
+        try checkExposure(config)
         return config
     }
 
-    /// `parkedTTLSeconds` -> `parked-ttl-seconds`, as swift-argument-parser names the option.
-    public static func flagName(_ key: String) -> String { words(key).joined(separator: "-") }
+    /// Safe by default: security is both files or neither, and without it every endpoint must be
+    /// loopback, ipc or inproc unless `security.allowInsecureRemote` says otherwise.
+    static func checkExposure(_ config: ServiceConfiguration) throws(ConfigurationError) {
+        switch (config.secretKeyFile, config.accessFile) {
+        case (nil, nil): break
+        case (_?, _?): return
+        case (nil, _?):
+            throw ConfigurationError(
+                "security.accessFile is set without security.secretKeyFile; secure mode needs both (--secret-key-file, --access-file)"
+            )
+        case (_?, nil):
+            throw ConfigurationError(
+                "security.secretKeyFile is set without security.accessFile; secure mode needs both (--secret-key-file, --access-file)"
+            )
+        }
+        guard !config.allowInsecureRemote else { return }
+        let endpoints =
+            config.intentEndpoints.map { ("intents", $0) } + config.requestEndpoints.map { ("requests", $0) }
+            + config.commandEndpoints.map { ("commands", $0) }
+        for (key, endpoint) in endpoints where !EndpointCheck.isLocal(endpoint) {
+            throw ConfigurationError(
+                "\(key) endpoint \(endpoint) is not loopback, and security is off: anyone who reaches it could steer and watch every session; expected tcp://127.0.0.1:port, ipc:// or inproc:// — or configure security (--secret-key-file, --access-file), or pass --allow-insecure-remote"
+            )
+        }
+        if config.metricsAddress != "off", let (host, _) = try? HTTPEndpoint.parse(config.metricsAddress),
+            !EndpointCheck.isLoopback(host)
+        {
+            throw ConfigurationError(
+                "metrics address \(config.metricsAddress) is not loopback, and security is off; expected 127.0.0.1:port or [::1]:port — or configure security, or pass --allow-insecure-remote"
+            )
+        }
+    }
 
-    /// `parkedTTLSeconds` -> `NAVIGATOR_PARKED_TTL_SECONDS`.
+    /// `parkedTTLSeconds` -> `parked-ttl-seconds`, as swift-argument-parser names the option; a
+    /// key in a section names its flag by its last part (`security.accessFile` -> `access-file`).
+    public static func flagName(_ key: String) -> String {
+        words(String(key.split(separator: ".").last ?? "")).joined(separator: "-")
+    }
+
+    /// `parkedTTLSeconds` -> `NAVIGATOR_PARKED_TTL_SECONDS`;
+    /// `security.accessFile` -> `NAVIGATOR_SECURITY_ACCESS_FILE`.
     public static func environmentName(_ key: String) -> String {
-        "NAVIGATOR_" + words(key).joined(separator: "_").uppercased()
+        "NAVIGATOR_" + key.split(separator: ".").flatMap { words(String($0)) }.joined(separator: "_").uppercased()
     }
 
     /// Splits a camel-case key into lower-case words, keeping acronyms whole.
@@ -230,11 +282,25 @@ public enum ConfigurationLoader {
             throw ConfigurationError("\(path):\(root.mark?.line ?? 1): expected a mapping of settings (key: value)")
         }
         var result: [(String, [String], Int)] = []
+        var entries: [(key: String, value: Node, line: Int)] = []
         for (keyNode, valueNode) in mapping {
             let line = keyNode.mark?.line ?? 1
             guard let key = keyNode.string else {
                 throw ConfigurationError("\(path):\(line): a setting name must be text")
             }
+            // A section (`security:`) holds settings named `section.key`.
+            if case .mapping(let section) = valueNode, sections.contains(key) {
+                for (innerKey, innerValue) in section {
+                    guard let name = innerKey.string else {
+                        throw ConfigurationError("\(path):\(innerKey.mark?.line ?? line): a setting name must be text")
+                    }
+                    entries.append(("\(key).\(name)", innerValue, innerKey.mark?.line ?? line))
+                }
+            } else {
+                entries.append((key, valueNode, line))
+            }
+        }
+        for (key, valueNode, line) in entries {
             switch valueNode {
             case .scalar(let scalar):
                 result.append((key, [scalar.string], line))
@@ -253,6 +319,17 @@ public enum ConfigurationLoader {
             }
         }
         return result
+    }
+
+    /// Keys that group settings in a configuration file.
+    static let sections: Set<String> = ["security"]
+
+    static func boolean(_ value: String, _ key: String) throws(ConfigurationError) -> Bool {
+        switch value.trimmed.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0": return false
+        default: throw ConfigurationError("\(key) \"\(value)\" is not true or false")
+        }
     }
 
     static func endpoints(_ values: [String], _ key: String) throws(ConfigurationError) -> [String] {
@@ -284,6 +361,23 @@ public enum ConfigurationLoader {
 
 /// Endpoint rules checked before libzmq sees them (libzmq 4.3 accepts port 99999 silently).
 enum EndpointCheck {
+    /// Whether only this machine can reach the endpoint: ipc, inproc, or tcp on a loopback
+    /// address (`*`, `0.0.0.0`, other addresses, host and interface names other than
+    /// `localhost` and `lo` are not).
+    static func isLocal(_ endpoint: String) -> Bool {
+        if endpoint.hasPrefix("ipc://") || endpoint.hasPrefix("inproc://") { return true }
+        guard endpoint.hasPrefix("tcp://"), let colon = endpoint.lastIndex(of: ":") else { return false }
+        var host = String(endpoint[endpoint.index(endpoint.startIndex, offsetBy: 6)..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host == "lo" || isLoopback(host)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
     static func problem(with endpoint: String) -> String? {
         if endpoint.hasPrefix("tcp://") {
             let rest = endpoint.dropFirst(6)

@@ -19,6 +19,14 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var commandEndpoints = ["tcp://127.0.0.1:7403"]
     /// host:port of the HTTP endpoint for /metrics, /healthz and /readyz; `off` disables it.
     public var metricsAddress = "127.0.0.1:7480"
+    /// Secure mode: the server's CURVE secret key, a file holding its 40 Z85 characters, readable
+    /// by its owner only. Set together with ``accessFile``.
+    public var secretKeyFile: String? = nil
+    /// Secure mode: the access file, the clients (name, public key, role, sessions).
+    public var accessFile: String? = nil
+    /// Without security, bind non-loopback endpoints anyway (anyone who reaches them can steer
+    /// and watch every session).
+    public var allowInsecureRemote = false
     /// Where the state file lives.
     public var dataDirectory = "./navigator-data"
     /// A route map file (YAML or JSON); `nil` means the built-in demo map.

@@ -14,6 +14,8 @@ struct EgressLoop: SocketLoop {
     /// Stop markers to wait for: every worker's and ingress's.
     let producers: Int
     let maxSubscriptionsPerPeer: Int
+    /// Secure mode: every subscription is checked against the access list (XPUB_MANUAL).
+    let security: Security?
     let counters: ServiceCounters
     let bound: BoundEndpoints
     let supervisor: Supervisor
@@ -35,29 +37,45 @@ struct EgressLoop: SocketLoop {
         let xpub = try Socket(context, type: .xpub)
         try xpub.set(.sendHighWaterMark, highWaterMark)
         // Subscriptions are messages from the peers: a longer one than any topic makes libzmq
-        // drop that peer, instead of storing a topic of the peer's choosing.
-        try xpub.set(.maxMessageSize, Int64(Self.maxSubscriptionBytes))
+        // drop that peer, instead of storing a topic of the peer's choosing. (CURVE's handshake
+        // needs more; in secure mode no topic takes effect before egress has checked it.)
+        try xpub.set(.maxMessageSize, Int64(security == nil ? Self.maxSubscriptionBytes : 4096))
         try xpub.set(.linger, .milliseconds(500))
         // Every subscription and unsubscription, of each peer: the book counts them per peer.
         try xpub.set(.xpubVerboser, true)
+        // Secure mode: a subscription takes effect only when egress applies it (``note``).
+        if security != nil { try xpub.set(.xpubManual, true) }
         try xpub.monitor(Self.monitorEndpoint, events: [.accepted, .disconnected])
         let connections = try Socket(context, type: .pair)
         try connections.connect(Self.monitorEndpoint)
-        bound.set(commands: try bindAll(xpub, endpoints, "commands"))
+        bound.set(commands: try bindAll(xpub, endpoints, "commands", security: security))
         let inbox = try Socket(context, type: .pull)
         try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
         try inbox.bind(Internal.egress)
         return Sockets(xpub: xpub, inbox: inbox, connections: connections, limiter: LogLimiter(logger: logger))
     }
 
-    /// Enters one (un)subscription message into the book; drops a peer beyond its limit.
-    private func note(_ message: Message, in book: inout SubscriptionBook, _ sockets: Sockets) {
+    /// Enters one (un)subscription message into the book; drops a peer beyond its limit. In
+    /// secure mode, applies it first if its client may read the topic — at once, before the
+    /// next receive, since XPUB_MANUAL applies a subscription to the peer of the last message
+    /// received.
+    private func note(_ message: Message, in book: inout SubscriptionBook, _ sockets: Sockets) throws {
         guard
             let (flag, topic) = message.withUnsafeBytes({ bytes in bytes.first.map { ($0, Array(bytes.dropFirst())) } })
         else { return }
         let peer = message.sourceDescriptor
         switch flag {
         case 1:
+            if let security {
+                let name = message.property("User-Id")
+                guard let client = security.client(named: name), let peer, topic.count < Self.maxSubscriptionBytes,
+                    client.maySubscribe(to: String(decoding: topic, as: UTF8.self))
+                else {
+                    return forbid(topic, name: name, message, sockets)
+                }
+                try sockets.xpub.set(.subscribe, topic)
+                book.note(client: client.name, peer: peer)
+            }
             guard case .overLimit(let holding) = book.subscribe(topic, peer: peer), let peer else { return }
             counters.subscribersDropped.add()
             let address = message.property("Peer-Address") ?? "?"
@@ -68,12 +86,47 @@ struct EgressLoop: SocketLoop {
                         "peer": "\(LogText(address))", "topics": "\(holding)", "limit": "\(maxSubscriptionsPerPeer)",
                     ])
             }
-            book.forget(peer: peer)
-            Connection.drop(descriptor: peer)
+            drop(peer, &book)
         case 0:
+            if security != nil { try sockets.xpub.set(.unsubscribe, topic) }
             book.unsubscribe(topic, peer: peer)
         default:
             break  // not a subscription (an XSUB may send anything): nothing to publish it to
+        }
+    }
+
+    /// Secure mode: a subscription the client may not hold; nothing is delivered to it.
+    private func forbid(_ topic: [UInt8], name: String?, _ message: Message, _ sockets: Sockets) {
+        counters.subscriptionsForbidden.add()
+        let address = message.property("Peer-Address") ?? "?"
+        guard sockets.limiter.allow("forbidden:\(name ?? address)") else { return }
+        logger.notice(
+            "subscription refused: the client may not read this topic",
+            metadata: [
+                "client": "\(LogText(name ?? "(none)"))", "peer": "\(LogText(address))",
+                "topic": "\(LogText(String(decoding: topic.prefix(Self.maxSubscriptionBytes), as: UTF8.self)))",
+            ])
+    }
+
+    private func drop(_ peer: Int32, _ book: inout SubscriptionBook) {
+        book.forget(peer: peer)
+        Connection.drop(descriptor: peer)
+    }
+
+    /// Secure mode, after the access file was reloaded: drops each connection whose client was
+    /// removed or may no longer read a topic it holds (it may connect again, and is checked
+    /// anew).
+    private func recheck(_ book: inout SubscriptionBook, _ security: Security) {
+        for (peer, name) in book.clients {
+            let client = security.client(named: name)
+            let allowed = client.map { client in
+                book.topics(of: peer).allSatisfy { client.maySubscribe(to: String(decoding: $0, as: UTF8.self)) }
+            }
+            guard allowed != true else { continue }
+            logger.notice(
+                "subscriber dropped: the access file no longer allows what it holds",
+                metadata: ["client": "\(LogText(name))"])
+            drop(peer, &book)
         }
     }
 
@@ -95,10 +148,17 @@ struct EgressLoop: SocketLoop {
         var frames: [Message] = []
         var stops = 0
         var book = SubscriptionBook(limit: maxSubscriptionsPerPeer)
+        book.manual = security != nil
+        var accessGeneration = security?.generation ?? 0
         do {
             while stops < producers {
-                try poller.poll(timeout: nil)
+                // Secure mode: a reload is noticed within a second.
+                try poller.poll(timeout: security == nil ? nil : .seconds(1))
                 try supervisor.checkInjected(name)
+                if let security, security.generation != accessGeneration {
+                    accessGeneration = security.generation
+                    recheck(&book, security)
+                }
                 // Connections first: a descriptor seen again belongs to a new peer.
                 if poller.events(at: 2).contains(.readable) {
                     while let count = try sockets.connections.receiveMultipart(into: &frames, wait: false) {
@@ -112,7 +172,7 @@ struct EgressLoop: SocketLoop {
                 if poller.events(at: 1).contains(.readable) {
                     while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
                         guard count == 1 else { continue }
-                        note(frames[0], in: &book, sockets)
+                        try note(frames[0], in: &book, sockets)
                     }
                     counters.subscribedTopics.store(UInt64(book.topics))
                     counters.auditTopics.store(UInt64(book.auditTopics))

@@ -21,6 +21,8 @@ struct IngressLoop: SocketLoop {
     /// The epoch of this run's streams (rejection headers carry it).
     let epoch: UInt64
     let bound: BoundEndpoints
+    /// Secure mode: each intent's client (User-Id) must be allowed to publish to its session.
+    let security: Security?
     let supervisor: Supervisor
     let logger: Logger
 
@@ -39,21 +41,30 @@ struct IngressLoop: SocketLoop {
     final class Bundles {
         private var pending: [[ZeroMQ.Message]]
         static let limit = 64
+        /// Frames per intent: session and Intent, and in secure mode the client's name.
+        let stride: Int
+        private var full: Int { Self.limit * stride }
 
-        init(workers: Int) { pending = Array(repeating: [], count: workers) }
+        init(workers: Int, withClients: Bool) {
+            pending = Array(repeating: [], count: workers)
+            stride = withClients ? 3 : 2
+        }
 
         /// Workers with a full bundle waiting (their queue was full): read nothing more until
         /// they take it.
-        var fullWorkers: [Int] { pending.indices.filter { pending[$0].count >= Self.limit * 2 } }
+        var fullWorkers: [Int] { pending.indices.filter { pending[$0].count >= full } }
         /// Whether some worker has a full bundle waiting.
-        var hasFull: Bool { pending.contains { $0.count >= Self.limit * 2 } }
+        var hasFull: Bool { pending.contains { $0.count >= full } }
 
-        /// Adds an intent for `worker`, taking over the frames' contents; sends the bundle when
-        /// full, if the worker takes it.
-        func add(_ session: ZeroMQ.Message, _ payload: ZeroMQ.Message, for worker: Int, _ sockets: Sockets) throws {
+        /// Adds an intent for `worker`, taking over the frames' contents (and, in secure mode,
+        /// naming its client); sends the bundle when full, if the worker takes it.
+        func add(
+            _ session: ZeroMQ.Message, _ payload: ZeroMQ.Message, client: String?, for worker: Int, _ sockets: Sockets
+        ) throws {
             pending[worker].append(ZeroMQ.Message(moving: session))
             pending[worker].append(ZeroMQ.Message(moving: payload))
-            if pending[worker].count >= Self.limit * 2 { _ = try flush(worker, sockets) }
+            if stride == 3 { pending[worker].append(try ZeroMQ.Message(copying: Array((client ?? "").utf8))) }
+            if pending[worker].count >= full { _ = try flush(worker, sockets) }
         }
 
         /// Offers every waiting bundle; returns whether all were taken.
@@ -67,7 +78,9 @@ struct IngressLoop: SocketLoop {
         /// Sends the bundle for `worker` unless its queue is full; returns whether nothing waits.
         private func flush(_ worker: Int, _ sockets: Sockets) throws -> Bool {
             guard !pending[worker].isEmpty else { return true }
-            guard try Internal.trySendIntents(on: sockets.workers[worker], pending[worker]) else { return false }
+            guard try Internal.trySendIntents(on: sockets.workers[worker], pending[worker], stride: stride) else {
+                return false
+            }
             pending[worker].removeAll(keepingCapacity: true)
             return true
         }
@@ -79,7 +92,7 @@ struct IngressLoop: SocketLoop {
         // libzmq drops a peer that sends more than this; anything between maxMessageBytes and it
         // is refused here with a rejection the producer can read.
         try pull.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
-        bound.set(intents: try bindAll(pull, endpoints, "intents"))
+        bound.set(intents: try bindAll(pull, endpoints, "intents", security: security))
         let control = try Socket(context, type: .pull)
         try control.bind(Internal.ingressControl)
         let pushes = try (0..<workers).map { index in
@@ -100,7 +113,7 @@ struct IngressLoop: SocketLoop {
         reading.add(sockets.pull)
         reading.add(sockets.control)
         var frames: [Message] = []
-        let bundles = Bundles(workers: sockets.workers.count)
+        let bundles = Bundles(workers: sockets.workers.count, withClients: security != nil)
         // Whether a bundle waits for a worker whose queue is full.
         var backlog = false
         do {
@@ -182,9 +195,16 @@ struct IngressLoop: SocketLoop {
                 session, .tooLarge, "intent is \(frames[1].count) bytes; expected at most \(maxMessageBytes)",
                 frames[0], sockets)
         }
+        var client: String?
+        if let security {
+            if let refusal = security.refusal(of: .publish(session: session), by: frames[0]) {
+                return try reject(session, .forbidden, refusal, frames[0], sockets)
+            }
+            client = frames[0].property("User-Id")
+        }
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         counters.forwarded[worker].add()
-        try bundles.add(frames[0], frames[1], for: worker, sockets)
+        try bundles.add(frames[0], frames[1], client: client, for: worker, sockets)
     }
 
     private func reject(

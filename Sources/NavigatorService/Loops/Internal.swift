@@ -6,8 +6,8 @@ import ZeroMQ
 ///
 /// | inbox | message | frames |
 /// |---|---|---|
-/// | a worker | ``Kind/intents(pairs:)`` from ingress | `[1]` then `[session][Intent]` pairs |
-/// | a worker | ``Kind/request`` from requests | `[2][routing id][delimiter][Request]` |
+/// | a worker | ``Kind/intents(count:stride:)`` from ingress | `[1]` then `[session][Intent]` pairs; in secure mode `[3]` then `[session][Intent][client]` triples |
+/// | a worker | ``Kind/request`` from requests | `[2][routing id][delimiter][Request][client]` |
 /// | the flush thread | ``Kind/durableReply`` from a worker | `[routing id][delimiter][session][Reply]` (an empty session: nothing to write) |
 /// | requests | ``Kind/reply`` from the flush thread | `[routing id][delimiter][Reply]` |
 /// | egress | ``Kind/published(messages:)`` from workers and ingress | `[topic][header][payload]` triples |
@@ -15,7 +15,9 @@ import ZeroMQ
 ///
 /// `delimiter` is one byte: 1 if the client sent an empty delimiter frame (DEALER or REQ
 /// clients), 0 if not; the reply mirrors it. A message of any other shape is a fault of the
-/// service itself: ``unexpected(_:at:counters:logger:)`` counts and logs it.
+/// service itself: ``unexpected(_:at:counters:logger:)`` counts and logs it. `client` is the
+/// access file's name of the sender (secure mode; empty otherwise): libzmq drops a message's
+/// metadata (its User-Id) when it is sent on, so it travels as a frame.
 enum Internal {
     static func worker(_ index: Int) -> String { "inproc://navigator-worker-\(index)" }
     static let egress = "inproc://navigator-egress"
@@ -26,6 +28,7 @@ enum Internal {
 
     static let intentKind: UInt8 = 1
     static let requestKind: UInt8 = 2
+    static let clientIntentKind: UInt8 = 3
     static let stop: [UInt8] = [0xFF]
 
     enum Inbox: String {
@@ -34,7 +37,8 @@ enum Internal {
 
     enum Kind: Equatable {
         case stop
-        case intents(pairs: Int)
+        /// `count` intents of `stride` frames each: session, Intent and (stride 3) client.
+        case intents(count: Int, stride: Int)
         case request
         case durableReply
         case reply
@@ -49,8 +53,9 @@ enum Internal {
         switch inbox {
         case .worker:
             let first = frames[0].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 }
-            if first == intentKind, count % 2 == 1 { return .intents(pairs: count / 2) }
-            if first == requestKind, count == 4 { return .request }
+            if first == intentKind, count % 2 == 1 { return .intents(count: count / 2, stride: 2) }
+            if first == clientIntentKind, count % 3 == 1 { return .intents(count: count / 3, stride: 3) }
+            if first == requestKind, count == 5 { return .request }
             return nil
         case .flush: return count == 4 ? .durableReply : nil
         case .requests: return count == 3 ? .reply : nil
@@ -68,24 +73,26 @@ enum Internal {
 
     // MARK: Encoding
 
-    /// `[2][routing id][delimiter][Request]` to a worker; false (nothing sent) if its queue is
-    /// full. libzmq checks the mark on a message's first frame only: once that is taken, the
-    /// rest goes too.
+    /// `[2][routing id][delimiter][Request][client]` to a worker; false (nothing sent) if its
+    /// queue is full. libzmq checks the mark on a message's first frame only: once that is
+    /// taken, the rest goes too.
     static func trySendRequest(
-        on socket: Socket, routingID: Message, delimited: Bool, request: Message
+        on socket: Socket, routingID: Message, delimited: Bool, request: Message, client: String
     ) throws(ZeroMQError) -> Bool {
         guard try socket.trySend([requestKind], more: true) else { return false }
         try socket.send(routingID, more: true)
         try socket.send([delimited ? 1 : 0] as [UInt8], more: true)
-        try socket.send(request)
+        try socket.send(request, more: true)
+        try socket.send(Array(client.utf8))
         return true
     }
 
-    /// `[1]` then `[session][Intent]` pairs to a worker, the frames' contents moved; false
-    /// (nothing sent) if its queue is full.
-    static func trySendIntents(on socket: Socket, _ pairs: [Message]) throws(ZeroMQError) -> Bool {
-        guard try socket.trySend([intentKind], more: true) else { return false }
-        for (index, frame) in pairs.enumerated() { try socket.send(frame, more: index < pairs.count - 1) }
+    /// `[1]` then `[session][Intent]` pairs (`stride` 2), or `[3]` then
+    /// `[session][Intent][client]` triples (`stride` 3), to a worker, the frames' contents
+    /// moved; false (nothing sent) if its queue is full.
+    static func trySendIntents(on socket: Socket, _ frames: [Message], stride: Int) throws(ZeroMQError) -> Bool {
+        guard try socket.trySend([stride == 3 ? clientIntentKind : intentKind], more: true) else { return false }
+        for (index, frame) in frames.enumerated() { try socket.send(frame, more: index < frames.count - 1) }
         return true
     }
 

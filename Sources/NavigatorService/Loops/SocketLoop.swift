@@ -42,7 +42,12 @@ extension SocketLoop {
 }
 
 /// Binds a socket to every endpoint and returns what each resolved to (the port chosen for `*`).
-func bindAll(_ socket: Socket, _ endpoints: [String], _ what: String) throws -> [String] {
+func bindAll(_ socket: Socket, _ endpoints: [String], _ what: String, security: Security?) throws -> [String] {
+    if let security {
+        // Every connection then passes a CURVE handshake and the ZAP handler.
+        try socket.makeCurveServer(security.serverKeys)
+        try socket.set(.zapDomain, Security.domain)
+    }
     var bound: [String] = []
     for endpoint in endpoints {
         do {

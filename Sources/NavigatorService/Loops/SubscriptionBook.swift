@@ -10,9 +10,17 @@
 ///   the topics down; its book is cleared on the monitor's disconnected or accepted event for
 ///   its descriptor (a descriptor is reused by the next connection).
 /// - Inproc peers carry no descriptor: their messages are counted as they come, without a limit.
+///
+/// In secure mode (XPUB_MANUAL) the book holds only the subscriptions egress applied; libzmq's
+/// unsubscriptions for a peer that went away also name the topics it was refused, so they are
+/// not used: ``forget(peer:)`` counts the peer's topics down instead.
 struct SubscriptionBook {
     let limit: Int
+    /// Secure mode: a peer's topics are counted down when it is forgotten.
+    var manual = false
     private var byPeer: [Int32: Set<[UInt8]>] = [:]
+    /// Secure mode: the client (access-file name) behind each connection.
+    private(set) var clients: [Int32: String] = [:]
     private var holders: [[UInt8]: Int] = [:]
     /// Topics at least one peer holds.
     private(set) var topics = 0
@@ -42,15 +50,28 @@ struct SubscriptionBook {
     mutating func unsubscribe(_ topic: [UInt8], peer: Int32?) {
         if let peer {
             guard byPeer[peer]?.remove(topic) != nil else { return }
+        } else if manual {
+            return
         }
         hold(topic, by: -1)
     }
 
+    /// Secure mode: the connection on `peer` belongs to `client`.
+    mutating func note(client: String, peer: Int32) { clients[peer] = client }
+
     /// The connection on `peer` ended, or a new one has its descriptor: forget what the old one
-    /// held (the topics themselves are counted down by libzmq's unsubscriptions).
+    /// held (the topics themselves are counted down by libzmq's unsubscriptions, or here in
+    /// secure mode).
     mutating func forget(peer: Int32) {
+        if manual, let held = byPeer[peer] {
+            for topic in held { hold(topic, by: -1) }
+        }
         byPeer[peer] = nil
+        clients[peer] = nil
     }
+
+    /// The topics the connection on `peer` holds.
+    func topics(of peer: Int32) -> Set<[UInt8]> { byPeer[peer] ?? [] }
 
     /// How many topics the connection on `peer` holds.
     func holding(_ peer: Int32) -> Int { byPeer[peer]?.count ?? 0 }

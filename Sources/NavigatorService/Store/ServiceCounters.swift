@@ -41,6 +41,12 @@ final class ServiceCounters: Sendable {
     let subscribedTopics = AtomicCounter()
     /// Subscribers dropped for holding more than maxSubscriptionsPerPeer topics.
     let subscribersDropped: AtomicCounter
+    /// Secure mode: connections the ZAP handler refused (unknown key, wrong mechanism or domain)
+    /// and admitted.
+    let authRefused: AtomicCounter
+    let authAdmitted: AtomicCounter
+    /// Secure mode: subscriptions refused because the client may not read the topic.
+    let subscriptionsForbidden: AtomicCounter
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
@@ -66,6 +72,9 @@ final class ServiceCounters: Sendable {
         requests = AtomicCounter(mirror: metrics.requests)
         unexpectedInternal = AtomicCounter(mirror: metrics.unexpectedInternal)
         subscribersDropped = AtomicCounter(mirror: metrics.subscribersDropped)
+        authRefused = AtomicCounter(mirror: metrics.authRefused)
+        authAdmitted = AtomicCounter(mirror: metrics.authAdmitted)
+        subscriptionsForbidden = AtomicCounter(mirror: metrics.subscriptionsForbidden)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

@@ -21,6 +21,9 @@ final class ServiceMetrics: Sendable {
     let quarantined: Metrics.Gauge
     let unexpectedInternal: Metrics.Counter
     let subscribersDropped: Metrics.Counter
+    let authRefused: Metrics.Counter
+    let authAdmitted: Metrics.Counter
+    let subscriptionsForbidden: Metrics.Counter
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -51,6 +54,12 @@ final class ServiceMetrics: Sendable {
         quarantined = Metrics.Gauge(label: "navigator_sessions_quarantined", factory: factory)
         unexpectedInternal = Metrics.Counter(label: "navigator_unexpected_internal_messages_total", factory: factory)
         subscribersDropped = Metrics.Counter(label: "navigator_subscribers_dropped_total", factory: factory)
+        authRefused = Metrics.Counter(
+            label: "navigator_auth_total", dimensions: [("result", "refused")], factory: factory)
+        authAdmitted = Metrics.Counter(
+            label: "navigator_auth_total", dimensions: [("result", "admitted")], factory: factory)
+        subscriptionsForbidden = Metrics.Counter(
+            label: "navigator_subscriptions_forbidden_total", factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }

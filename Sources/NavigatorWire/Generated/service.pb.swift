@@ -162,6 +162,10 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
 
   /// Rejected.seq and .epoch give the session's position: resync
   case unavailable // = 21
+
+  /// could not be written: retry later with the same intent id
+  /// (a duplicate id is answered IGNORED once it is durable)
+  case forbidden // = 22
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -192,6 +196,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 19: self = .limitExceeded
     case 20: self = .staleEvent
     case 21: self = .unavailable
+    case 22: self = .forbidden
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -220,6 +225,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .limitExceeded: return 19
     case .staleEvent: return 20
     case .unavailable: return 21
+    case .forbidden: return 22
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -248,6 +254,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .limitExceeded,
     .staleEvent,
     .unavailable,
+    .forbidden,
   ]
 
 }
@@ -866,6 +873,10 @@ public nonisolated struct Navigator_V1_AuditRecord: Sendable {
 
   public var atUnixNanos: Int64 = 0
 
+  /// Secure mode: the access file's name of the client that sent the intent or event ("" for
+  /// expiries, and without security).
+  public var client: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -880,7 +891,7 @@ nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {
@@ -1888,7 +1899,7 @@ nonisolated extension Navigator_V1_RouteMap: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AuditRecord"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1906,6 +1917,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
       case 8: try { try decoder.decodeSingularStringField(value: &self.summary) }()
       case 9: try { try decoder.decodeSingularEnumField(value: &self.rejectCode) }()
       case 10: try { try decoder.decodeSingularInt64Field(value: &self.atUnixNanos) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.client) }()
       default: break
       }
     }
@@ -1942,6 +1954,9 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if self.atUnixNanos != 0 {
       try visitor.visitSingularInt64Field(value: self.atUnixNanos, fieldNumber: 10)
     }
+    if !self.client.isEmpty {
+      try visitor.visitSingularStringField(value: self.client, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1956,6 +1971,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if lhs.summary != rhs.summary {return false}
     if lhs.rejectCode != rhs.rejectCode {return false}
     if lhs.atUnixNanos != rhs.atUnixNanos {return false}
+    if lhs.client != rhs.client {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

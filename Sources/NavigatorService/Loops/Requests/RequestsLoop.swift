@@ -20,6 +20,8 @@ struct RequestsLoop: SocketLoop {
     let resolvers: ResolverHolder
     let counters: ServiceCounters
     let bound: BoundEndpoints
+    /// Secure mode: each request's client (User-Id) must be allowed what it asks.
+    let security: Security?
     let startedAt: Int64
     let supervisor: Supervisor
     let logger: Logger
@@ -38,7 +40,7 @@ struct RequestsLoop: SocketLoop {
         let router = try Socket(context, type: .router)
         try router.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
         try router.set(.linger, .milliseconds(500))
-        bound.set(requests: try bindAll(router, endpoints, "requests"))
+        bound.set(requests: try bindAll(router, endpoints, "requests", security: security))
         let replies = try Socket(context, type: .pull)
         try replies.set(.receiveHighWaterMark, 0)
         try replies.bind(Internal.replies)
@@ -167,15 +169,22 @@ struct RequestsLoop: SocketLoop {
             answer.rejected = .rejection(.invalidSession, problem)
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
         }
+        // Secure mode: the sender's name (the User-Id its connection got from the ZAP handler).
+        let client = security == nil ? "" : payload.property("User-Id") ?? ""
+        if let security, let action = request.action, let refusal = security.refusal(of: action, by: payload) {
+            counters.refused(.forbidden, intent: isIntent)
+            answer.rejected = .rejection(.forbidden, refusal)
+            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+        }
         switch request.kind {
         case .intent(let intent):
             try forward(
                 frames[0], delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
-                sockets)
+                client: client, sockets)
         case .clientEvent(let event):
             try forward(
                 frames[0], delimited, payload, session: event.session, requestID: request.requestID, intent: false,
-                sockets)
+                client: client, sockets)
         case .snapshot(let wanted):
             answer.kind = snapshot(wanted.session)
             try reply(answer, to: frames[0], delimited: delimited, sockets)
@@ -207,11 +216,13 @@ struct RequestsLoop: SocketLoop {
     /// this thread never waits for a worker (it also passes on the replies workers wait for).
     private func forward(
         _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String,
-        requestID: String, intent: Bool, _ sockets: Sockets
+        requestID: String, intent: Bool, client: String, _ sockets: Sockets
     ) throws {
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         let push = sockets.workers[worker]
-        guard try Internal.trySendRequest(on: push, routingID: routingID, delimited: delimited, request: payload)
+        guard
+            try Internal.trySendRequest(
+                on: push, routingID: routingID, delimited: delimited, request: payload, client: client)
         else {
             counters.refused(.overloaded, intent: intent)
             var answer = Navigator_V1_Reply()
@@ -262,6 +273,18 @@ extension Navigator_V1_Request {
         case .snapshot(let snapshot): snapshot.session
         case .explain(let intent): intent.session
         case .stats, .routes, nil: nil
+        }
+    }
+
+    /// What the request does, in the access list's terms (nil: no kind, refused anyway).
+    var action: AccessList.Action? {
+        switch kind {
+        case .intent(let intent): .publish(session: intent.session)
+        case .explain(let intent): .publish(session: intent.session)
+        case .clientEvent(let event): .follow(session: event.session)
+        case .snapshot(let snapshot): .follow(session: snapshot.session)
+        case .stats, .routes: .inspect
+        case nil: nil
         }
     }
 }

@@ -13,7 +13,8 @@ extension WorkerLoop {
 
     /// Resolves under the shard's lock (``SessionWork``), then publishes the batches (the
     /// intent's, then those of the parked intents it released), the audit records, and counts.
-    func resolve(_ intent: Intent, _ state: inout WorkerState, _ sockets: Sockets) throws -> Resolved {
+    /// `client`: who sent it (secure mode; "" otherwise), named in the audit records.
+    func resolve(_ intent: Intent, client: String, _ state: inout WorkerState, _ sockets: Sockets) throws -> Resolved {
         let started = WallClock.now()
         let resolver = state.resolver
         let change = SessionWork.resolve(
@@ -22,15 +23,19 @@ extension WorkerLoop {
         state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
-        try sockets.publisher.audit(Self.audit(change.resolution, .resolution, change.own), sentAt: intent.sentAt)
-        try publish(released: change.resolution.released, change.releasedBatches, session: intent.session, sockets)
+        try sockets.publisher.audit(
+            Self.audit(change.resolution, .resolution, change.own, client: client), sentAt: intent.sentAt)
+        try publish(
+            released: change.resolution.released, change.releasedBatches, session: intent.session, client: client,
+            sockets)
         return Resolved(resolution: change.resolution, batch: change.own, expiresAt: change.expiresAt)
     }
 
     /// Accounts for each released intent: shown (its batch is out already) or refused (a
     /// Rejection; after a reload, say, its screen may be gone), with its audit record.
     func publish(
-        released: [Resolution], _ batches: [Navigator_V1_CommandBatch?], session: String, _ sockets: Sockets
+        released: [Resolution], _ batches: [Navigator_V1_CommandBatch?], session: String, client: String,
+        _ sockets: Sockets
     ) throws {
         for (resolution, batch) in zip(released, batches) {
             if case .rejected(let error) = resolution.outcome {
@@ -42,14 +47,19 @@ extension WorkerLoop {
             } else {
                 counters.released.add()  // its own outcome was counted when it parked
             }
-            try sockets.publisher.audit(Self.audit(resolution, .release, batch), sentAt: resolution.intent.sentAt)
+            try sockets.publisher.audit(
+                Self.audit(resolution, .release, batch, client: client), sentAt: resolution.intent.sentAt)
         }
     }
 
-    static func audit(_ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Navigator_V1_CommandBatch?)
-        -> Navigator_V1_AuditRecord
-    {
+    /// The audit record of a decision; `client` is whoever caused it (for a release: the sender
+    /// of the intent or event that released it).
+    static func audit(
+        _ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Navigator_V1_CommandBatch?,
+        client: String
+    ) -> Navigator_V1_AuditRecord {
         var record = Navigator_V1_AuditRecord()
+        record.client = client
         record.kind = kind
         record.session = resolution.intent.session
         record.intentID = resolution.intent.id

@@ -8,15 +8,17 @@ extension WorkerLoop {
     func handleRequest(_ frames: [Message], _ state: inout WorkerState, _ sockets: Sockets) throws {
         var reply = Navigator_V1_Reply()
         var durableSession: String?
+        // Secure mode: the client, as the requests thread checked it.
+        let client = frames[4].string
         do {
             let request = try Navigator_V1_Request(serializedBytes: frames[3].bytes)
             reply.requestID = request.requestID
             switch request.kind {
             case .intent(let wire):
-                try answer(intent: wire, &reply, &state, sockets)
+                try answer(intent: wire, client: client, &reply, &state, sockets)
                 durableSession = wire.session
             case .clientEvent(let wire):
-                try answer(event: wire, &reply, &state, sockets)
+                try answer(event: wire, client: client, &reply, &state, sockets)
                 durableSession = wire.session
             default:
                 counters.unexpectedInternal.add()
@@ -45,7 +47,8 @@ extension WorkerLoop {
     }
 
     func answer(
-        intent wire: Navigator_V1_Intent, _ reply: inout Navigator_V1_Reply, _ state: inout WorkerState,
+        intent wire: Navigator_V1_Intent, client: String, _ reply: inout Navigator_V1_Reply,
+        _ state: inout WorkerState,
         _ sockets: Sockets
     ) throws {
         let intent: Intent
@@ -56,7 +59,7 @@ extension WorkerLoop {
             reply.rejected = .rejection(error)
             return
         }
-        let resolved = try resolve(intent, &state, sockets)
+        let resolved = try resolve(intent, client: client, &state, sockets)
         reply.explanationSteps = resolved.resolution.explanation.map(Navigator_V1_ExplanationStep.init)
         switch resolved.resolution.outcome {
         case .resolved, .refreshed:
@@ -79,7 +82,8 @@ extension WorkerLoop {
     }
 
     func answer(
-        event wire: Navigator_V1_ClientEvent, _ reply: inout Navigator_V1_Reply, _ state: inout WorkerState,
+        event wire: Navigator_V1_ClientEvent, client: String, _ reply: inout Navigator_V1_Reply,
+        _ state: inout WorkerState,
         _ sockets: Sockets
     ) throws {
         counters.clientEvents.add()
@@ -106,7 +110,8 @@ extension WorkerLoop {
         }
         state.noteParked(wire.session, change.parked, limit: resolver.options.maxParked)
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
-        try publish(released: change.result.released, change.releasedBatches, session: wire.session, sockets)
+        try publish(
+            released: change.result.released, change.releasedBatches, session: wire.session, client: client, sockets)
         reply.eventApplied = .with {
             $0.seq = change.seq
             $0.epoch = store.epoch

@@ -77,13 +77,13 @@ struct WorkerLoop: SocketLoop {
                     switch Internal.kind(of: frames, count: count, at: .worker) {
                     case .stop:
                         stops += 1
-                    case .intents(let pairs):
-                        for pair in 0..<pairs {
+                    case .intents(let intents, let stride):
+                        for intent in 0..<intents {
                             counters.handled[index].add()
-                            let session = frames[1 + 2 * pair]
+                            let session = frames[1 + stride * intent]
                             try handleIntent(
-                                session: session.string, payload: frames[2 + 2 * pair].bytes, from: session, &state,
-                                sockets)
+                                session: session.string, payload: frames[2 + stride * intent].bytes, from: session,
+                                client: stride == 3 ? frames[3 + stride * intent].string : "", &state, sockets)
                         }
                     case .request:
                         counters.handled[index].add()
@@ -128,7 +128,8 @@ struct WorkerLoop: SocketLoop {
 extension WorkerLoop {
     /// A fire-and-forget intent from ingress.
     func handleIntent(
-        session: String, payload: [UInt8], from frame: Message, _ state: inout WorkerState, _ sockets: Sockets
+        session: String, payload: [UInt8], from frame: Message, client: String, _ state: inout WorkerState,
+        _ sockets: Sockets
     ) throws {
         let intent: Intent
         do {
@@ -142,7 +143,7 @@ extension WorkerLoop {
                 session: session, intentID: "", source: "", .malformed,
                 "intent is not a valid navigator.v1.Intent message: \(error)", peer: peerKey(frame, "intents"), sockets)
         }
-        let outcome = try resolve(intent, &state, sockets)
+        let outcome = try resolve(intent, client: client, &state, sockets)
         if case .rejected(let error) = outcome.resolution.outcome {
             try reject(
                 session: session, intentID: intent.id, source: intent.source, Navigator_V1_RejectCode(error.code),

@@ -1,0 +1,114 @@
+import NavigatorYAML
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A secure navigatord's keys and access list: the server's CURVE key pair, and the clients of
+/// the access file, swapped whole when SIGHUP reloads it. Every socket loop asks it who a
+/// connection's User-Id (the client's name, given by the ZAP handler) is and what it may do.
+public final class Security: Sendable {
+    /// The ZAP domain of navigatord's sockets.
+    static let domain = "navigator"
+
+    let serverKeys: CurveKeyPair
+    let accessFile: String
+    private let state: Mutex<(access: AccessList, generation: Int)>
+
+    init(serverKeys: CurveKeyPair, accessFile: String, access: AccessList) {
+        self.serverKeys = serverKeys
+        self.accessFile = accessFile
+        state = Mutex((access, 1))
+    }
+
+    /// Reads the secret key file and the access file.
+    static func load(secretKeyFile: String, accessFile: String) throws(ConfigurationError) -> Security {
+        let keys = try readSecretKey(secretKeyFile)
+        return Security(
+            serverKeys: keys, accessFile: accessFile, access: try AccessList.load(contentsOfFile: accessFile))
+    }
+
+    public var publicKey: String { serverKeys.publicKey }
+
+    /// The client behind a User-Id, as the access list says now (nil: unknown, or removed since).
+    func client(named name: String?) -> AccessList.Client? {
+        guard let name, !name.isEmpty else { return nil }
+        return state.withLock { $0.access.client(named: name) }
+    }
+
+    /// Why the client behind `message` (its connection's User-Id) may not do `action`, or nil
+    /// if it may.
+    func refusal(of action: AccessList.Action, by message: Message) -> String? {
+        let name = message.property("User-Id")
+        guard let client = client(named: name) else {
+            return
+                "the client \(name.map { "\"\($0)\"" } ?? "of this connection") is not in the access file (any more); nothing was changed"
+        }
+        guard !client.may(action) else { return nil }
+        let what =
+            switch action {
+            case .publish(let session): "publish intents for session \(session)"
+            case .follow(let session): "follow session \(session)"
+            case .inspect: "read the service's stats and routes"
+            }
+        return
+            "client \(client.name) (role \(client.role.rawValue), sessions \(client.sessions.joined(separator: ","))) may not \(what); nothing was changed"
+    }
+
+    /// The client holding a public key (Z85), for the ZAP handler.
+    func client(key: String) -> AccessList.Client? { state.withLock { $0.access.client(key: key) } }
+
+    /// Bumped by every reload, so that a loop holding per-connection decisions re-checks them.
+    var generation: Int { state.withLock { $0.generation } }
+
+    var access: AccessList { state.withLock { $0.access } }
+
+    /// Reads the access file again (SIGHUP). An invalid file is refused and the list in use
+    /// stays. Returns what changed, for the log.
+    func reload() throws(ConfigurationError) -> (clients: Int, removed: [String]) {
+        let fresh = try AccessList.load(contentsOfFile: accessFile)
+        let old = state.withLock { state -> AccessList in
+            let old = state.access
+            state.access = fresh
+            state.generation += 1
+            return old
+        }
+        let removed = old.clients.map(\.name).filter { name in
+            fresh.client(named: name).map { $0 != old.client(named: name) } ?? true
+        }
+        return (fresh.clients.count, removed)
+    }
+
+    /// A secret key file: 40 Z85 characters (a trailing newline allowed), readable by its owner
+    /// only — a key that others can read is refused, as ssh refuses such a key.
+    static func readSecretKey(_ path: String) throws(ConfigurationError) -> CurveKeyPair {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw ConfigurationError("secret key file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw ConfigurationError(
+                "secret key file \(path) has mode \(String(status.st_mode & 0o777, radix: 8)); expected it readable by its owner only (chmod 600 \(path))"
+            )
+        }
+        let text: String
+        do {
+            text = try TextFile.read(path)
+        } catch {
+            throw ConfigurationError("secret key file: \(error.description)")
+        }
+        let key = text.trimmed
+        guard CurveKeyPair.isValidKey(key), let publicKey = try? CurveKeyPair.publicKey(forSecretKey: key) else {
+            throw ConfigurationError(
+                "secret key file \(path) does not hold a CURVE secret key; expected 40 Z85 characters (navctl keygen makes one)"
+            )
+        }
+        return CurveKeyPair(publicKey: publicKey, secretKey: key)
+    }
+}
