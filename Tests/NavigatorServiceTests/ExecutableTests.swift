@@ -173,4 +173,43 @@ struct ExecutableTests {
         #expect(try await daemon.exitStatus() == 2)
         #expect(daemon.log.contains("--workers: workers \"many\" is not a whole number from 1 to 256"))
     }
+
+    @Test("without security a non-loopback endpoint exits 2 and says why")
+    func insecureRemote() async throws {
+        let daemon = try Daemon(
+            dataDirectory: temporaryDirectory("navremote"),
+            endpoints: ["tcp://0.0.0.0:*", "tcp://127.0.0.1:*", "tcp://127.0.0.1:*"])
+        defer { daemon.reap() }
+        #expect(try await daemon.exitStatus() == 2)
+        #expect(daemon.log.contains("intents endpoint tcp://0.0.0.0:* is not loopback, and security is off"))
+    }
+
+    @Test("secure mode: the public key is printed; SIGHUP reloads the access file and a removed key is refused")
+    func secureHangup() async throws {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        let daemon = try Daemon(
+            dataDirectory: setup.directory.appendingPathComponent("data"),
+            extra: ["--secret-key-file", setup.keyFile, "--access-file", setup.accessFile])
+        defer { daemon.reap() }
+        let endpoints = try await daemon.endpoints()
+        #expect(daemon.log.contains("server public key \(setup.server.publicKey)"))
+        let before = try await onThread {
+            try setup.client(setup.producer, endpoints).request(
+                .intent(wireIntent("p1", [ScreenContext("settings")], session: "shop-1")))
+        }
+        before.expectResolved()
+        try setup.writeAccess(shell: true, producer: false)
+        daemon.signal(SIGHUP)
+        try await daemon.wait(for: "access file reloaded")
+        // A new connection with the removed key gets no handshake, so no answer.
+        let refused = try await onThread {
+            SecurityTests.timesOut {
+                _ = try setup.client(setup.producer, endpoints, timeout: .milliseconds(500)).request(.stats(.init()))
+            }
+        }
+        #expect(refused)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.exitStatus() == 0)
+    }
 }
