@@ -249,6 +249,30 @@ struct WriteBehindChunkTests {
         #expect(persistence.flushChanged(atMost: 1_000) == (true, false))
     }
 
+    @Test("a round writes what was changed when it began: sessions changed meanwhile wait for the next round")
+    func roundEnds() throws {
+        let directory = temporaryDirectory("navround")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try StateFile(directory: directory.path)
+        let (epoch, _) = try file.beginRun()
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
+        let persistence = Persistence(file: file, store: store, logger: TestService.logger("round"))
+        for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
+        // Steady load: between every chunk, 1,000 more sessions change (and the first ones again).
+        var betweens = 0
+        persistence.flushAndPack {
+            betweens += 1
+            for index in 0..<1_000 { store.update("new\(betweens)-\(index)") { $0.seq = 1 } }
+            store.update("s0") { $0.seq = 2 }
+        }
+        #expect(betweens == 2)
+        #expect(try Self.rows(file.path) == 2_500)
+        #expect(store.shards.reduce(0) { $0 + $1.dirty.withLock { $0.count } } == 2_001)
+        #expect(persistence.flushChanged())
+        #expect(try Self.rows(file.path) == 4_500)
+    }
+
     static func rows(_ path: String) throws -> Int {
         try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0 }
     }
