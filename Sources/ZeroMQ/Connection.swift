@@ -17,6 +17,17 @@ public enum Connection {
         _ = shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
+    /// Whether `descriptor` is (still) an open, connected socket. libzmq closes a connection's
+    /// descriptor before it lets go of the connection's pipes, so a message whose descriptor is
+    /// closed came from a peer that is gone or going.
+    public static func isOpen(descriptor: Int32) -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) == 0 }
+        }
+    }
+
     /// Makes a write to a closed connection an error instead of a signal that kills the process.
     public static func ignoreBrokenPipes() {
         _ = signal(SIGPIPE, SIG_IGN)

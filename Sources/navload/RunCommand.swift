@@ -48,7 +48,7 @@ struct RunCommand: AsyncParsableCommand {
     var serverKey: String?
     @Option(
         help: ArgumentHelp(
-            "Secure mode: this client's secret key file (navctl keygen); its key needs the producer role, and shell or admin to measure latency. [env: NAVIGATOR_KEY_FILE]",
+            "Secure mode: this client's secret key file (navctl keygen); the key needs the admin role (navload reads stats and the route map, and follows every session). [env: NAVIGATOR_KEY_FILE]",
             valueName: "file"))
     var keyFile: String?
 

@@ -73,6 +73,10 @@ struct EgressLoop: SocketLoop {
                 else {
                     return forbid(topic, name: name, message, sockets)
                 }
+                // libzmq 4.3.4 may apply a manual subscription to the pipe of a peer that went
+                // away meanwhile (a freed pipe; fixed in 4.3.5, zeromq/libzmq#4137). Its
+                // connection's descriptor is closed by then: such a subscription is not applied.
+                guard Connection.isOpen(descriptor: peer) else { return }
                 try sockets.xpub.set(.subscribe, topic)
                 book.note(client: client.name, peer: peer)
             }
