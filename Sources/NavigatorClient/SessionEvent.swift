@@ -22,8 +22,11 @@ public enum SessionEvent: Sendable {
 
 /// What to follow.
 public enum FollowTarget: Hashable, Sendable {
-    /// One session, with a mirror tree kept by the Clone pattern.
+    /// One session, with a mirror tree kept by the Clone pattern, and its rejections and audit
+    /// records as they come.
     case session(String)
+    /// One session's refused and expired intents only, as they come (no mirror, no snapshot).
+    case rejections(String)
     /// Every session's batches, rejections and audit records, as they come (no mirrors).
     case everything
 }

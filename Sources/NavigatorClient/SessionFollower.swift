@@ -28,14 +28,16 @@ final class SessionFollower {
 
     var topics: [String] {
         switch target {
-        case .session(let session): [Topic.batches(session)]
+        case .session(let session): [Topic.batches(session), Topic.rejections(session), Topic.audit(session)]
+        case .rejections(let session): [Topic.rejections(session)]
         case .everything: [Topic.allBatches, Topic.allRejections, Topic.allAudit]
         }
     }
 
     func wants(_ kind: FrameHeader.Kind, _ session: String) -> Bool {
         switch target {
-        case .session(let wanted): kind == .batch && session == wanted
+        case .session(let wanted): session == wanted
+        case .rejections(let wanted): kind == .rejection && session == wanted
         case .everything: true
         }
     }
@@ -78,6 +80,8 @@ final class SessionFollower {
                 return .ok
             }
             return apply(header, batch)
+        case (.batch, .rejections):
+            break
         case (.batch, .everything):
             if let batch = try? Navigator_V1_CommandBatch(serializedBytes: payload) {
                 continuation.yield(.published(batch, header: header))

@@ -16,6 +16,9 @@ public struct ShellModel: Sendable {
     public private(set) var status = "waiting for a snapshot"
     /// Set when the mirror differs from the service's tree.
     public private(set) var warning: String?
+    /// The session's latest rejections and audit records, newest last, each marked as such.
+    public private(set) var notices: [String] = []
+    static let noticesKept = 5
 
     public init(session: String) { self.session = session }
 
@@ -70,9 +73,34 @@ public struct ShellModel: Sendable {
         case .resync(let reason):
             status = "\(reason); resyncing"
             return nil
-        case .published, .rejection, .audit:
+        case .rejection(let rejection, _):
+            notice(
+                "rejected \(rejection.intentID.isEmpty ? "an intent" : rejection.intentID) (\(rejection.code.label)): \(rejection.message)"
+            )
+            return nil
+        case .audit(let record, _):
+            let client = record.client.isEmpty ? "" : " from \(record.client)"
+            notice(
+                "audit: \(Self.word(record.kind)) \(record.intentID)\(client): \(record.outcome.label)\(record.summary.isEmpty ? "" : " — \(record.summary)")"
+            )
+            return nil
+        case .published:
             return nil
         }
+    }
+
+    static func word(_ kind: Navigator_V1_AuditKind) -> String {
+        switch kind {
+        case .resolution: "decided"
+        case .release: "released"
+        case .expiry: "expired"
+        default: "recorded"
+        }
+    }
+
+    private mutating func notice(_ line: String) {
+        notices.append(line)
+        if notices.count > Self.noticesKept { notices.removeFirst(notices.count - Self.noticesKept) }
     }
 
     /// Back: pop the top screen of the frontmost stack (a modal's stack with one screen is

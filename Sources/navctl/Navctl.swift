@@ -19,7 +19,8 @@ struct Navctl: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Send.self, Explain.self, Snapshot.self, Watch.self, Shell.self, Stats.self, Routes.self, Keygen.self,
+            Send.self, Explain.self, Snapshot.self, Watch.self, Shell.self, Condition.self, Stats.self, Routes.self,
+            Keygen.self,
         ]
     )
 }
@@ -88,6 +89,13 @@ struct IntentOptions: ParsableArguments {
     @Flag(help: "Hold the intent (within --ttl) until the session's shell says it is ready.")
     var waitForReady = false
 
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp(
+            "Set a session condition before resolving, e.g. --set authenticated=true (repeatable).",
+            valueName: "name=true|false"))
+    var conditions: [String] = []
+
     @Argument(
         parsing: .allUnrecognized,
         help: ArgumentHelp("SCREEN key=value... [--then SCREEN key=value...]", valueName: "screen"))
@@ -97,6 +105,8 @@ struct IntentOptions: ParsableArguments {
     func validate() throws { _ = try intent() }
 
     func intent() throws -> Intent {
+        if let problem = SessionID.problem(with: session) { throw ValidationError("--session: \(problem)") }
+        let setConditions = try Conditions.parse(conditions, option: "--set")
         let path: [ScreenContext]
         do {
             path = try IntentWords.path(words)
@@ -113,7 +123,7 @@ struct IntentOptions: ParsableArguments {
         return Intent(
             id: id ?? "navctl-\(UInt64.random(in: 0...UInt64.max))", session: session,
             target: url.map { .url($0) } ?? .path(path), animated: !noAnimate, source: "navctl", priority: level,
-            ttlMilliseconds: ttl, sentAt: wallClockNanos(), waitForReady: waitForReady)
+            ttlMilliseconds: ttl, sentAt: wallClockNanos(), setConditions: setConditions, waitForReady: waitForReady)
     }
 }
 
@@ -129,6 +139,18 @@ struct Send: AsyncParsableCommand {
     @Flag(help: "Send as an acknowledged request and print the outcome, the batch and why.")
     var wait = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Without --wait: seconds to listen on the session's rejections after sending (0: do not listen).",
+            valueName: "seconds"))
+    var listen: Double = 1
+
+    func validate() throws {
+        guard listen >= 0, listen <= 600 else {
+            throw ValidationError("--listen \(listen) is out of range; expected 0 to 600 seconds")
+        }
+    }
+
     func run() async throws {
         let intent = try self.intent.intent()
         try await withConnection(connection) { client in
@@ -136,10 +158,47 @@ struct Send: AsyncParsableCommand {
                 let reply = try await client.acknowledged(intent)
                 printLines(TreeText.reply(reply))
                 if case .rejected? = reply.kind { throw ExitCode(3) }
-            } else {
+                return
+            }
+            guard listen > 0 else {
                 try await client.send(intent)
                 print("sent \(intent.id) to session \(intent.session)")
+                return
             }
+            // Listen first, so that a rejection published at once is not missed.
+            let rejections = client.follow(.rejections(intent.session))
+            try await client.send(intent)
+            if let rejection = try await Self.rejection(of: intent.id, in: rejections, within: listen) {
+                print(
+                    "rejected (\(rejection.code.label)): \(rejection.message) — intent \(intent.id), session \(intent.session)"
+                )
+                throw ExitCode(3)
+            }
+            print("sent \(intent.id) to session \(intent.session) (not rejected within \(listen) s)")
+        }
+    }
+
+    /// The first rejection of `id` in `stream` within `seconds`, if any.
+    static func rejection(
+        of id: String, in stream: AsyncThrowingStream<SessionEvent, any Error>, within seconds: Double
+    ) async throws -> Navigator_V1_Rejection? {
+        try await withThrowingTaskGroup(of: Navigator_V1_Rejection?.self) { group in
+            group.addTask {
+                for try await event in stream {
+                    if case .rejection(let rejection, _) = event, rejection.intentID == id || rejection.intentID.isEmpty
+                    {
+                        return rejection
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 }
@@ -154,8 +213,60 @@ struct Explain: AsyncParsableCommand {
     func run() async throws {
         let intent = try self.intent.intent()
         try await withConnection(connection) { client in
-            printLines(TreeText.reply(try await client.explain(intent)))
+            let reply = try await client.explain(intent)
+            printLines(TreeText.reply(reply))
+            // Exit 3 when the intent would be (or was) rejected, as send --wait does.
+            if case .rejected? = reply.kind { throw ExitCode(3) }
+            if case .explanation(let explanation)? = reply.kind, explanation.outcome == .rejected { throw ExitCode(3) }
         }
+    }
+}
+
+struct Condition: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set or clear a session's conditions, as its shell would (releases intents waiting for them).",
+        discussion: "Example: navctl condition --session s1 authenticated=true (satisfies the demo map's login guard)")
+
+    @OptionGroup var connection: ConnectionOptions
+    @Option(help: "The session.") var session: String
+    @Argument(help: ArgumentHelp("Conditions to set.", valueName: "name=true|false")) var conditions: [String]
+
+    func validate() throws {
+        if let problem = SessionID.problem(with: session) { throw ValidationError("--session: \(problem)") }
+        guard !conditions.isEmpty else { throw ValidationError("give at least one condition, e.g. authenticated=true") }
+        _ = try Conditions.parse(conditions, option: "condition")
+    }
+
+    func run() async throws {
+        let values = try Conditions.parse(conditions, option: "condition")
+        try await withConnection(connection) { client in
+            do {
+                let applied = try await client.report(.conditions(values), session: session)
+                print(
+                    "session \(session): "
+                        + values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+                        + " (seq \(applied.seq))")
+                for id in applied.releasedIntentIds { print("released \(id)") }
+            } catch let error as ClientError where error.code == .rejected {
+                printError("navctl: \(error)")
+                throw ExitCode(3)
+            }
+        }
+    }
+}
+
+/// `name=true|false` words.
+enum Conditions {
+    static func parse(_ words: [String], option: String) throws -> [String: Bool] {
+        var values: [String: Bool] = [:]
+        for word in words {
+            let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, let value = Bool(parts[1].lowercased()) else {
+                throw ValidationError("\(option) \(word) is not name=true or name=false")
+            }
+            values[parts[0]] = value
+        }
+        return values
     }
 }
 
@@ -235,7 +346,8 @@ struct Watch: AsyncParsableCommand {
     @Flag(help: "Follow every session: batches, rejections and the audit stream.") var all = false
 
     func validate() throws {
-        guard (session != nil) != all else { throw ValidationError("give --session S or --all") }
+        if session != nil && all { throw ValidationError("give --session S or --all, not both") }
+        if session == nil && !all { throw ValidationError("give --session S (one session) or --all (every session)") }
     }
 
     func run() async throws {

@@ -149,6 +149,7 @@ struct Shell: AsyncParsableCommand {
         lines.append("")
         if !model.lastBatch.isEmpty { lines += ["last batch:"] + model.lastBatch.map { "  \($0)" } }
         lines.append(model.status)
+        lines += model.notices
         if let warning = model.warning { lines.append("\u{1B}[1;31mwarning: \(warning)\u{1B}[0m") }
         lines.append("b back · d dismiss · 1-9 tab · r resync · q quit")
         return lines

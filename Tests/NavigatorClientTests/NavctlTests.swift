@@ -123,6 +123,40 @@ struct NavctlTests {
         }
     }
 
+    @Test("a fire-and-forget rejection is reported (exit 3) and shown inline by watch; a condition releases a guard")
+    func rejectionsAndConditions() async throws {
+        try await withConnection { connection, server in
+            let options = self.options(server)
+            async let watched = navctl(["watch", "--session", "g", "--json"] + options) {
+                $0.contains(#""event":"rejection""#)
+            }
+            while try await connection.stats().subscribers < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            let typo = try await navctl(["send", "--session", "g", "--id", "t1", "chta", "x=1"] + options)
+            #expect(typo.status == 3)
+            #expect(typo.output.contains("rejected (unknown_screen): screen chta is not in the route map"))
+            #expect(try await watched.output.contains(#""intentId":"t1""#))
+
+            let invalid = try await navctl(["send", "--session", "a/b", "home"] + options)
+            #expect(invalid.status == 64)
+            #expect(invalid.output.contains("--session: session id \"a/b\" contains \"/\""))
+
+            let parked = try await navctl(["send", "--wait", "--session", "g", "--id", "e1", "editProfile"] + options)
+            #expect(parked.output.hasPrefix("parked: waiting for authenticated"))
+            let condition = try await navctl(["condition", "--session", "g", "authenticated=true"] + options)
+            #expect(condition.status == 0)
+            #expect(condition.output.contains("released e1"))
+            let cleared = try await navctl(
+                ["send", "--wait", "--session", "g", "--set", "authenticated=false", "home"] + options)
+            #expect(cleared.status == 0)
+            #expect(try await connection.snapshot("g").conditions["authenticated"] == false)
+
+            let wouldFail = try await navctl(["explain", "--session", "g", "chat", "conversationId=x"] + options)
+            #expect(wouldFail.status == 3 && wouldFail.output.hasPrefix("would be rejected"))
+            let both = try await navctl(["watch", "--session", "g", "--all"] + options)
+            #expect(both.status == 64 && both.output.contains("give --session S or --all, not both"))
+        }
+    }
+
     @Test("an unreachable service: a clear error and a non-zero exit within the timeout")
     func unreachable() async throws {
         let result = try await navctl(["stats", "--requests", "tcp://127.0.0.1:9", "--timeout", "0.3"])

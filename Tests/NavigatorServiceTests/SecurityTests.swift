@@ -353,10 +353,10 @@ struct AccessListTests {
         #expect(!shell.may(.follow(session: "alice2")))
         #expect(!shell.may(.publish(session: "alice")))
         #expect(!shell.may(.inspect))
-        for topic in ["s/alice/", "r/alice/", "s/team-", "s/team-7/", "s/team-x"] {
+        for topic in ["s/alice/", "r/alice/", "a/alice/", "s/team-", "s/team-7/", "s/team-x"] {
             #expect(shell.maySubscribe(to: topic), "\(topic)")
         }
-        for topic in ["", "s", "s/", "s/alice", "s/ali", "a/", "a/alice/", "s/team", "x/alice/", "r/"] {
+        for topic in ["", "s", "s/", "s/alice", "s/ali", "a/", "a/bob/", "s/team", "x/alice/", "r/"] {
             #expect(!shell.maySubscribe(to: topic), "\(topic)")
         }
         let producer = AccessList.Client(name: "p", key: Self.key, role: .producer, sessions: ["*"])

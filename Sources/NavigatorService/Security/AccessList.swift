@@ -67,11 +67,13 @@ public struct AccessList: Sendable, Hashable {
 
         /// Whether the client may subscribe to `topic`, a prefix of the commands socket's topic
         /// frames: only if every topic it matches is of a session the client follows. Batches
-        /// (`s/`) and rejections (`r/`) for shells; the audit stream and anything broader
-        /// (`a/`, `s/`, the empty prefix) for admins only.
+        /// (`s/`), rejections (`r/`) and audit records (`a/`) of its sessions for shells;
+        /// anything broader (`s/`, `r/`, `a/`, the empty prefix) for admins only.
         public func maySubscribe(to topic: String) -> Bool {
             if role == .admin { return true }
-            guard role == .shell, topic.hasPrefix("s/") || topic.hasPrefix("r/") else { return false }
+            guard role == .shell, topic.hasPrefix("s/") || topic.hasPrefix("r/") || topic.hasPrefix("a/") else {
+                return false
+            }
             let rest = topic.dropFirst(2)
             if let slash = rest.firstIndex(of: "/") {
                 // `s/<session>/...`: exactly one session's topic.
