@@ -7,7 +7,8 @@ public enum IntentWords {
     }
 
     /// The contexts, outermost first. Empty words give an empty path (a URL may stand instead).
-    public static func path(_ words: [String]) throws(Problem) -> [ScreenContext] {
+    /// `options`: the command's own option names, for a "did you mean" on a misspelt one.
+    public static func path(_ words: [String], options: [String] = []) throws(Problem) -> [ScreenContext] {
         var path: [ScreenContext] = []
         var current: ScreenContext?
         for word in words {
@@ -21,7 +22,9 @@ public enum IntentWords {
                 continue
             }
             if word.hasPrefix("-") {
-                throw Problem(description: "unknown option \(word); see --help")
+                let name = String(word.prefix { $0 != "=" })
+                let hint = Suggestion.nearest(to: name, in: options).map { "; did you mean \($0)?" } ?? "; see --help"
+                throw Problem(description: "unknown option \(name)\(hint)")
             }
             if let equals = word.firstIndex(of: "=") {
                 guard current != nil else {
@@ -42,5 +45,29 @@ public enum IntentWords {
         if words.last == "--then" { throw Problem(description: "--then must be followed by a screen") }
         if let current { path.append(current) }
         return path
+    }
+}
+
+/// "Did you mean": the nearest of `candidates` to a misspelt word, if it is close (at most two
+/// edits, and fewer than half the word).
+public enum Suggestion {
+    public static func nearest(to word: String, in candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= min(2, max(1, word.count / 2)) }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    /// Levenshtein distance.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 }

@@ -55,6 +55,15 @@ struct ConnectionOptions: ParsableArguments {
         guard timeout > 0, timeout <= 600 else {
             throw ValidationError("--timeout \(timeout) is out of range; expected 0 < seconds <= 600")
         }
+        for (option, endpoint) in [("--intents", intents), ("--requests", requests), ("--commands", commands)] {
+            let schemes = ["tcp://", "ipc://", "inproc://"]
+            guard let scheme = schemes.first(where: endpoint.hasPrefix), endpoint.count > scheme.count,
+                scheme != "tcp://" || endpoint.dropFirst(6).contains(":")
+            else {
+                throw ValidationError(
+                    "\(option) \(endpoint) is not an endpoint; expected tcp://host:port, ipc://path or inproc://name")
+            }
+        }
     }
 
     func connect() async throws -> NavigatorConnection {
@@ -68,8 +77,10 @@ struct ConnectionOptions: ParsableArguments {
 
 /// The intent options shared by send and explain.
 struct IntentOptions: ParsableArguments {
-    @Option(help: "The session to navigate.")
-    var session: String
+    // Optional to the parser, so that a misspelt option among the words is reported (with a
+    // suggestion) before a missing --session; required by `validate()`.
+    @Option(help: "The session to navigate (required).")
+    var session: String?
 
     @Option(help: "A deep link instead of a screen, e.g. app://chat/42.")
     var url: String?
@@ -80,8 +91,10 @@ struct IntentOptions: ParsableArguments {
     @Option(help: "normal, high or critical (critical may dismiss a blocking modal).")
     var priority: String = "normal"
 
-    @Option(help: "Milliseconds the intent may wait parked (0: the service's default).")
-    var ttl: UInt32 = 0
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Milliseconds the intent may wait parked (0: the service's default).", valueName: "ms"))
+    var ttl: String = "0"
 
     @Flag(help: "Ask the shell not to animate.")
     var noAnimate = false
@@ -104,15 +117,25 @@ struct IntentOptions: ParsableArguments {
     /// Checked while parsing, so a mistake is shown with this command's usage.
     func validate() throws { _ = try intent() }
 
+    /// The options `words` may hold by mistake (a misspelt one is suggested from these).
+    static let optionNames = [
+        "--session", "--url", "--id", "--priority", "--ttl", "--no-animate", "--wait-for-ready", "--set", "--then",
+        "--wait", "--listen", "--intents", "--requests", "--commands", "--timeout", "--server-key", "--key-file",
+    ]
+
     func intent() throws -> Intent {
-        if let problem = SessionID.problem(with: session) { throw ValidationError("--session: \(problem)") }
-        let setConditions = try Conditions.parse(conditions, option: "--set")
         let path: [ScreenContext]
         do {
-            path = try IntentWords.path(words)
+            path = try IntentWords.path(words, options: Self.optionNames)
         } catch {
             throw ValidationError(error.description)
         }
+        guard let session else { throw ValidationError("missing --session S: the session to navigate") }
+        if let problem = SessionID.problem(with: session) { throw ValidationError("--session: \(problem)") }
+        guard let ttl = UInt32(self.ttl) else {
+            throw ValidationError("--ttl \(self.ttl) is not a whole number of milliseconds from 0 to 4294967295")
+        }
+        let setConditions = try Conditions.parse(conditions, option: "--set")
         guard let level = ["normal": Intent.Priority.normal, "high": .high, "critical": .critical][priority] else {
             throw ValidationError("--priority \(priority) is unknown; expected normal, high or critical")
         }
@@ -228,17 +251,16 @@ struct Condition: AsyncParsableCommand {
         discussion: "Example: navctl condition --session s1 authenticated=true (satisfies the demo map's login guard)")
 
     @OptionGroup var connection: ConnectionOptions
-    @Option(help: "The session.") var session: String
+    @OptionGroup var target: SessionOption
     @Argument(help: ArgumentHelp("Conditions to set.", valueName: "name=true|false")) var conditions: [String]
-
     func validate() throws {
-        if let problem = SessionID.problem(with: session) { throw ValidationError("--session: \(problem)") }
         guard !conditions.isEmpty else { throw ValidationError("give at least one condition, e.g. authenticated=true") }
         _ = try Conditions.parse(conditions, option: "condition")
     }
 
     func run() async throws {
         let values = try Conditions.parse(conditions, option: "condition")
+        let session = try target.id
         try await withConnection(connection) { client in
             do {
                 let applied = try await client.report(.conditions(values), session: session)
@@ -251,6 +273,27 @@ struct Condition: AsyncParsableCommand {
                 printError("navctl: \(error)")
                 throw ExitCode(3)
             }
+        }
+    }
+}
+
+/// `--session S` of the commands about one session. Optional to the parser, so that a misspelt
+/// option is reported (with a suggestion) before a missing --session; required by `validate()`.
+struct SessionOption: ParsableArguments {
+    @Option(help: "The session (required).") var session: String?
+
+    /// The session; a missing one is reported here, after parsing, so that ArgumentParser
+    /// reports a misspelt option first (it validates before it looks for unknown options).
+    var id: String {
+        get throws {
+            guard let session else { throw ValidationError("missing --session S") }
+            return session
+        }
+    }
+
+    func validate() throws {
+        if let session, let problem = SessionID.problem(with: session) {
+            throw ValidationError("--session: \(problem)")
         }
     }
 }
@@ -274,9 +317,10 @@ struct Snapshot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "A session's tree, seq, conditions and parked intents.")
 
     @OptionGroup var connection: ConnectionOptions
-    @Option(help: "The session.") var session: String
+    @OptionGroup var target: SessionOption
 
     func run() async throws {
+        let session = try target.id
         try await withConnection(connection) { client in
             let snapshot = try await client.snapshot(session)
             let tree = try snapshot.tree.core()

@@ -17,7 +17,7 @@ struct Shell: AsyncParsableCommand {
             """)
 
     @OptionGroup var connection: ConnectionOptions
-    @Option(help: "The session to act as the shell of.") var session: String
+    @OptionGroup var target: SessionOption
 
     enum Input: Sendable {
         case key(Key)
@@ -27,6 +27,7 @@ struct Shell: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let session = try target.id
         try await withConnection(connection) { client in
             let terminal = Terminal()
             defer { terminal.restore() }

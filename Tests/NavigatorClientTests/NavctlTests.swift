@@ -157,6 +157,23 @@ struct NavctlTests {
         }
     }
 
+    @Test(
+        "argument mistakes: exit 64, saying what was expected, with a suggestion for a misspelt option",
+        arguments: [
+            (["send", "--sesion", "demo", "home"], "unknown option --sesion; did you mean --session?"),
+            (["send", "--session", "demo", "--ttl", "-5", "home"], "--ttl -5 is not a whole number of milliseconds"),
+            (["send", "home"], "missing --session S"),
+            (["stats", "--requests", "foo"], "--requests foo is not an endpoint; expected tcp://host:port"),
+            (["snapshot", "--sesion", "x"], "Did you mean '--session'?"),
+            (["snapshot"], "missing --session S"),
+            (["condition", "--session", "x", "authenticated=yes"], "condition authenticated=yes is not name=true"),
+        ])
+    func argumentMistakes(arguments: [String], message: String) async throws {
+        let result = try await navctl(arguments)
+        #expect(result.status == 64, "\(result.output)")
+        #expect(result.output.contains(message), "\(result.output)")
+    }
+
     @Test("an unreachable service: a clear error and a non-zero exit within the timeout")
     func unreachable() async throws {
         let result = try await navctl(["stats", "--requests", "tcp://127.0.0.1:9", "--timeout", "0.3"])
