@@ -29,7 +29,11 @@ public enum RouteMapYAML {
         do {
             map = try YAMLDecoder().decode(RouteMap.self, from: node)
         } catch let error as DecodingError {
-            throw RouteMapLoadError(source: source, allDecodingProblems(error, in: node))
+            throw RouteMapLoadError(
+                source: source,
+                (allDecodingProblems(error, in: node) + validationProblems(beside: node)).sorted {
+                    ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0)
+                })
         } catch {
             throw RouteMapLoadError(source: source, [syntaxProblem(error)])
         }
@@ -49,7 +53,7 @@ public enum RouteMapYAML {
             text = try TextFile.read(path)
         } catch {
             throw RouteMapLoadError(
-                source: path, [.init(line: nil, column: nil, keyPath: "", message: error.description)])
+                source: path, [.init(line: nil, column: nil, keyPath: "", message: error.reason)])
         }
         return try load(text, source: path)
     }
@@ -79,6 +83,36 @@ public enum RouteMapYAML {
 
     /// Every value problem, not only the first the decoder met: each tab and each screen is
     /// decoded on its own as well, and its problem reported with its place.
+    /// Every problem `validate()` finds in what does decode, when some tabs or screens do not:
+    /// the map without them is validated, leaving out what only their absence causes (a problem
+    /// naming a screen that did not decode).
+    static func validationProblems(beside node: Node) -> [RouteMapLoadError.Problem] {
+        guard case .mapping(var top) = node else { return [] }
+        var removed: Set<String> = []
+        if case .mapping(var screens)? = top["screens"] {
+            for (key, value) in screens {
+                guard let name = key.string, (try? YAMLDecoder().decode(ScreenSpec.self, from: value)) == nil else {
+                    continue
+                }
+                removed.insert(name)
+                screens[key] = nil
+            }
+            top["screens"] = .mapping(screens)
+        }
+        if case .sequence(let tabs)? = top["tabs"] {
+            let good = tabs.filter { (try? YAMLDecoder().decode(RouteMap.TabSpec.self, from: $0)) != nil }
+            guard good.count == tabs.count else { return [] }  // tab indexes would shift: skip
+        }
+        guard let map = try? YAMLDecoder().decode(RouteMap.self, from: .mapping(top)) else { return [] }
+        return map.validate().compactMap { error in
+            let words = Set(error.message.split { !$0.isLetter && !$0.isNumber && $0 != "_" }.map(String.init))
+            guard words.isDisjoint(with: removed), error.keyPath != "screens" || removed.isEmpty else { return nil }
+            let mark = NodePath.mark(for: error.path, in: node)
+            return RouteMapLoadError.Problem(
+                line: mark?.line, column: mark?.column, keyPath: error.keyPath, message: error.message)
+        }
+    }
+
     static func allDecodingProblems(_ first: DecodingError, in node: Node) -> [RouteMapLoadError.Problem] {
         var problems: [RouteMapLoadError.Problem] = []
         func collect<T: Decodable>(_ type: T.Type, _ value: Node, _ prefix: [String]) {
@@ -148,6 +182,9 @@ public struct RouteMapLoadError: Error, Hashable, Sendable, CustomStringConverti
             let place = line.map { "\($0):\(column ?? 1): " } ?? ""
             return place + (keyPath.isEmpty ? "" : "\(keyPath): ") + message
         }
+
+        /// After the source: `file:12:5: ...`, or `file: ...` when there is no line.
+        var afterSource: String { line == nil ? " \(description)" : description }
     }
 
     public var source: String
@@ -160,7 +197,7 @@ public struct RouteMapLoadError: Error, Hashable, Sendable, CustomStringConverti
 
     /// One line per problem, each starting with `source:line:column:`.
     public var description: String {
-        problems.map { "\(source):\($0)" }.joined(separator: "\n")
+        problems.map { "\(source):\($0.afterSource)" }.joined(separator: "\n")
     }
 }
 

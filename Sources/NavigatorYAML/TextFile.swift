@@ -9,12 +9,16 @@
 /// Reads small text files without Foundation, with errors that say which file and why.
 public enum TextFile {
     public struct ReadError: Error, CustomStringConvertible, Sendable {
+        /// The file's path and what went wrong: `cannot open /x.yaml: No such file or directory`.
         public var description: String
+        /// What went wrong, without the path (for messages that name the file already).
+        public var reason: String
     }
 
     public static func read(_ path: String) throws(ReadError) -> String {
         guard let file = fopen(path, "rb") else {
-            throw ReadError(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+            let why = String(cString: strerror(errno))
+            throw ReadError(description: "cannot open \(path): \(why)", reason: "cannot open it: \(why)")
         }
         defer { fclose(file) }
         var bytes: [UInt8] = []
@@ -24,16 +28,19 @@ public enum TextFile {
             if count > 0 { bytes += buffer[0..<count] }
             if count < buffer.count {
                 if ferror(file) != 0 {
-                    throw ReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+                    let why = String(cString: strerror(errno))
+                    throw ReadError(description: "cannot read \(path): \(why)", reason: "cannot read it: \(why)")
                 }
                 break
             }
             if bytes.count > 16 * 1024 * 1024 {
-                throw ReadError(description: "\(path) is over 16 MiB; expected a route map")
+                throw ReadError(
+                    description: "\(path) is over 16 MiB; expected a route map",
+                    reason: "it is over 16 MiB; expected a route map")
             }
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw ReadError(description: "\(path) is not valid UTF-8 text")
+            throw ReadError(description: "\(path) is not valid UTF-8 text", reason: "it is not valid UTF-8 text")
         }
         return text
     }

@@ -239,7 +239,8 @@ struct Navigatord: AsyncParsableCommand {
             printError("navigatord: \(error)")
             throw ExitCode(2)
         } catch {
-            logger.critical("navigatord cannot run: \(error)")
+            // Said once, on stderr (a part that failed while running was logged at critical
+            // already, with its name).
             printError("navigatord: \(error)")
             throw ExitCode(1)
         }

@@ -130,3 +130,27 @@ final class DedicatedThreadBox: Sendable {
 
     func join() { thread.join() }
 }
+
+@Suite("Data directory")
+struct DataDirectoryTests {
+    @Test("a data directory that cannot be made is named with the system's reason")
+    func cannotCreate() throws {
+        let directory = temporaryDirectory("navdir")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("file").path
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+        #expect {
+            try DataDirectoryLock.makeDirectory(file + "/data")
+        } throws: { error in
+            "\(error)" == "cannot create the data directory \(file)/data: Not a directory"
+        }
+        #expect {
+            try DataDirectoryLock.makeDirectory(file)
+        } throws: { error in
+            "\(error)" == "the data directory \(file) is not a directory"
+        }
+        try DataDirectoryLock.makeDirectory(directory.path + "/a/b")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/a/b"))
+    }
+}

@@ -39,7 +39,7 @@ struct RouteMapYAMLTests {
         Broken(
             name: "syntax error", yaml: "tabs:\n  - name: home\n    root: [home\n",
             expected: ["routes.yaml:4:1: YAML syntax"]),
-        Broken(name: "empty document", yaml: "", expected: ["routes.yaml:the document is empty"]),
+        Broken(name: "empty document", yaml: "", expected: ["routes.yaml: the document is empty"]),
         Broken(
             name: "unknown key on its line",
             yaml: "tabs:\n  - name: home\n    root: home\nscreens:\n  home:\n    homeTap: home\n",
@@ -72,6 +72,22 @@ struct RouteMapYAMLTests {
                 "routes.yaml:3:5: tabs.1: missing key root",
                 "routes.yaml:6:5: screens.home.blocking: expected true or false",
                 "routes.yaml:8:5: screens.chat.transition: transition slide is unknown",
+            ]),
+        Broken(
+            name: "value and validation problems at once",
+            yaml: """
+                tabs:
+                  - name: a
+                    root: x
+                screens:
+                  y: {transition: bogus}
+                  z: {homeTab: nope}
+
+                """,
+            expected: [
+                "routes.yaml:3:5: tabs.0.root: screen x is not declared under screens",
+                "routes.yaml:5:7: screens.y.transition: transition bogus is unknown",
+                "routes.yaml:6:7: screens.z.homeTab: tab nope is not declared",
             ]),
         Broken(
             name: "every validation problem, each on its line",
@@ -114,7 +130,7 @@ struct RouteMapYAMLTests {
             _ = try RouteMapYAML.load(contentsOfFile: "/nonexistent/routes.yaml")
         } throws: { error in
             "\(error)".contains(
-                "/nonexistent/routes.yaml:cannot open /nonexistent/routes.yaml: No such file or directory")
+                "/nonexistent/routes.yaml: cannot open it: No such file or directory")
         }
     }
 }

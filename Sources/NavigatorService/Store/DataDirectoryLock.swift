@@ -20,11 +20,7 @@ final class DataDirectoryLock: Sendable {
     /// Creates the directory if needed and takes the lock, or throws naming the directory and the
     /// pid that holds it.
     init(directory: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw ServiceError("cannot create the data directory \(directory): \(error.localizedDescription)")
-        }
+        try Self.makeDirectory(directory)
         path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -62,5 +58,23 @@ final class DataDirectoryLock: Sendable {
         let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
         return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Creates the data directory and its parents (mode 0700) if missing; the error names the
+    /// directory and the system's reason (`Permission denied`).
+    static func makeDirectory(_ directory: String) throws {
+        var built = directory.hasPrefix("/") ? "" : "."
+        for part in directory.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                let place = built == directory || "./" + directory == built ? "" : " (at \(built))"
+                throw ServiceError(
+                    "cannot create the data directory \(directory)\(place): \(String(cString: strerror(errno)))")
+            }
+        }
+        var status = stat()
+        guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw ServiceError("the data directory \(directory) is not a directory")
+        }
     }
 }

@@ -26,11 +26,7 @@ final class StateFile: Sendable {
     /// Navigator state database, or is from a newer version, is refused with the reason; it is
     /// never replaced.
     init(directory: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw ServiceError("cannot create the data directory \(directory): \(error.localizedDescription)")
-        }
+        try DataDirectoryLock.makeDirectory(directory)
         let path = (directory as NSString).appendingPathComponent("navigator.sqlite")
         self.path = path
         opened = Mutex((try Self.open(path), FileIdentity(path: path)))
