@@ -123,6 +123,7 @@ let package = Package(
                 "NavigatorTestSupport",
                 "NavigatorClient", "NavigatorService", "NavigatorCore", "NavigatorWire",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         // The semantic fuzzer: random steps through the resolver, store and state file.

@@ -30,3 +30,34 @@ public enum FollowTarget: Hashable, Sendable {
     /// Every session's batches, rejections and audit records, as they come (no mirrors).
     case everything
 }
+
+extension SessionEvent {
+    /// The event as the wire's `StreamEvent`, for `navctl watch --json` and the HTTP API: one
+    /// message in protobuf's canonical JSON mapping per event.
+    public var streamEvent: Navigator_V1_StreamEvent {
+        var event = Navigator_V1_StreamEvent()
+        switch self {
+        case .snapshot(let session, let seq, let epoch, let tree):
+            event.snapshot = .with {
+                $0.session = session
+                $0.seq = seq
+                $0.epoch = epoch
+                $0.tree = Navigator_V1_ScreenTree(tree)
+            }
+        case .batch(let batch, _, _), .published(let batch, _):
+            event.batch = batch
+        case .gap(let expected, let received):
+            event.gap = .with {
+                $0.expected = expected
+                $0.received = received
+            }
+        case .resync(let reason):
+            event.resync = reason
+        case .rejection(let rejection, _):
+            event.rejection = rejection
+        case .audit(let record, _):
+            event.audit = record
+        }
+        return event
+    }
+}

@@ -38,40 +38,9 @@ enum WatchOutput {
         }
     }
 
-    /// One JSON object per event, the batch in protobuf's JSON mapping.
+    /// One JSON object per event: a `navigator.v1.StreamEvent` in protobuf's canonical JSON
+    /// mapping (see service.proto).
     static func json(_ event: SessionEvent) -> String {
-        func encode(_ message: some SwiftProtobuf.Message) -> String { (try? message.jsonString()) ?? "{}" }
-        func jsonString(_ text: String) -> String {
-            var out = "\""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case _ where scalar.value < 0x20:
-                    out +=
-                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                        + String(scalar.value, radix: 16)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
-        }
-        switch event {
-        case .snapshot(let session, let seq, let epoch, let tree):
-            return
-                #"{"event":"snapshot","session":"\#(session)","seq":\#(seq),"epoch":"\#(epoch)","tree":\#(encode(Navigator_V1_ScreenTree(tree)))}"#
-        case .batch(let batch, let header, _):
-            return #"{"event":"batch","seq":\#(header.seq),"sentAt":\#(header.sentAt),"batch":\#(encode(batch))}"#
-        case .gap(let expected, let received):
-            return #"{"event":"gap","expected":\#(expected),"received":\#(received)}"#
-        case .resync(let reason):
-            return #"{"event":"resync","reason":\#(jsonString(reason))}"#
-        case .published(let batch, let header):
-            return #"{"event":"batch","seq":\#(header.seq),"batch":\#(encode(batch))}"#
-        case .rejection(let rejection, _):
-            return #"{"event":"rejection","rejection":\#(encode(rejection))}"#
-        case .audit(let record, _):
-            return #"{"event":"audit","record":\#(encode(record))}"#
-        }
+        (try? event.streamEvent.jsonString()) ?? "{}"
     }
 }

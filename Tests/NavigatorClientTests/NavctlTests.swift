@@ -3,6 +3,8 @@ import NavigatorClient
 import NavigatorCore
 import NavigatorService
 import NavigatorTestSupport
+import NavigatorWire
+import SwiftProtobuf
 import Synchronization
 import Testing
 
@@ -85,7 +87,7 @@ struct NavctlTests {
         try await withConnection { connection, server in
             let options = self.options(server)
             async let watched = navctl(["watch", "--session", "w1", "--json"] + options) {
-                $0.contains(#""event":"batch""#)
+                $0.contains(#""batch":{"#)
             }
             // Send once the watcher has its snapshot (it subscribed before asking for it).
             while try await connection.stats().subscribers == 0 { try await Task.sleep(for: .milliseconds(5)) }
@@ -94,9 +96,18 @@ struct NavctlTests {
             #expect(sent.status == 0)
             #expect(sent.output.contains("sent n1 to session w1"))
             let output = try await watched.output
-            #expect(output.contains(#""event":"snapshot","session":"w1","seq":0"#))
-            #expect(output.contains(#""intentId":"n1""#))
+            // Each line is a navigator.v1.StreamEvent in protobuf's canonical JSON mapping.
+            let events = try output.split(separator: "\n").map { try Navigator_V1_StreamEvent(jsonString: String($0)) }
+            guard events.count >= 2, case .snapshot(let snapshot)? = events[0].kind,
+                case .batch(let batch)? = events[1].kind
+            else {
+                Issue.record("expected a snapshot and a batch, got \(output)")
+                return
+            }
+            #expect(snapshot.session == "w1" && snapshot.seq == 0 && !snapshot.tree.root.tabBar.tabs.isEmpty)
+            #expect(batch.intentID == "n1" && batch.seq == 1)
             #expect(output.contains(#"{"selectTab":{"tab":"chats"}}"#))
+            #expect(output.contains(#""seq":"1""#), "uint64 as a string, as the mapping says")
         }
     }
 
@@ -128,7 +139,7 @@ struct NavctlTests {
         try await withConnection { connection, server in
             let options = self.options(server)
             async let watched = navctl(["watch", "--session", "g", "--json"] + options) {
-                $0.contains(#""event":"rejection""#)
+                $0.contains(#""rejection":{"#)
             }
             while try await connection.stats().subscribers < 3 { try await Task.sleep(for: .milliseconds(5)) }
             let typo = try await navctl(["send", "--session", "g", "--id", "t1", "chta", "x=1"] + options)

@@ -882,6 +882,105 @@ public nonisolated struct Navigator_V1_AuditRecord: Sendable {
   public init() {}
 }
 
+/// One event of a session stream as a client prints it: `navctl watch --json` writes one per
+/// line in protobuf's canonical JSON mapping (field names in lowerCamelCase, 64-bit integers as
+/// strings, enums by name, fields at their default left out), the same JSON the HTTP API uses.
+public nonisolated struct Navigator_V1_StreamEvent: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var kind: Navigator_V1_StreamEvent.OneOf_Kind? = nil
+
+  /// The mirror was (re)built from a snapshot: session, seq, epoch and tree.
+  public var snapshot: Navigator_V1_Snapshot {
+    get {
+      if case .snapshot(let v)? = kind {return v}
+      return Navigator_V1_Snapshot()
+    }
+    set {kind = .snapshot(newValue)}
+  }
+
+  /// A batch applied to the mirror (or, following every session, published).
+  public var batch: Navigator_V1_CommandBatch {
+    get {
+      if case .batch(let v)? = kind {return v}
+      return Navigator_V1_CommandBatch()
+    }
+    set {kind = .batch(newValue)}
+  }
+
+  /// A batch was missed; a snapshot follows.
+  public var gap: Navigator_V1_Gap {
+    get {
+      if case .gap(let v)? = kind {return v}
+      return Navigator_V1_Gap()
+    }
+    set {kind = .gap(newValue)}
+  }
+
+  /// The mirror cannot be trusted (why); a snapshot follows.
+  public var resync: String {
+    get {
+      if case .resync(let v)? = kind {return v}
+      return String()
+    }
+    set {kind = .resync(newValue)}
+  }
+
+  /// An intent of the session refused or expired.
+  public var rejection: Navigator_V1_Rejection {
+    get {
+      if case .rejection(let v)? = kind {return v}
+      return Navigator_V1_Rejection()
+    }
+    set {kind = .rejection(newValue)}
+  }
+
+  /// A decision about the session.
+  public var audit: Navigator_V1_AuditRecord {
+    get {
+      if case .audit(let v)? = kind {return v}
+      return Navigator_V1_AuditRecord()
+    }
+    set {kind = .audit(newValue)}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum OneOf_Kind: Equatable, Sendable {
+    /// The mirror was (re)built from a snapshot: session, seq, epoch and tree.
+    case snapshot(Navigator_V1_Snapshot)
+    /// A batch applied to the mirror (or, following every session, published).
+    case batch(Navigator_V1_CommandBatch)
+    /// A batch was missed; a snapshot follows.
+    case gap(Navigator_V1_Gap)
+    /// The mirror cannot be trusted (why); a snapshot follows.
+    case resync(String)
+    /// An intent of the session refused or expired.
+    case rejection(Navigator_V1_Rejection)
+    /// A decision about the session.
+    case audit(Navigator_V1_AuditRecord)
+
+  }
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_Gap: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var expected: UInt64 = 0
+
+  public var received: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "navigator.v1"
@@ -1972,6 +2071,171 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if lhs.rejectCode != rhs.rejectCode {return false}
     if lhs.atUnixNanos != rhs.atUnixNanos {return false}
     if lhs.client != rhs.client {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StreamEvent"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try {
+        var v: Navigator_V1_Snapshot?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .snapshot(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .snapshot(v)
+        }
+      }()
+      case 2: try {
+        var v: Navigator_V1_CommandBatch?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .batch(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .batch(v)
+        }
+      }()
+      case 3: try {
+        var v: Navigator_V1_Gap?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .gap(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .gap(v)
+        }
+      }()
+      case 4: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.kind != nil {try decoder.handleConflictingOneOf()}
+          self.kind = .resync(v)
+        }
+      }()
+      case 5: try {
+        var v: Navigator_V1_Rejection?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .rejection(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .rejection(v)
+        }
+      }()
+      case 6: try {
+        var v: Navigator_V1_AuditRecord?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .audit(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .audit(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    switch self.kind {
+    case .snapshot?: try {
+      guard case .snapshot(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    }()
+    case .batch?: try {
+      guard case .batch(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    }()
+    case .gap?: try {
+      guard case .gap(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    }()
+    case .resync?: try {
+      guard case .resync(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 4)
+    }()
+    case .rejection?: try {
+      guard case .rejection(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    }()
+    case .audit?: try {
+      guard case .audit(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_StreamEvent, rhs: Navigator_V1_StreamEvent) -> Bool {
+    if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_Gap: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Gap"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}expected\0\u{1}received\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.expected) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.received) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.expected != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expected, fieldNumber: 1)
+    }
+    if self.received != 0 {
+      try visitor.visitSingularUInt64Field(value: self.received, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_Gap, rhs: Navigator_V1_Gap) -> Bool {
+    if lhs.expected != rhs.expected {return false}
+    if lhs.received != rhs.received {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
