@@ -340,7 +340,18 @@ struct Snapshot: AsyncParsableCommand {
 }
 
 struct Stats: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "navigatord's counters.")
+    static let configuration = CommandConfiguration(
+        abstract: "navigatord's counters.",
+        discussion: """
+            intents: every intent received (intents socket and acknowledged requests) counted once, \
+            by what became of it: resolved, refreshed, ignored, parked, or rejected (refused \
+            anywhere: bad frames, a bad session, the resolver, a full worker, FORBIDDEN...); they \
+            add up to the intents received. released: parked intents resolved later (counted as \
+            parked already). refusals by code: every refusal of anything — intents, client events \
+            and requests (snapshots, stats...) — by reject code; they add up to the refusals. So \
+            "rejected" counts intents only, and refusals by code count more than intents. worker \
+            queues: messages handed to each worker and not yet handled.
+            """)
     @OptionGroup var connection: ConnectionOptions
 
     func run() async throws {
@@ -349,15 +360,18 @@ struct Stats: AsyncParsableCommand {
             print(
                 "navigatord \(stats.version): \(stats.workers) workers, \(stats.sessions) sessions, \(stats.parkedIntents) parked, \(stats.subscribers) subscribed topics"
             )
+            let outcomes = ["resolved", "refreshed", "ignored", "parked", "rejected"]
+            let received = outcomes.reduce(UInt64(0)) { $0 + stats.intentsByOutcome[$1, default: 0] }
             print(
-                "intents: "
-                    + stats.intentsByOutcome.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
-                        separator: ", "))
-            if !stats.rejectionsByCode.isEmpty {
+                "intents: \(received) received = "
+                    + outcomes.map { "\($0) \(stats.intentsByOutcome[$0, default: 0])" }.joined(separator: " + ")
+                    + "; released later \(stats.intentsByOutcome["released", default: 0])")
+            let refusals = stats.rejectionsByCode.values.reduce(0, +)
+            if refusals > 0 {
                 print(
-                    "rejections: "
+                    "refusals by code (intents, client events, requests): \(refusals) = "
                         + stats.rejectionsByCode.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
-                            separator: ", "))
+                            separator: " + "))
             }
             print("worker queues: " + stats.workerQueueDepths.map(String.init).joined(separator: " "))
         }

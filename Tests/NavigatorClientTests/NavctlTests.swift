@@ -163,6 +163,17 @@ struct NavctlTests {
 
             let wouldFail = try await navctl(["explain", "--session", "g", "chat", "conversationId=x"] + options)
             #expect(wouldFail.status == 3 && wouldFail.output.hasPrefix("would be rejected"))
+            // The counts add up, as stats --help defines them.
+            let stats = try await navctl(["stats"] + options).output
+            func numbers(_ prefix: String) -> [UInt64] {
+                let line = stats.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init) ?? ""
+                let head = line.split(separator: ";").first.map(String.init) ?? ""
+                return head.split { !$0.isNumber }.compactMap { UInt64($0) }
+            }
+            let intents = numbers("intents: ")
+            #expect(intents.count == 6 && intents[0] == intents.dropFirst().reduce(0, +), "\(stats)")
+            let refusals = numbers("refusals by code")
+            #expect(refusals.count >= 2 && refusals[0] == refusals.dropFirst().reduce(0, +), "\(stats)")
             let both = try await navctl(["watch", "--session", "g", "--all"] + options)
             #expect(both.status == 64 && both.output.contains("give --session S or --all, not both"))
         }
