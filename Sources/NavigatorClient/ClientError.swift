@@ -28,3 +28,16 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
         self.rejectCode = rejectCode
     }
 }
+
+extension ClientError {
+    /// The exit status the command-line tools use for this error (README, "Exit statuses"): 2 for
+    /// a setting or file that cannot be used, 3 when the service refused, 1 otherwise (no answer,
+    /// a socket that cannot be set up, a reply that does not decode).
+    public var exitStatus: Int32 {
+        switch code {
+        case .invalidArgument: 2
+        case .rejected: 3
+        default: 1
+        }
+    }
+}

@@ -423,14 +423,15 @@ struct Watch: AsyncParsableCommand {
     }
 }
 
-/// Runs `body` with a connection, turning client errors into a message and exit status 1.
+/// Runs `body` with a connection, turning errors into a message and an exit status (README,
+/// "Exit statuses": 1 no answer or another failure, 2 a key file that cannot be used, 3 refused).
 func withConnection(_ options: ConnectionOptions, _ body: (NavigatorConnection) async throws -> Void) async throws {
     let client: NavigatorConnection
     do {
         client = try await options.connect()
     } catch {
         printError("navctl: \(error)")
-        throw ExitCode(1)
+        throw ExitCode((error as? ClientError)?.exitStatus ?? 1)
     }
     do {
         try await body(client)
@@ -441,7 +442,7 @@ func withConnection(_ options: ConnectionOptions, _ body: (NavigatorConnection) 
     } catch {
         await client.close()
         printError("navctl: \(error)")
-        throw ExitCode(1)
+        throw ExitCode((error as? ClientError)?.exitStatus ?? 1)
     }
 }
 

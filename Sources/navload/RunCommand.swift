@@ -64,9 +64,14 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         var plan = LoadPlan()
-        plan.endpoints = ServiceEndpoints(
-            intents: intents, requests: requests, commands: commands,
-            curve: try CurveCredentials.fromOptions(serverKey: serverKey, keyFile: keyFile))
+        let curve: CurveCredentials?
+        do {
+            curve = try CurveCredentials.fromOptions(serverKey: serverKey, keyFile: keyFile)
+        } catch {
+            FileHandle.standardError.write(Data("navload: \(error)\n".utf8))
+            throw ExitCode(error.exitStatus)
+        }
+        plan.endpoints = ServiceEndpoints(intents: intents, requests: requests, commands: commands, curve: curve)
         plan.rate = rate
         plan.duration = duration
         plan.warmup = warmup
@@ -129,7 +134,7 @@ struct RunCommand: AsyncParsableCommand {
             }
         } catch let error as ClientError {
             FileHandle.standardError.write(Data("navload: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(error.exitStatus)
         }
     }
 
