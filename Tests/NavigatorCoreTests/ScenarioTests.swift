@@ -334,8 +334,8 @@ struct ScenarioTests {
         let switched = session.send(intent(chat(42), id: "e1"))
         let decisive = switched.explanation.first(where: \.decisive)
         #expect(decisive?.step == .switcher)
-        #expect(decisive?.detail.contains("ExistingScreenSwitcher") == true)
-        #expect(switched.summary.hasPrefix("switcher: ExistingScreenSwitcher"))
+        #expect(decisive?.detail.hasPrefix("existing screen: ") == true)
+        #expect(switched.summary.hasPrefix("switcher: existing screen: "))
 
         let synthesized = session.send(intent(thread(9, 1), id: "e2"))
         #expect(

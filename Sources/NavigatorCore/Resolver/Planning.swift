@@ -32,8 +32,17 @@ public protocol ContextSwitcher: Sendable {
 }
 
 extension ContextSwitcher {
-    /// The name shown in explanations.
-    public var name: String { String(describing: Self.self) }
+    /// The name shown in explanations, in words: the type's name split at its capitals, without
+    /// "Switcher" (`ExistingScreenSwitcher` -> `existing screen`).
+    public var name: String {
+        var words: [String] = []
+        for character in String(describing: Self.self) {
+            if character.isUppercase || words.isEmpty { words.append("") }
+            words[words.count - 1].append(Character(character.lowercased()))
+        }
+        if words.count > 1, words.last == "switcher" { words.removeLast() }
+        return words.joined(separator: " ")
+    }
 }
 
 /// Decides how a target that is not in the tree is shown (step 7 of the resolver).

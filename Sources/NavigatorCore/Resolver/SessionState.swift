@@ -95,7 +95,7 @@ public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .notReady: "waiting for the shell to be ready"
         case .guardUnmet(let condition, let redirect): "waiting for \(condition) (showing \(redirect))"
-        case .blocked(let id, let screen): "blocked by \(screen)\(id)"
+        case .blocked(let id, let screen): "blocked by \(screen) (modal \(id))"
         }
     }
 }
