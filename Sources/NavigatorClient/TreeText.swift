@@ -27,11 +27,15 @@ public enum TreeText {
         if !tree.modals.isEmpty {
             lines.append("modals (last is frontmost)")
             for modal in tree.modals {
-                lines.append("    \(modal.style.rawValue) \(modal.id)  \(stack(modal.stack))")
+                lines.append("    modal \(modal.id) (\(modal.style.rawValue))  \(stack(modal.stack))")
             }
         }
         return lines
     }
+
+    /// What the marks of ``lines(_:highlight:)`` mean.
+    public static let legend =
+        "name#N: a screen and its id · modal #N: a modal and its id · ▸ selected tab · highlighted: the top screen"
 
     /// One line per command of a batch.
     public static func commands(_ batch: Navigator_V1_CommandBatch) -> [String] {

@@ -23,7 +23,39 @@ struct Shell: AsyncParsableCommand {
         case key(Key)
         case event(SessionEvent)
         case tick
-        case ended(String)
+        /// Following the session ended; it starts again by itself.
+        case ended(Link)
+        case resize
+    }
+
+    /// What the header says of navigatord.
+    enum Link: Sendable {
+        case connecting
+        case connected
+        /// No answer within the timeout.
+        case notResponding
+        /// navigatord answered, and refused (the reason).
+        case refused(String)
+        /// Following the session ended (the reason); it starts again by itself.
+        case disconnected(String)
+
+        init(_ error: any Error) {
+            if let error = error as? ClientError, error.code == .rejected {
+                self = .refused(error.description)
+            } else {
+                self = .notResponding
+            }
+        }
+
+        func text(_ palette: Palette) -> String {
+            switch self {
+            case .connecting: palette.yellow("connecting")
+            case .connected: palette.green("connected")
+            case .notResponding: palette.yellow("not responding")
+            case .refused(let reason): palette.red("refused: \(reason)")
+            case .disconnected(let reason): palette.yellow("disconnected (\(reason)); retrying")
+            }
+        }
     }
 
     func run() async throws {
@@ -32,16 +64,23 @@ struct Shell: AsyncParsableCommand {
             let terminal = Terminal()
             defer { terminal.restore() }
             var model = ShellModel(session: session)
-            var connected = "connecting"
+            var connected = Link.connecting
+            let palette = Palette()
             var behind = 0  // checks in a row that found this shell behind the service
             let (inputs, continuation) = AsyncStream<Input>.makeStream()
             KeyReader.start { continuation.yield(.key($0)) }
+            ResizeWatcher.start { continuation.yield(.resize) }
+            // Following ends when a snapshot cannot be had (navigatord down, say): it starts
+            // again by itself, so the shell catches up once navigatord is back.
             let follower = Task { [session] in
-                do {
-                    for try await event in client.follow(.session(session)) { continuation.yield(.event(event)) }
-                    continuation.yield(.ended("the connection closed"))
-                } catch {
-                    continuation.yield(.ended("\(error)"))
+                while !Task.isCancelled {
+                    do {
+                        for try await event in client.follow(.session(session)) { continuation.yield(.event(event)) }
+                        continuation.yield(.ended(.disconnected("the connection closed")))
+                    } catch {
+                        continuation.yield(.ended(Link(error)))
+                    }
+                    try? await Task.sleep(for: .seconds(1))
                 }
             }
             let ticker = Task {
@@ -61,9 +100,9 @@ struct Shell: AsyncParsableCommand {
                     _ = model.handle(
                         .snapshot(
                             session: session, seq: snapshot.seq, epoch: snapshot.epoch, tree: try snapshot.tree.core()))
-                    connected = "connected"
+                    connected = .connected
                 } catch {
-                    connected = "not responding"
+                    connected = Link(error)
                     model.note("resync failed: \(error)")
                 }
             }
@@ -80,18 +119,18 @@ struct Shell: AsyncParsableCommand {
                 guard let event else { return }
                 do {
                     _ = try await client.report(event, session: session, lastSeq: model.seq, epoch: model.epoch)
-                    connected = "connected"
+                    connected = .connected
                 } catch let error as ClientError where error.rejectCode == .staleEvent {
                     // A batch changed the tree before the service saw this change: show its tree.
                     model.note("the service's tree changed before \(event) reached it; resyncing")
                     await resync()
                 } catch {
-                    connected = "not responding"
+                    connected = Link(error)
                     model.note("could not report \(event): \(error)")
                 }
             }
 
-            terminal.draw(screen(model, connected))
+            terminal.draw(screen(model, connected, palette))
             loop: for await input in inputs {
                 switch input {
                 case .key(let key):
@@ -108,14 +147,22 @@ struct Shell: AsyncParsableCommand {
                         model.note("keys: b back, d dismiss, 1-9 tab, r resync, q quit")
                     }
                 case .event(let event):
-                    connected = "connected"
+                    connected = .connected
                     let first = model.mirror == nil
                     await act(model.handle(event))
                     if first && model.mirror != nil { await report(.ready) }
                 case .tick:
-                    if let snapshot = try? await client.snapshot(session), let tree = try? snapshot.tree.core() {
-                        connected = "connected"
-                        if snapshot.epoch != model.epoch {
+                    let fresh: (snapshot: Navigator_V1_Snapshot, tree: ScreenTree)?
+                    do {
+                        let snapshot = try await client.snapshot(session)
+                        fresh = (snapshot, try snapshot.tree.core())
+                    } catch {
+                        connected = Link(error)
+                        fresh = nil
+                    }
+                    if let (snapshot, tree) = fresh {
+                        connected = .connected
+                        if model.mirror == nil || snapshot.epoch != model.epoch {
                             await resync()
                         } else if snapshot.seq == model.seq {
                             model.compare(with: tree)
@@ -128,31 +175,31 @@ struct Shell: AsyncParsableCommand {
                                 await resync()
                             }
                         }
-                    } else {
-                        connected = "not responding"
                     }
-                case .ended(let reason):
-                    connected = "disconnected"
-                    model.note("following ended: \(reason)")
+                case .ended(let link):
+                    connected = link
+                case .resize:
+                    break
                 }
-                terminal.draw(screen(model, connected))
+                terminal.draw(screen(model, connected, palette))
             }
         }
     }
 
-    func screen(_ model: ShellModel, _ connected: String) -> [String] {
-        var lines = ["navctl shell — session \(model.session) — \(connected) — seq \(model.seq)", ""]
+    func screen(_ model: ShellModel, _ connected: Link, _ palette: Palette) -> [String] {
+        var lines = ["navctl shell — session \(model.session) — \(connected.text(palette)) — seq \(model.seq)", ""]
         if let tree = model.mirror {
-            lines += TreeText.lines(tree, highlight: { "\u{1B}[1;7m\($0)\u{1B}[0m" })
+            lines += TreeText.lines(tree, highlight: palette.top)
         } else {
-            lines.append("(no tree yet)")
+            lines.append("(no tree yet: waiting for a snapshot)")
         }
         lines.append("")
         if !model.lastBatch.isEmpty { lines += ["last batch:"] + model.lastBatch.map { "  \($0)" } }
         lines.append(model.status)
-        lines += model.notices
-        if let warning = model.warning { lines.append("\u{1B}[1;31mwarning: \(warning)\u{1B}[0m") }
-        lines.append("b back · d dismiss · 1-9 tab · r resync · q quit")
+        lines += model.notices.map { $0.hasPrefix("rejected") ? palette.red($0) : palette.dim($0) }
+        if let warning = model.warning { lines.append(palette.red("warning: \(warning)")) }
+        lines.append(palette.dim(TreeText.legend))
+        lines.append("keys: b back · d dismiss · 1-9 tab · r resync · q quit")
         return lines
     }
 }

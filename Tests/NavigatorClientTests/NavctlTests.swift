@@ -279,6 +279,18 @@ struct NavctlSecureTests {
         let half = try await navctl(["stats", "--key-file", secret] + base)
         #expect(half.status != 0 && half.output.contains("--key-file needs --server-key"), "\(half.output)")
 
+        // On a terminal, a shell of another session says why it gets nothing.
+        let refusedShell = try PseudoTerminalShell(
+            [
+                "--session", "bob", "--server-key", serverPub, "--key-file",
+                directory.appendingPathComponent("alice.key").path,
+            ]
+                + base, rows: 20, columns: 100)
+        defer { refusedShell.stop() }
+        try await refusedShell.waitFor("the refusal in the header") {
+            $0.first?.contains("refused: ") == true && $0.joined().contains("may not follow session bob")
+        }
+
         // A shell follows its own session through NavigatorConnection, and only that.
         let alice = try await NavigatorConnection(
             endpoints: ServiceEndpoints(

@@ -1,0 +1,145 @@
+import Foundation
+import NavigatorClient
+import NavigatorService
+import NavigatorTestSupport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `navctl shell` on a pseudo-terminal of the test's own: what a person would see.
+final class PseudoTerminalShell: @unchecked Sendable {
+    // @unchecked: `process` and the descriptors are touched by the owning test only; the output
+    // is behind a Mutex shared with the reading thread.
+    let process = Process()
+    let master: Int32
+    private let output = OutputText()
+    private var reader: Thread?
+
+    init(_ arguments: [String], rows: Int, columns: Int) throws {
+        // Linux's pseudo-terminal multiplexer; posix_openpt and friends are not in Swift's Glibc
+        // module. TIOCSPTLCK (unlock) and TIOCGPTN (the number of /dev/pts/N) are function-like
+        // macros there, so their values are spelt out.
+        master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        guard master >= 0, ioctl(master, 0x4004_5431, &unlock) == 0, ioctl(master, 0x8004_5430, &number) == 0 else {
+            throw ClientError(.socket, "no pseudo-terminal: \(String(cString: strerror(errno)))")
+        }
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        guard slave >= 0 else { throw ClientError(.socket, "cannot open the pseudo-terminal's other end") }
+        defer { close(slave) }
+        resize(rows: rows, columns: columns)
+        let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/navctl")
+        process.executableURL = binary
+        process.arguments = ["shell"] + arguments
+        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = nil
+        environment["TERM"] = "xterm"
+        process.environment = environment
+        try process.run()
+        let master = self.master
+        let output = self.output
+        let thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(master, &buffer, buffer.count)
+                if count <= 0 { return }
+                output.text.withLock { $0 += String(decoding: buffer[0..<count], as: UTF8.self) }
+            }
+        }
+        thread.start()
+        reader = thread
+    }
+
+    func resize(rows: Int, columns: Int) {
+        var size = winsize(ws_row: UInt16(rows), ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
+        _ = ioctl(master, UInt(TIOCSWINSZ), &size)
+        if process.isRunning { kill(process.processIdentifier, SIGWINCH) }
+    }
+
+    func type(_ text: String) {
+        var bytes = Array(text.utf8)
+        _ = write(master, &bytes, bytes.count)
+    }
+
+    /// The last frame drawn, without styles: one string per screen line.
+    var screen: [String] {
+        let text = output.text.withLock { $0 }
+        guard let start = text.range(of: "\u{1B}[H\u{1B}[2J", options: .backwards) else { return [] }
+        let frame = String(text[start.upperBound...])
+        let plain = frame.replacingOccurrences(of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
+        return plain.replacingOccurrences(of: "\r", with: "").components(separatedBy: "\n")
+    }
+
+    /// Waits (bounded) until the screen satisfies `condition`.
+    func waitFor(_ what: String, _ condition: ([String]) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !condition(screen) {
+            guard ContinuousClock.now < deadline else {
+                throw ClientError(
+                    .timeout, "the shell never showed \(what); it shows:\n\(screen.joined(separator: "\n"))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func stop() {
+        if process.isRunning {
+            type("q")
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+            if process.isRunning { process.terminate() }
+        }
+        process.waitUntilExit()
+        close(master)
+    }
+}
+
+@Suite("navctl shell on a terminal", .serialized)
+struct ShellTerminalTests {
+    @Test(
+        "fits the terminal and redraws on resize; shows rejections inline; a condition set from navctl releases a parked intent"
+    )
+    func shellOnATerminal() async throws {
+        try await withConnection { _, server in
+            let endpoints = server.endpoints
+            let options = [
+                "--intents", endpoints.intents[0], "--requests", endpoints.requests[0], "--commands",
+                endpoints.commands[0],
+            ]
+            let shell = try PseudoTerminalShell(["--session", "t"] + options, rows: 14, columns: 50)
+            defer { shell.stop() }
+            try await shell.waitFor("the tree") { $0.contains { $0.contains("home#1") } }
+            #expect(shell.screen.first?.contains("connected") == true)
+            #expect(shell.screen.allSatisfy { $0.count <= 50 && !$0.hasSuffix(" ") }, "\(shell.screen)")
+            #expect(shell.screen.count <= 14)
+
+            // Wider: the legend fits on one line again.
+            shell.resize(rows: 30, columns: 140)
+            try await shell.waitFor("the legend on one line") {
+                $0.contains { $0.hasPrefix("name#N: a screen and its id") && $0.hasSuffix("the top screen") }
+            }
+
+            _ = try await navctl(["send", "--session", "t", "--listen", "0", "chta"] + options)
+            try await shell.waitFor("the rejection") { $0.contains { $0.contains("rejected") && $0.contains("chta") } }
+
+            let parked = try await navctl(
+                ["send", "--wait", "--session", "t", "--id", "edit", "editProfile"] + options)
+            #expect(parked.output.hasPrefix("parked: waiting for authenticated"))
+            try await shell.waitFor("login presented") { $0.contains { $0.contains("login#") } }
+            let condition = try await navctl(["condition", "--session", "t", "authenticated=true"] + options)
+            #expect(condition.output.contains("released edit"))
+            try await shell.waitFor("the released intent") {
+                $0.contains { $0.contains("audit: released edit") } && $0.contains { $0.contains("editProfile#") }
+            }
+        }
+    }
+}
