@@ -16,6 +16,9 @@ public struct ShellModel: Sendable {
     public private(set) var status = "waiting for a snapshot"
     /// Set when the mirror differs from the service's tree.
     public private(set) var warning: String?
+    /// The session's conditions and parked intents (id, why it waits), from the latest snapshot.
+    public private(set) var conditions: [String: Bool] = [:]
+    public private(set) var parked: [(id: String, reason: String)] = []
     /// The session's latest rejections and audit records, newest last, each marked as such.
     public private(set) var notices: [String] = []
     static let noticesKept = 5
@@ -96,6 +99,33 @@ public struct ShellModel: Sendable {
         case .expiry: "expired"
         default: "recorded"
         }
+    }
+
+    /// Takes the conditions and parked intents of a fresh snapshot.
+    public mutating func update(from snapshot: Navigator_V1_Snapshot) {
+        conditions = snapshot.conditions
+        parked = snapshot.parked.map { ($0.intent.id, $0.reason) }
+    }
+
+    /// The condition the oldest intent parked behind a guard waits for (its reason reads
+    /// `waiting for NAME (showing SCREEN)`), if any.
+    public var guardCondition: String? {
+        for (_, reason) in parked where reason.hasPrefix("waiting for ") && reason.hasSuffix(")") {
+            let rest = reason.dropFirst("waiting for ".count)
+            guard let space = rest.firstIndex(of: " "), rest[space...].hasPrefix(" (showing ") else { continue }
+            return String(rest[..<space])
+        }
+        return nil
+    }
+
+    /// For testing a guard: the event that sets ``guardCondition`` true, as a logged-in app would.
+    public mutating func satisfyGuard() -> ClientEvent? {
+        guard let condition = guardCondition else {
+            status = "no intent waits for a condition"
+            return nil
+        }
+        status = "set \(condition)=true"
+        return .conditions([condition: true])
     }
 
     private mutating func notice(_ line: String) {

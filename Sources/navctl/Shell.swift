@@ -9,7 +9,8 @@ struct Shell: AsyncParsableCommand {
             "An interactive client shell: mirrors a session like an app would, and lets you go back, dismiss and switch tabs.",
         discussion: """
             Keys: b, Backspace or Left = back; d or Esc = dismiss the top modal; 1-9 = select a tab; \
-            r = resync from a snapshot; q or Ctrl-C = quit. Each batch is applied to the shell's own \
+            g = satisfy the guard a parked intent waits for (sets its condition, as a logged-in app \
+            would); r = resync from a snapshot; q or Ctrl-C = quit. Each batch is applied to the shell's own \
             tree and acknowledged; each key is applied locally and reported as a client event. Every \
             few seconds the tree is compared with a fresh snapshot and a warning shows if they differ. \
             Once it shows its first tree the shell reports Ready (intents sent with --wait-for-ready \
@@ -141,16 +142,20 @@ struct Shell: AsyncParsableCommand {
                     case .character("b"), .backspace, .left: await report(model.back())
                     case .character("d"), .escape: await report(model.dismiss())
                     case .character("r"): await resync()
+                    case .character("g"): await report(model.satisfyGuard())
                     case .character(let digit) where digit.isWholeNumber && digit != "0":
                         await report(model.selectTab(digit.wholeNumberValue! - 1))
                     default:
-                        model.note("keys: b back, d dismiss, 1-9 tab, r resync, q quit")
+                        model.note("keys: b back, d dismiss, 1-9 tab, g satisfy a guard, r resync, q quit")
                     }
                 case .event(let event):
                     connected = .connected
                     let first = model.mirror == nil
                     await act(model.handle(event))
                     if first && model.mirror != nil { await report(.ready) }
+                    if case .batch = event, let snapshot = try? await client.snapshot(session) {
+                        model.update(from: snapshot)  // conditions and parked intents
+                    }
                 case .tick:
                     let fresh: (snapshot: Navigator_V1_Snapshot, tree: ScreenTree)?
                     do {
@@ -162,6 +167,7 @@ struct Shell: AsyncParsableCommand {
                     }
                     if let (snapshot, tree) = fresh {
                         connected = .connected
+                        model.update(from: snapshot)
                         if model.mirror == nil || snapshot.epoch != model.epoch {
                             await resync()
                         } else if snapshot.seq == model.seq {
@@ -195,11 +201,19 @@ struct Shell: AsyncParsableCommand {
         }
         lines.append("")
         if !model.lastBatch.isEmpty { lines += ["last batch:"] + model.lastBatch.map { "  \($0)" } }
+        if !model.conditions.isEmpty {
+            lines.append(
+                "conditions: "
+                    + model.conditions.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                        separator: ", "))
+        }
+        for (id, reason) in model.parked { lines.append("parked \(id): \(reason)") }
+        if let condition = model.guardCondition { lines.append(palette.yellow("press g to set \(condition)=true")) }
         lines.append(model.status)
         lines += model.notices.map { $0.hasPrefix("rejected") ? palette.red($0) : palette.dim($0) }
         if let warning = model.warning { lines.append(palette.red("warning: \(warning)")) }
         lines.append(palette.dim(TreeText.legend))
-        lines.append("keys: b back · d dismiss · 1-9 tab · r resync · q quit")
+        lines.append("keys: b back · d dismiss · 1-9 tab · g satisfy a guard · r resync · q quit")
         return lines
     }
 }

@@ -140,6 +140,55 @@ struct ShellTerminalTests {
             try await shell.waitFor("the released intent") {
                 $0.contains { $0.contains("audit: released edit") } && $0.contains { $0.contains("editProfile#") }
             }
+
+            // The shell shows what a parked intent waits for, and g satisfies the guard.
+            _ = try await navctl(["condition", "--session", "t", "authenticated=false"] + options)
+            let payment = try await navctl(
+                [
+                    "send", "--wait", "--session", "t", "--id", "pay1", "payment", "conversationId=1", "amount=5",
+                    "currency=EUR",
+                ] + options)
+            #expect(payment.output.hasPrefix("parked: waiting for authenticated"))
+            try await shell.waitFor("the parked intent and the key") {
+                $0.contains { $0.contains("parked pay1: waiting for authenticated (showing login)") }
+                    && $0.contains { $0.contains("press g to set authenticated=true") }
+            }
+            shell.type("g")
+            try await shell.waitFor("the payment released by g") {
+                $0.contains { $0.contains("audit: released pay1") } && $0.contains { $0.contains("payment(") }
+                    && $0.contains { $0.contains("conditions: authenticated=true") }
+            }
         }
+    }
+
+    @Test("started before navigatord, the shell says not responding, then catches up by itself")
+    func catchesUp() async throws {
+        let directory = TestService.temporaryDirectory("navshell")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let endpoints = ["intents", "requests", "commands"].map { "ipc://\(directory.path)/\($0).sock" }
+        let shell = try PseudoTerminalShell(
+            [
+                "--session", "late", "--timeout", "0.5", "--intents", endpoints[0], "--requests", endpoints[1],
+                "--commands", endpoints[2],
+            ], rows: 20, columns: 100)
+        defer { shell.stop() }
+        try await shell.waitFor("not responding") { $0.first?.contains("not responding") == true }
+
+        var configuration = TestService.configuration(dataDirectory: directory.appendingPathComponent("data"))
+        configuration.intentEndpoints = [endpoints[0]]
+        configuration.requestEndpoints = [endpoints[1]]
+        configuration.commandEndpoints = [endpoints[2]]
+        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("shell-late"))
+        try await server.start()
+        do {
+            try await shell.waitFor("the tree, connected") {
+                $0.first?.contains("— connected —") == true && $0.contains { $0.contains("home#1") }
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 }
