@@ -12,7 +12,7 @@ enum WatchOutput {
         switch event {
         case .snapshot(let session, let seq, let epoch, let tree):
             return prefix + ["session \(session) — snapshot at seq \(seq) (epoch \(epoch))"]
-                + TreeText.lines(tree, highlight: bold)
+                + TreeText.lines(tree, highlight: bold) + [TreeText.legend.replacingHighlight(clear)]
         case .batch(let batch, let header, let tree):
             return prefix + [
                 "session \(batch.session) — seq \(header.seq) — intent \(batch.intentID.isEmpty ? "(client event)" : batch.intentID) — \(batch.summary)"
@@ -42,5 +42,12 @@ enum WatchOutput {
     /// mapping (see service.proto).
     static func json(_ event: SessionEvent) -> String {
         (try? event.streamEvent.jsonString()) ?? "{}"
+    }
+}
+
+extension String {
+    /// The legend says "highlighted" on a terminal, "[in brackets]" elsewhere.
+    fileprivate func replacingHighlight(_ terminal: Bool) -> String {
+        terminal ? self : replacing("highlighted: the top screen", with: "[in brackets]: the top screen")
     }
 }
