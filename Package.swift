@@ -113,7 +113,7 @@ let package = Package(
             name: "NavigatorLoadTests",
             dependencies: [
                 "NavigatorTestSupport",
-                "NavigatorLoad", "NavigatorClient", "NavigatorService", "NavigatorCore",
+                "NavigatorLoad", "NavigatorClient", "NavigatorService", "NavigatorCore", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -17,8 +17,11 @@ public struct LoadPlan: Hashable, Sendable {
     public var sample = 1
     /// How long to wait for navigatord's answers.
     public var timeout: Double = 5
-    /// The service's process id for CPU and RSS; found by name (navigatord) when nil.
+    /// The service's process id for CPU and RSS; when nil, the navigatord running here (of
+    /// several, the one listening on the intents endpoint).
     public var servicePID: Int32?
+    /// Soak: sample navigatord's RSS and CPU every this many seconds (nil: only at the end).
+    public var soakInterval: Double?
     public var seed: UInt64 = 1
 
     public init() {}
@@ -56,6 +59,34 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// resident memory after it.
     public var serviceCPU: Double?
     public var serviceRSSBytes: UInt64?
+    /// navload's own CPU use over the same time (it shares the machine).
+    public var loadCPU: Double?
+    /// Soak: navigatord's RSS and CPU (cores over the interval) every `soakInterval` seconds.
+    public var samples: [Sample] = []
+
+    public struct Sample: Hashable, Sendable, Codable {
+        public var seconds: Double
+        public var rssBytes: UInt64
+        public var cpu: Double
+    }
+
+    /// Soak: RSS growth over the second half of the samples (last over the one at half time,
+    /// minus 1); nil with fewer than four samples.
+    public var rssGrowthSecondHalf: Double? {
+        guard samples.count >= 4, let last = samples.last else { return nil }
+        let middle = samples[samples.count / 2]
+        guard middle.rssBytes > 0 else { return nil }
+        return Double(last.rssBytes) / Double(middle.rssBytes) - 1
+    }
+
+    /// navigatord's CPU seconds over the run (warm-up to drained).
+    public var serviceCPUSeconds: Double?
+
+    /// navigatord's CPU time per intent sent, in microseconds.
+    public var cpuMicrosecondsPerIntent: Double? {
+        guard let serviceCPUSeconds, sent > 0 else { return nil }
+        return serviceCPUSeconds / Double(sent) * 1_000_000
+    }
     /// The mean size of an intent message as sent (session frame plus payload), in bytes.
     public var meanIntentBytes: Int = 0
 

@@ -28,8 +28,10 @@ public enum LoadRunner {
         public var sendErrors: Int
     }
 
-    public static func run(_ plan: LoadPlan, progress: (@Sendable (Progress) -> Void)? = nil) async throws -> LoadReport
-    {
+    public static func run(
+        _ plan: LoadPlan, progress: (@Sendable (Progress) -> Void)? = nil,
+        soakProgress: (@Sendable (LoadReport.Sample) -> Void)? = nil
+    ) async throws -> LoadReport {
         let connection = try await NavigatorConnection(
             endpoints: plan.endpoints, timeout: .milliseconds(Int(plan.timeout * 1000)))
         defer { Task { await connection.close() } }
@@ -41,9 +43,32 @@ public enum LoadRunner {
             throw ClientError(.malformed, "the route map navigatord sent does not load: \(error)")
         }
         let before = try await connection.stats()
-        let service = (plan.servicePID ?? ProcessStats.find(named: "navigatord")).map(ProcessStats.init)
+        let service = try (plan.servicePID ?? ProcessStats.service(listeningOn: plan.endpoints.intents))
+            .map(ProcessStats.init)
         let cpuBefore = service?.cpuSeconds
+        let navload = ProcessStats(pid: getpid())
+        let ownBefore = navload.cpuSeconds
         let cpuFrom = wallClock()
+        // Soak: navigatord's RSS and CPU every `soakInterval` seconds, until the run ends.
+        let samples = Mutex<[LoadReport.Sample]>([])
+        let sampler = Task {
+            guard let interval = plan.soakInterval, let service else { return }
+            var lastCPU = service.cpuSeconds ?? 0
+            var lastAt = wallClock()
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+                guard !Task.isCancelled, let cpu = service.cpuSeconds, let rss = service.residentBytes else { return }
+                let now = wallClock()
+                let sample = LoadReport.Sample(
+                    seconds: Double(now - cpuFrom) / 1e9, rssBytes: rss,
+                    cpu: (cpu - lastCPU) / max(Double(now - lastAt) / 1e9, 0.001))
+                samples.withLock { $0.append(sample) }
+                soakProgress?(sample)
+                lastCPU = cpu
+                lastAt = now
+            }
+        }
+        defer { sampler.cancel() }
 
         // The subscriber, subscribed before anything is sent.
         let listener = Listener()
@@ -135,6 +160,8 @@ public enum LoadRunner {
         }
         let cpuTo = wallClock()
         let cpuAfter = service?.cpuSeconds
+        let ownAfter = navload.cpuSeconds
+        sampler.cancel()
         reporter.cancel()
         listener.stop.store(true, ordering: .releasing)
         _ = try? await DedicatedThread.run(name: "navload-join") { subscriber.join() }
@@ -154,6 +181,9 @@ public enum LoadRunner {
             serviceRate: accountedAt.map { Double(total) / (Double(max(1, $0 - schedule.start)) / 1e9) },
             serviceCPU: cpuBefore.flatMap { start in cpuAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
             serviceRSSBytes: service?.residentBytes,
+            loadCPU: ownBefore.flatMap { start in ownAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
+            samples: samples.withLock { $0 },
+            serviceCPUSeconds: cpuBefore.flatMap { start in cpuAfter.map { $0 - start } },
             meanIntentBytes: intentBytes / max(1, total))
     }
 

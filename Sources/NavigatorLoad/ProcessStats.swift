@@ -1,3 +1,5 @@
+import NavigatorClient
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -6,10 +8,11 @@
 struct ProcessStats {
     let pid: Int32
 
-    /// A process whose command name is `name`, if one runs.
-    static func find(named name: String) -> Int32? {
-        guard let directory = opendir("/proc") else { return nil }
+    /// The processes whose command name is `name` (zombies left out).
+    static func all(named name: String) -> [Int32] {
+        guard let directory = opendir("/proc") else { return [] }
         defer { closedir(directory) }
+        var found: [Int32] = []
         while let entry = readdir(directory) {
             let entryName = withUnsafeBytes(of: entry.pointee.d_name) {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
@@ -23,9 +26,73 @@ struct ProcessStats {
             {
                 continue
             }
-            return pid
+            found.append(pid)
         }
-        return nil
+        return found.sorted()
+    }
+
+    /// The navigatord under test: the only one running, or the one of several that listens on
+    /// `endpoint` (a tcp port or an ipc path, found through /proc/net and each one's
+    /// descriptors). Throws when several run and none can be told for certain.
+    static func service(listeningOn endpoint: String) throws(ClientError) -> Int32? {
+        let candidates = all(named: "navigatord")
+        guard candidates.count > 1 else { return candidates.first }
+        let inodes = listeningSockets(endpoint)
+        let owners = candidates.filter { pid in
+            guard let fds = opendir("/proc/\(pid)/fd") else { return false }
+            defer { closedir(fds) }
+            while let entry = readdir(fds) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                var target = [CChar](repeating: 0, count: 256)
+                let count = readlink("/proc/\(pid)/fd/\(name)", &target, target.count - 1)
+                guard count > 0 else { continue }
+                let link = String(decoding: target.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if link.hasPrefix("socket:["), let inode = UInt64(link.dropFirst(8).dropLast()), inodes.contains(inode)
+                {
+                    return true
+                }
+            }
+            return false
+        }
+        guard owners.count == 1 else {
+            throw ClientError(
+                .invalidArgument,
+                "\(candidates.count) navigatord processes run (pids \(candidates.map(String.init).joined(separator: ", "))) and none can be told for certain to listen on \(endpoint); pass --service-pid"
+            )
+        }
+        return owners[0]
+    }
+
+    /// Inodes of the sockets listening on a tcp port (any address) or bound to an ipc path.
+    static func listeningSockets(_ endpoint: String) -> Set<UInt64> {
+        var inodes: Set<UInt64> = []
+        if endpoint.hasPrefix("tcp://"), let colon = endpoint.lastIndex(of: ":"),
+            let port = Int(endpoint[endpoint.index(after: colon)...])
+        {
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                for line in (read(table) ?? "").split(separator: "\n").dropFirst() {
+                    let fields = line.split(separator: " ")
+                    // local_address is HEXIP:HEXPORT; state 0A is LISTEN; the inode is field 10.
+                    guard fields.count > 9, fields[3] == "0A",
+                        let local = fields[1].split(separator: ":").last, Int(local, radix: 16) == port,
+                        let inode = UInt64(fields[9])
+                    else { continue }
+                    inodes.insert(inode)
+                }
+            }
+        } else if endpoint.hasPrefix("ipc://") {
+            let path = String(endpoint.dropFirst(6))
+            for line in (read("/proc/net/unix") ?? "").split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count >= 8, fields.last.map(String.init) == path, let inode = UInt64(fields[6]) else {
+                    continue
+                }
+                inodes.insert(inode)
+            }
+        }
+        return inodes
     }
 
     /// User plus system CPU seconds so far.

@@ -38,8 +38,16 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The p99 latency bound for --find-max, in milliseconds.") var p99Bound: Double = 1
     @Flag(help: "Also measure a raw libzmq PUSH->PULL pipe with intent-sized messages, for comparison.")
     var baseline = false
-    @Option(help: "navigatord's process id for CPU and RSS (default: the process named navigatord).")
+    @Option(
+        help:
+            "navigatord's process id for CPU and RSS (default: the navigatord running here; of several, the one listening on --intents, or an error)."
+    )
     var servicePid: Int32?
+    @Option(
+        help: ArgumentHelp(
+            "Soak: sample navigatord's RSS and CPU every this many seconds, and report the RSS growth over the second half of the run.",
+            valueName: "seconds"))
+    var soak: Double?
     @Option(help: "Seed of the intent mix.") var seed: UInt64 = 1
     @Option(
         help: ArgumentHelp(
@@ -57,6 +65,9 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--rate \(rate) is out of range; expected 0 < rate <= 10,000,000")
         }
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
+        if let soak, !(soak >= 0.5 && soak <= 3600) {
+            throw ValidationError("--soak \(soak) is out of range; expected 0.5 to 3600 seconds between samples")
+        }
         guard sessions > 0, producers > 0, producers <= 64, sample > 0 else {
             throw ValidationError("--sessions, --producers (1 to 64) and --sample must be positive")
         }
@@ -80,6 +91,7 @@ struct RunCommand: AsyncParsableCommand {
         plan.sample = sample
         plan.timeout = timeout
         plan.servicePID = servicePid
+        plan.soakInterval = soak
         plan.seed = seed
         do {
             var output: [String: String] = [:]
@@ -104,11 +116,18 @@ struct RunCommand: AsyncParsableCommand {
                 output["findMax"] = try json(result.steps)
                 last = result.best ?? result.steps.last
             } else {
-                let report = try await LoadRunner.run(plan) { progress in
-                    print(
-                        "  \(String(format: "%5.1f", progress.elapsed)) s  sent \(progress.sent)  \(Int(progress.rate))/s  p50 \(progress.latency.p50) µs  p99 \(progress.latency.p99) µs  lost \(progress.lost)  rejected \(progress.rejected)  send errors \(progress.sendErrors)"
-                    )
-                }
+                let report = try await LoadRunner.run(
+                    plan,
+                    progress: { progress in
+                        print(
+                            "  \(String(format: "%5.1f", progress.elapsed)) s  sent \(progress.sent)  \(Int(progress.rate))/s  p50 \(progress.latency.p50) µs  p99 \(progress.latency.p99) µs  lost \(progress.lost)  rejected \(progress.rejected)  send errors \(progress.sendErrors)"
+                        )
+                    },
+                    soakProgress: { sample in
+                        print(
+                            "  soak \(String(format: "%6.1f", sample.seconds)) s  navigatord RSS \(sample.rssBytes / 1_048_576) MiB  CPU \(String(format: "%.2f", sample.cpu)) cores"
+                        )
+                    })
                 printTable(report)
                 output["run"] = try json(report)
                 last = report
@@ -139,34 +158,46 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func printTable(_ report: LoadReport) {
-        let rows: [(String, String)] = [
-            ("target rate", "\(Int(report.targetRate)) intents/s"),
-            (
-                "achieved rate",
-                "\(Int(report.achievedRate)) intents/s (\(report.sent) sent, \(report.lateSends) late by > 1 ms)"
-            ),
-            ("latency p50 / p90 / p99", "\(report.latency.p50) / \(report.latency.p90) / \(report.latency.p99) µs"),
-            (
-                "latency p99.9 / max",
-                "\(report.latency.p999) / \(report.latency.max) µs (\(report.batchesMeasured) batches measured)"
-            ),
-            ("batches lost", "\(report.batchesLost)"),
-            (
-                "outcomes",
-                "resolved \(report.resolved), refreshed \(report.refreshed), ignored \(report.ignored), parked \(report.parked), rejected \(report.rejected) (released later \(report.released))"
-            ),
-            ("accounted", "\(report.accounted) of \(report.sent) sent"),
-            (
-                "service throughput",
-                report.serviceRate.map { "\(Int($0)) intents/s (sent, resolved and accounted)" }
-                    ?? "unknown (not all accounted for within --timeout)"
-            ),
-            (
-                "navigatord CPU",
-                report.serviceCPU.map { String(format: "%.2f cores", $0) } ?? "unknown (not found on this machine)"
-            ),
-            ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),
-        ]
+        var rows: [(String, String)] =
+            [
+                ("target rate", "\(Int(report.targetRate)) intents/s"),
+                (
+                    "achieved rate",
+                    "\(Int(report.achievedRate)) intents/s (\(report.sent) sent, \(report.lateSends) late by > 1 ms)"
+                ),
+                ("latency p50 / p90 / p99", "\(report.latency.p50) / \(report.latency.p90) / \(report.latency.p99) µs"),
+                (
+                    "latency p99.9 / max",
+                    "\(report.latency.p999) / \(report.latency.max) µs (\(report.batchesMeasured) batches measured)"
+                ),
+                ("batches lost", "\(report.batchesLost)"),
+                (
+                    "outcomes",
+                    "resolved \(report.resolved), refreshed \(report.refreshed), ignored \(report.ignored), parked \(report.parked), rejected \(report.rejected) (released later \(report.released))"
+                ),
+                ("accounted", "\(report.accounted) of \(report.sent) sent"),
+                (
+                    "service throughput",
+                    report.serviceRate.map { "\(Int($0)) intents/s (sent, resolved and accounted)" }
+                        ?? "unknown (not all accounted for within --timeout)"
+                ),
+                (
+                    "navigatord CPU",
+                    report.serviceCPU.map { String(format: "%.2f cores", $0) } ?? "unknown (not found on this machine)"
+                ),
+                (
+                    "navigatord CPU per intent",
+                    report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) } ?? "unknown"
+                ),
+                ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),
+                ("navload CPU", report.loadCPU.map { String(format: "%.2f cores (same machine)", $0) } ?? "unknown"),
+            ]
+        if !report.samples.isEmpty {
+            let growth = report.rssGrowthSecondHalf.map {
+                String(format: "%+.1f %% (%d samples)", $0 * 100, report.samples.count)
+            }
+            rows.append(("soak: RSS growth, 2nd half", growth ?? "too few samples"))
+        }
         let width = rows.map(\.0.count).max() ?? 0
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
     }

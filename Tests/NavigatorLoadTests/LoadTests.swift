@@ -5,7 +5,9 @@ import NavigatorCore
 import NavigatorService
 import NavigatorTestSupport
 import NavigatorWire
+import Synchronization
 import Testing
+import ZeroMQ
 
 @testable import NavigatorLoad
 
@@ -104,7 +106,14 @@ struct LoadTests {
             plan.sessions = 20
             plan.producers = 2
             plan.servicePID = getpid()
-            let report = try await LoadRunner.run(plan)
+            plan.soakInterval = 0.5
+            let samples = Mutex(0)
+            let report = try await LoadRunner.run(plan, soakProgress: { _ in samples.withLock { $0 += 1 } })
+            // Soak samples every 0.5 s of the ~1.2 s run and its drain; navload's own CPU too.
+            #expect(report.samples.count >= 2 && report.samples.count == samples.withLock { $0 })
+            #expect(report.samples.allSatisfy { $0.rssBytes > 0 && $0.cpu >= 0 })
+            #expect(report.loadCPU != nil)
+            #expect((report.cpuMicrosecondsPerIntent ?? 0) > 0)
             #expect(report.sent == 600)
             #expect(report.accounted == 600)
             #expect(report.batchesLost == 0)
@@ -124,5 +133,47 @@ struct LoadTests {
             throw error
         }
         await server.stop()
+    }
+
+    @Test("soak growth is measured over the second half; CPU per intent is CPU seconds over intents sent")
+    func soakFigures() {
+        var report = LoadReport(
+            targetRate: 1000, achievedRate: 1000, sent: 2_000, measuredSeconds: 2, lateSends: 0,
+            latency: .init(p50: 1, p90: 1, p99: 1, p999: 1, max: 1, mean: 1), batchesMeasured: 1, batchesLost: 0,
+            resolved: 2_000, refreshed: 0, ignored: 0, parked: 0, rejected: 0, released: 0, serviceRate: 1000,
+            serviceCPU: 0.5, serviceRSSBytes: 100)
+        #expect(report.rssGrowthSecondHalf == nil)
+        report.samples = [100, 200, 400, 420, 440].enumerated().map {
+            .init(seconds: Double($0.offset), rssBytes: UInt64($0.element), cpu: 0.1)
+        }
+        // The sample at half time is the third (400); the last is 440: +10 %.
+        #expect(abs((report.rssGrowthSecondHalf ?? 0) - 0.10) < 1e-9)
+        report.serviceCPUSeconds = 0.05
+        #expect(abs((report.cpuMicrosecondsPerIntent ?? 0) - 25) < 1e-9)
+    }
+
+    @Test("the navigatord under test is told by the socket it listens on")
+    func listeningSocket() async throws {
+        let (endpoint, owned) = try await DedicatedThread.run(name: "navload-test") {
+            let context = try Context()
+            defer { context.shutdown() }
+            let pull = try Socket(context, type: .pull)
+            try pull.set(.linger, .zero)
+            try pull.bind("tcp://127.0.0.1:*")
+            let endpoint = try pull.lastEndpoint
+            let inodes = ProcessStats.listeningSockets(endpoint)
+            // One of this process's descriptors is that socket.
+            let owned = (0..<1024).contains { fd in
+                var target = [CChar](repeating: 0, count: 128)
+                let count = readlink("/proc/self/fd/\(fd)", &target, 127)
+                guard count > 0 else { return false }
+                let link = String(decoding: target.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                return link.hasPrefix("socket:[") && inodes.contains(UInt64(link.dropFirst(8).dropLast()) ?? 0)
+            }
+            pull.close()
+            return (endpoint, owned)
+        }
+        #expect(owned, "no descriptor of this process listens on \(endpoint)")
+        #expect(ProcessStats.listeningSockets("tcp://127.0.0.1:1").isEmpty)
     }
 }
