@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Same-session comparison of this tree against an earlier commit (issue 16): builds both in
+# release (the earlier one in a git worktree under .bench/), then runs each figure for both,
+# alternating, ROUNDS times, each service run on a fresh navigatord on free 127.0.0.1 ports. The
+# load generator of every service run is this tree's navload, so only navigatord differs; the
+# resolver figure uses each build's own navload.
+#
+#   scripts/bench.sh [--against COMMIT] [--rounds N] [--quick]     (./dev bench passes its args)
+#
+# Prints one line per run and, at the end, the median of each figure for both builds. Needs an
+# otherwise idle machine: pause fuzzers and builds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+against=HEAD~1
+rounds=3
+quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --against) against=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "bench: unknown argument $1; expected --against COMMIT, --rounds N or --quick" >&2; exit 64 ;;
+  esac
+done
+commit=$(git rev-parse --verify "$against^{commit}") || { echo "bench: $against is not a commit" >&2; exit 2; }
+
+echo "bench: building this tree and $(git log -1 --format='%h %s' "$commit" | cut -c1-70) in release" >&2
+swift build -c release --scratch-path .build-release --product navigatord >&2
+swift build -c release --scratch-path .build-release --product navload >&2
+mkdir -p .bench
+if [ ! -d .bench/old ] || [ "$(git -C .bench/old rev-parse HEAD 2>/dev/null)" != "$commit" ]; then
+  git worktree remove --force .bench/old >/dev/null 2>&1 || rm -rf .bench/old
+  git worktree add --detach .bench/old "$commit" >&2
+fi
+(cd .bench/old && swift build -c release --scratch-path ../../.build-release-old --product navigatord >&2 &&
+  swift build -c release --scratch-path ../../.build-release-old --product navload >&2)
+
+new_bin=.build-release/release
+old_bin=.build-release-old/release
+load=$new_bin/navload
+work=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# run LABEL BIN FIGURE navload-args...: one service run; appends "LABEL FIGURE value" lines.
+service_run() {
+  local label=$1 bin=$2 figure=$3
+  shift 3
+  local i r c
+  i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+  rm -rf "$work/data"
+  "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
+    --data-directory "$work/data" --log-level warning >"$work/navigatord.log" 2>&1 &
+  pid=$!
+  "$load" --intents "$i" --requests "$r" --commands "$c" --service-pid "$pid" --timeout 300 "$@" >"$work/out" 2>&1 || true
+  local hwm
+  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+  kill -TERM "$pid"; wait "$pid" || true; pid=""
+  local rate cpu per
+  rate=$(awk '/^service throughput/ {print $3}' "$work/out")
+  cpu=$(awk '/^navigatord CPU  / {print $3}' "$work/out")
+  per=$(awk '/^navigatord CPU per intent/ {print $5}' "$work/out")
+  echo "$label $figure throughput=${rate:-?} cpu=${cpu:-?} cpu_us_per_intent=${per:-?} peak_rss_kib=$hwm"
+  echo "$label $figure.throughput ${rate:-0}" >>"$work/figures"
+  echo "$label $figure.cpu_us_per_intent ${per:-0}" >>"$work/figures"
+  echo "$label $figure.peak_rss_kib ${hwm:-0}" >>"$work/figures"
+}
+
+resolver_run() {
+  local label=$1 bin=$2 ops
+  ops=$("$bin/navload" resolver --duration "$([ $quick = 1 ] && echo 2 || echo 5)" --sessions 1000 --seed 1 2>&1 |
+    awk '/^rate:/ {print $2; exit}')
+  echo "$label resolver ops_per_second=${ops:-?}"
+  echo "$label resolver.ops_per_second ${ops:-0}" >>"$work/figures"
+}
+
+saturation=(--rate 100000 --duration 5 --warmup 1)
+moderate=(--rate 2000 --duration 20 --warmup 2 --sessions 20000)
+if [ $quick = 1 ]; then moderate=(--rate 2000 --duration 5 --warmup 1 --sessions 20000); fi
+
+for round in $(seq 1 "$rounds"); do
+  echo "== round $round of $rounds"
+  for side in new old; do
+    bin=$([ $side = new ] && echo $new_bin || echo $old_bin)
+    resolver_run "$side" "$bin"
+    service_run "$side" "$bin" saturation "${saturation[@]}"
+    service_run "$side" "$bin" moderate "${moderate[@]}"
+  done
+done
+
+echo "== medians over $rounds rounds (new = this tree, old = $(git rev-parse --short "$commit"))"
+for figure in $(awk '{print $2}' "$work/figures" | sort -u); do
+  for side in new old; do
+    median=$(awk -v s="$side" -v f="$figure" '$1 == s && $2 == f {print $3}' "$work/figures" | sort -g |
+      awk '{v[NR]=$1} END {if (NR == 0) print "?"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
+    printf "%-36s %-4s %s\n" "$figure" "$side" "$median"
+  done
+done
