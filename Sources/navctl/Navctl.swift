@@ -14,8 +14,12 @@ struct Navctl: AsyncParsableCommand {
         abstract: "Terminal client for Navigator: send intents, ask why, look at sessions, watch them change.",
         discussion: """
             Talks to a running navigatord (see --requests, --intents, --commands; the defaults \
-            match navigatord's). Every command gives up with an error and a non-zero exit after \
-            --timeout if navigatord does not answer.
+            match navigatord's; against a secure navigatord, --server-key and --key-file). Every \
+            command gives up with an error after --timeout if navigatord does not answer.
+
+            Exit status: 0 done; 1 no answer, or another failure; 2 a key file or server key \
+            that cannot be used; 3 navigatord refused (an intent that was or would be rejected, a \
+            refused request); 64 a command-line mistake.
             """,
         version: "0.1.0",
         subcommands: [

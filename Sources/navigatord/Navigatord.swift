@@ -41,9 +41,10 @@ struct Navigatord: AsyncParsableCommand {
             --allow-insecure-remote). With them, every socket is a CURVE server, only the \
             access file's keys get in, and each client touches only its own sessions.
 
-            Exit status: 0 after a graceful stop; 2 for a bad setting or route map; 1 when \
-            navigatord cannot run, or when one of its threads failed (it is named; the state is \
-            flushed first, so a supervisor can restart it).
+            Exit status: 0 after a graceful stop; 2 for a bad setting, route map, secret key \
+            file or access file, or a non-loopback endpoint without security; 1 when navigatord \
+            cannot run, or when one of its threads failed (it is named; the state is flushed \
+            first, so a supervisor can restart it); 64 for an unknown option.
             """,
         version: NavigatorVersion.current
     )

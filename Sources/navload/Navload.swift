@@ -13,6 +13,10 @@ struct Navload: AsyncParsableCommand {
             navigatord and reports end-to-end latency (from each intent's due time to its batch's \
             arrival at a subscribed shell), loss, outcomes and the service's CPU and memory. \
             navload resolver measures the resolver alone, without sockets.
+
+            Exit status: 0 the run finished; 1 no answer, or another failure; 2 a key file or \
+            server key that cannot be used (or several navigatord processes and none certain: \
+            pass --service-pid); 3 navigatord refused a request; 64 a command-line mistake.
             """,
         version: "0.1.0",
         subcommands: [RunCommand.self, ResolverCommand.self],
