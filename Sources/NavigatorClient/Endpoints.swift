@@ -50,26 +50,21 @@ public struct CurveCredentials: Hashable, Sendable {
     /// Reads the client's secret key file (as `navctl keygen` writes it: 40 Z85 characters,
     /// mode 0600) and takes the server's key as Z85 text or a file holding it.
     public static func load(keyFile: String, serverKey: String) throws(ClientError) -> CurveCredentials {
-        let secret = try readKey(keyFile, what: "key file")
-        guard let publicKey = try? CurveKeyPair.publicKey(forSecretKey: secret) else {
-            throw ClientError(
-                .invalidArgument, "key file \(keyFile) does not hold a CURVE secret key; expected 40 Z85 characters")
+        let keys: CurveKeyPair
+        do {
+            keys = try CurveKeyPair.load(secretKeyFile: keyFile)
+        } catch {
+            throw ClientError(.invalidArgument, "key file \(error) (navctl keygen writes one)")
         }
-        var mode = stat()
-        if stat(keyFile, &mode) == 0, mode.st_mode & 0o077 != 0 {
-            throw ClientError(
-                .invalidArgument,
-                "key file \(keyFile) has mode \(String(mode.st_mode & 0o777, radix: 8)); expected it readable by its owner only (chmod 600 \(keyFile))"
-            )
-        }
-        let server = CurveKeyPair.isValidKey(serverKey) ? serverKey : try readKey(serverKey, what: "server key")
-        guard CurveKeyPair.isValidKey(server) else {
+        guard !CurveKeyPair.isValidKey(serverKey) else { return CurveCredentials(keys: keys, serverKey: serverKey) }
+        do {
+            return CurveCredentials(keys: keys, serverKey: try CurveKeyPair.readKey(fromFile: serverKey, secret: false))
+        } catch {
             throw ClientError(
                 .invalidArgument,
-                "server key \(serverKey) is neither 40 Z85 characters nor a file holding them (navigatord prints its public key at start)"
+                "server key \(serverKey) is not 40 Z85 characters, nor a file holding them (\(error)); navigatord prints its public key at start"
             )
         }
-        return CurveCredentials(keys: CurveKeyPair(publicKey: publicKey, secretKey: secret), serverKey: server)
     }
 
     /// The credentials a command line gives: `--server-key` and `--key-file`, else the
@@ -86,19 +81,6 @@ public struct CurveCredentials: Hashable, Sendable {
         case (_?, nil):
             throw ClientError(.invalidArgument, "--server-key needs --key-file (this client's secret key) too")
         }
-    }
-
-    private static func readKey(_ path: String, what: String) throws(ClientError) -> String {
-        guard let file = fopen(path, "r") else {
-            throw ClientError(.invalidArgument, "cannot read the \(what) \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        var buffer = [CChar](repeating: 0, count: 128)
-        guard fgets(&buffer, Int32(buffer.count), file) != nil else {
-            throw ClientError(.invalidArgument, "the \(what) \(path) is empty; expected 40 Z85 characters")
-        }
-        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return String(text.filter { !$0.isWhitespace })
     }
 }
 

@@ -16,9 +16,10 @@ public struct ShellModel: Sendable {
     public private(set) var status = "waiting for a snapshot"
     /// Set when the mirror differs from the service's tree.
     public private(set) var warning: String?
-    /// The session's conditions and parked intents (id, why it waits), from the latest snapshot.
+    /// The session's conditions and parked intents (id, why it waits, the condition a guard
+    /// waits for), from the latest snapshot.
     public private(set) var conditions: [String: Bool] = [:]
-    public private(set) var parked: [(id: String, reason: String)] = []
+    public private(set) var parked: [(id: String, reason: String, guardCondition: String)] = []
     /// The session's latest rejections and audit records, newest last, each marked as such.
     public private(set) var notices: [String] = []
     static let noticesKept = 5
@@ -104,19 +105,11 @@ public struct ShellModel: Sendable {
     /// Takes the conditions and parked intents of a fresh snapshot.
     public mutating func update(from snapshot: Navigator_V1_Snapshot) {
         conditions = snapshot.conditions
-        parked = snapshot.parked.map { ($0.intent.id, $0.reason) }
+        parked = snapshot.parked.map { ($0.intent.id, $0.reason, $0.guardCondition) }
     }
 
-    /// The condition the oldest intent parked behind a guard waits for (its reason reads
-    /// `waiting for NAME (showing SCREEN)`), if any.
-    public var guardCondition: String? {
-        for (_, reason) in parked where reason.hasPrefix("waiting for ") && reason.hasSuffix(")") {
-            let rest = reason.dropFirst("waiting for ".count)
-            guard let space = rest.firstIndex(of: " "), rest[space...].hasPrefix(" (showing ") else { continue }
-            return String(rest[..<space])
-        }
-        return nil
-    }
+    /// The condition the oldest intent parked behind a guard waits for, if any.
+    public var guardCondition: String? { parked.first { !$0.guardCondition.isEmpty }?.guardCondition }
 
     /// For testing a guard: the event that sets ``guardCondition`` true, as a logged-in app would.
     public mutating func satisfyGuard() -> ClientEvent? {

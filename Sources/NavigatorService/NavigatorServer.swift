@@ -48,8 +48,8 @@ public final class NavigatorServer: Service, Sendable {
     private let readiness: Readiness
     /// Secure mode (CURVE + ZAP): the server's keys and the access list; nil without security.
     public let security: Security?
-    /// Secure mode: opens once the ZAP handler answers; the other parts wait for it.
-    private let zapReady = StartGate()
+    /// Secure mode: ready once the ZAP handler answers; the other parts wait for it.
+    private let zapReady = Readiness(expected: 1)
     private let shutdownRecord = ShutdownRecord()
 
     /// Builds the service: loads and checks the route map; opens nothing yet.
@@ -187,14 +187,10 @@ public final class NavigatorServer: Service, Sendable {
                     context: context, record: record, opened: { [self] in opened() },
                     stop: { signalStop(context, ZAPLoop.control) },
                     check: {
-                        do {
-                            try await DedicatedThread.run(name: "nav-zap-probe") { try ZAPLoop.probe(context) }
-                            zapReady.settle(true)
-                        } catch {
-                            zapReady.settle(false)
-                            throw error
-                        }
-                    }))
+                        try await DedicatedThread.run(name: "nav-zap-probe") { try ZAPLoop.probe(context) }
+                        zapReady.opened()
+                    },
+                    releases: zapReady))
         }
         if configuration.metricsAddress != "off" {
             parts.append(

@@ -55,34 +55,6 @@ final class Readiness: Sendable {
     }
 }
 
-/// Opens once a prerequisite of other parts is in place (secure mode: the ZAP handler answers),
-/// or fails; parts that need it wait before they open their sockets.
-final class StartGate: Sendable {
-    private let state = Mutex<(result: Bool?, waiters: [CheckedContinuation<Bool, Never>])>((nil, []))
-
-    /// Opens (true) or fails (false) the gate, once.
-    func settle(_ result: Bool) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            guard state.result == nil else { return [] }
-            state.result = result
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: result) }
-    }
-
-    /// Whether the gate opened (waits until it is settled).
-    func wait() async -> Bool {
-        await withCheckedContinuation { continuation in
-            let result = state.withLock { state -> Bool? in
-                if state.result == nil { state.waiters.append(continuation) }
-                return state.result
-            }
-            if let result { continuation.resume(returning: result) }
-        }
-    }
-}
-
 /// How the stop went: whether some part had to be cancelled past the shutdown bound.
 final class ShutdownRecord: Sendable {
     private let cut = Atomic<Bool>(false)
@@ -103,13 +75,17 @@ struct LoopPart<Loop: SocketLoop>: Service {
     /// Told once the loop's sockets are bound.
     let opened: @Sendable () -> Void
     var stop: (@Sendable () -> Void)? = nil
-    /// Opens its sockets only once this gate has opened (ends at once if it fails).
-    var after: StartGate? = nil
+    /// Opens its sockets only once this prerequisite is ready (ends at once if it never is).
+    var after: Readiness? = nil
     /// Run once the loop runs, before it counts as opened; a throw stops the loop and fails the
     /// part (the ZAP handler proves it answers).
     var check: (@Sendable () async throws -> Void)? = nil
+    /// Told when this part ends, however it ends (before it opened, too), so that the parts
+    /// waiting on it (`after`) stop waiting.
+    var releases: Readiness? = nil
 
     func run() async throws {
+        defer { releases?.ended() }
         if let after, !(await after.wait()) { return }
         let thread = try await loop.start()
         if let check {

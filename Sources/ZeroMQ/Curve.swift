@@ -1,5 +1,13 @@
 import CZeroMQ
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A CURVE (CurveZMQ) long-term key pair, each key as 40 characters of Z85 text.
 ///
 /// A server sets ``SocketOption/curveServer`` and its secret key; a client sets its own pair and
@@ -60,6 +68,47 @@ public struct CurveKeyPair: Sendable, Hashable {
 
     private static func text(_ chars: [CChar]) -> String {
         String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension CurveKeyPair {
+    /// Why a key file cannot be used: the file and what is wrong with it.
+    public struct KeyFileError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// A key kept as Z85 text in a file: the 40 characters of its first line (spaces and the
+    /// line's end ignored). A `secret` key's file must be readable by its owner only, as ssh
+    /// demands of its keys.
+    public static func readKey(fromFile path: String, secret: Bool) throws(KeyFileError) -> String {
+        var status = stat()
+        guard stat(path, &status) == 0, let file = fopen(path, "r") else {
+            throw KeyFileError(description: "\(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        if secret, status.st_mode & 0o077 != 0 {
+            throw KeyFileError(
+                description:
+                    "\(path) has mode \(String(status.st_mode & 0o777, radix: 8)); expected it readable by its owner only (chmod 600 \(path))"
+            )
+        }
+        var line = [CChar](repeating: 0, count: 128)
+        let text = fgets(&line, Int32(line.count), file) == nil ? "" : Self.text(line)
+        let key = String(text.filter { !$0.isWhitespace })
+        guard isValidKey(key) else {
+            throw KeyFileError(description: "\(path) does not hold a CURVE key; expected 40 Z85 characters")
+        }
+        return key
+    }
+
+    /// The key pair of a secret key file (``readKey(fromFile:secret:)``): the public key is
+    /// derived from the secret one.
+    public static func load(secretKeyFile path: String) throws(KeyFileError) -> CurveKeyPair {
+        let secret = try readKey(fromFile: path, secret: true)
+        guard let publicKey = try? publicKey(forSecretKey: secret) else {
+            throw KeyFileError(description: "\(path) does not hold a CURVE secret key")
+        }
+        return CurveKeyPair(publicKey: publicKey, secretKey: secret)
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import NavigatorClient
 import NavigatorCore
 import NavigatorWire
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -60,12 +61,8 @@ struct ConnectionOptions: ParsableArguments {
             throw ValidationError("--timeout \(timeout) is out of range; expected 0 < seconds <= 600")
         }
         for (option, endpoint) in [("--intents", intents), ("--requests", requests), ("--commands", commands)] {
-            let schemes = ["tcp://", "ipc://", "inproc://"]
-            guard let scheme = schemes.first(where: endpoint.hasPrefix), endpoint.count > scheme.count,
-                scheme != "tcp://" || endpoint.dropFirst(6).contains(":")
-            else {
-                throw ValidationError(
-                    "\(option) \(endpoint) is not an endpoint; expected tcp://host:port, ipc://path or inproc://name")
+            if let problem = Endpoint.problem(with: endpoint) {
+                throw ValidationError("\(option) \(endpoint): \(problem)")
             }
         }
     }

@@ -207,7 +207,7 @@ struct Shell: AsyncParsableCommand {
                     + model.conditions.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
                         separator: ", "))
         }
-        for (id, reason) in model.parked { lines.append("parked \(id): \(reason)") }
+        for parked in model.parked { lines.append("parked \(parked.id): \(parked.reason)") }
         if let condition = model.guardCondition { lines.append(palette.yellow("press g to set \(condition)=true")) }
         lines.append(model.status)
         lines += model.notices.map { $0.hasPrefix("rejected") ? palette.red($0) : palette.dim($0) }

@@ -153,6 +153,7 @@ struct NavctlTests {
 
             let parked = try await navctl(["send", "--wait", "--session", "g", "--id", "e1", "editProfile"] + options)
             #expect(parked.output.hasPrefix("parked: waiting for authenticated"))
+            #expect(try await connection.snapshot("g").parked.map(\.guardCondition) == ["authenticated"])
             let condition = try await navctl(["condition", "--session", "g", "authenticated=true"] + options)
             #expect(condition.status == 0)
             #expect(condition.output.contains("released e1"))
@@ -185,7 +186,10 @@ struct NavctlTests {
             (["send", "--sesion", "demo", "home"], "unknown option --sesion; did you mean --session?"),
             (["send", "--session", "demo", "--ttl", "-5", "home"], "--ttl -5 is not a whole number of milliseconds"),
             (["send", "home"], "missing --session S"),
-            (["stats", "--requests", "foo"], "--requests foo is not an endpoint; expected tcp://host:port"),
+            (
+                ["stats", "--requests", "foo"],
+                "--requests foo: unknown transport; expected tcp://, ipc:// or inproc://"
+            ),
             (["snapshot", "--sesion", "x"], "Did you mean '--session'?"),
             (["snapshot"], "missing --session S"),
             (["condition", "--session", "x", "authenticated=yes"], "condition authenticated=yes is not name=true"),

@@ -1,6 +1,7 @@
 import Logging
 import NavigatorYAML
 import Yams
+import ZeroMQ
 
 /// A configuration that cannot be used: where the bad value came from, and what was expected.
 public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -334,7 +335,7 @@ public enum ConfigurationLoader {
 
     static func endpoints(_ values: [String], _ key: String) throws(ConfigurationError) -> [String] {
         for value in values {
-            if let problem = EndpointCheck.problem(with: value) {
+            if let problem = Endpoint.problem(with: value) {
                 throw ConfigurationError("\(key) endpoint \(value): \(problem)")
             }
         }
@@ -359,7 +360,7 @@ public enum ConfigurationLoader {
     }
 }
 
-/// Endpoint rules checked before libzmq sees them (libzmq 4.3 accepts port 99999 silently).
+/// Which endpoints only this machine can reach (their syntax: ``Endpoint/problem(with:)``).
 enum EndpointCheck {
     /// Whether only this machine can reach the endpoint: ipc, inproc, or tcp on a loopback
     /// address (`*`, `0.0.0.0`, other addresses, host and interface names other than
@@ -378,23 +379,6 @@ enum EndpointCheck {
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
-    static func problem(with endpoint: String) -> String? {
-        if endpoint.hasPrefix("tcp://") {
-            let rest = endpoint.dropFirst(6)
-            guard let colon = rest.lastIndex(of: ":") else { return "expected tcp://host:port" }
-            let host = rest[..<colon]
-            let port = rest[rest.index(after: colon)...]
-            guard !host.isEmpty else { return "has no host; expected tcp://host:port" }
-            if port == "*" { return nil }
-            guard let number = Int(port), (1...65535).contains(number) else {
-                return "port \(port) is not a number from 1 to 65535 (or *)"
-            }
-            return nil
-        }
-        if endpoint.hasPrefix("ipc://") { return endpoint.count > 6 ? nil : "expected ipc://path" }
-        if endpoint.hasPrefix("inproc://") { return endpoint.count > 9 ? nil : "expected inproc://name" }
-        return "unknown transport; expected tcp://, ipc:// or inproc://"
-    }
 }
 
 extension String {

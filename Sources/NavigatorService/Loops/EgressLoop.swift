@@ -67,7 +67,7 @@ struct EgressLoop: SocketLoop {
         switch flag {
         case 1:
             if let security {
-                let name = message.property("User-Id")
+                let name = Security.clientName(of: message)
                 guard let client = security.client(named: name), let peer, topic.count < Self.maxSubscriptionBytes,
                     client.maySubscribe(to: String(decoding: topic, as: UTF8.self))
                 else {

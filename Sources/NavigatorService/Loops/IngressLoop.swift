@@ -197,10 +197,10 @@ struct IngressLoop: SocketLoop {
         }
         var client: String?
         if let security {
-            if let refusal = security.refusal(of: .publish(session: session), by: frames[0]) {
+            client = Security.clientName(of: frames[0])
+            if let refusal = security.refusal(of: .publish(session: session), by: client) {
                 return try reject(session, .forbidden, refusal, frames[0], sockets)
             }
-            client = frames[0].property("User-Id")
         }
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         counters.forwarded[worker].add()

@@ -1,14 +1,5 @@
-import NavigatorYAML
 import Synchronization
 import ZeroMQ
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// A secure navigatord's keys and access list: the server's CURVE key pair, and the clients of
 /// the access file, swapped whole when SIGHUP reloads it. Every socket loop asks it who a
@@ -42,10 +33,11 @@ public final class Security: Sendable {
         return state.withLock { $0.access.client(named: name) }
     }
 
-    /// Why the client behind `message` (its connection's User-Id) may not do `action`, or nil
-    /// if it may.
-    func refusal(of action: AccessList.Action, by message: Message) -> String? {
-        let name = message.property("User-Id")
+    /// The client name of a received message: the User-Id the ZAP handler gave its connection.
+    static func clientName(of message: Message) -> String? { message.property("User-Id") }
+
+    /// Why the client `name` (``clientName(of:)``) may not do `action`, or nil if it may.
+    func refusal(of action: AccessList.Action, by name: String?) -> String? {
         guard let client = client(named: name) else {
             return
                 "the client \(name.map { "\"\($0)\"" } ?? "of this connection") is not in the access file (any more); nothing was changed"
@@ -85,30 +77,12 @@ public final class Security: Sendable {
         return (fresh.clients.count, removed)
     }
 
-    /// A secret key file: 40 Z85 characters (a trailing newline allowed), readable by its owner
-    /// only — a key that others can read is refused, as ssh refuses such a key.
+    /// The server's secret key file: 40 Z85 characters, readable by its owner only.
     static func readSecretKey(_ path: String) throws(ConfigurationError) -> CurveKeyPair {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw ConfigurationError("secret key file \(path): \(String(cString: strerror(errno)))")
-        }
-        guard status.st_mode & 0o077 == 0 else {
-            throw ConfigurationError(
-                "secret key file \(path) has mode \(String(status.st_mode & 0o777, radix: 8)); expected it readable by its owner only (chmod 600 \(path))"
-            )
-        }
-        let text: String
         do {
-            text = try TextFile.read(path)
+            return try CurveKeyPair.load(secretKeyFile: path)
         } catch {
-            throw ConfigurationError("secret key file: \(error.description)")
+            throw ConfigurationError("secret key file \(error) (navctl keygen makes one)")
         }
-        let key = text.trimmed
-        guard CurveKeyPair.isValidKey(key), let publicKey = try? CurveKeyPair.publicKey(forSecretKey: key) else {
-            throw ConfigurationError(
-                "secret key file \(path) does not hold a CURVE secret key; expected 40 Z85 characters (navctl keygen makes one)"
-            )
-        }
-        return CurveKeyPair(publicKey: publicKey, secretKey: key)
     }
 }

@@ -60,18 +60,27 @@ final class Persistence: Sendable {
     /// Writes up to `limit` of the sessions changed since they were last written, in one
     /// transaction per shard; returns whether they were written and whether more are waiting.
     func flushChanged(atMost limit: Int) -> (written: Bool, more: Bool) {
+        let written = writeChunk(limit) { shard, budget in
+            store.shards[shard].dirty.withLock { dirty in Self.take(budget, from: &dirty) }
+        }
+        return (written, store.shards.contains { shard in shard.dirty.withLock { !$0.isEmpty } })
+    }
+
+    /// Writes up to `limit` sessions, `take(shard, budget)` naming each shard's in turn, one
+    /// transaction per shard; returns whether all were written (false too when a replaced state
+    /// file could not be put back: nothing was taken then).
+    private func writeChunk(_ limit: Int, take: (Int, Int) -> Set<String>) -> Bool {
         writing.withLock { _ in
-            guard restoreFileIfGone() else { return (false, true) }
+            guard restoreFileIfGone() else { return false }
             var complete = true
             var budget = limit
             let now = MonotonicClock.now()
-            for shard in store.shards where budget > 0 {
-                let names = shard.dirty.withLock { dirty in Self.take(budget, from: &dirty) }
+            for (index, shard) in store.shards.enumerated() where budget > 0 {
+                let names = take(index, budget)
                 budget -= names.count
                 if !write(names, of: shard, now: now) { complete = false }
             }
-            let more = store.shards.contains { shard in shard.dirty.withLock { !$0.isEmpty } }
-            return (complete, more)
+            return complete
         }
     }
 
@@ -281,19 +290,7 @@ final class Persistence: Sendable {
             shard.dirty.withLock { dirty in Self.take(.max, from: &dirty) }
         }
         while round.contains(where: { !$0.isEmpty }) {
-            let written = writing.withLock { _ -> Bool in
-                guard restoreFileIfGone() else { return false }
-                var budget = Self.chunk
-                var complete = true
-                let now = MonotonicClock.now()
-                for (index, shard) in store.shards.enumerated() where budget > 0 {
-                    let names = Self.take(budget, from: &round[index])
-                    budget -= names.count
-                    if !write(names, of: shard, now: now) { complete = false }
-                }
-                return complete
-            }
-            guard written else {
+            guard writeChunk(Self.chunk, take: { shard, budget in Self.take(budget, from: &round[shard]) }) else {
                 // What this round did not write stays marked changed, for the next.
                 for (index, shard) in store.shards.enumerated() where !round[index].isEmpty {
                     shard.dirty.withLock { $0.formUnion(round[index]) }

@@ -725,9 +725,15 @@ public nonisolated struct Navigator_V1_ParkedIntent: Sendable {
   /// Clears the value of `intent`. Subsequent reads from it will return its default value.
   public mutating func clearIntent() {self._intent = nil}
 
+  /// Why it waits, in words: "waiting for authenticated (showing login)", "blocked by
+  /// incomingCall (modal #6)", "waiting for the shell to be ready".
   public var reason: String = String()
 
   public var expiresAtUnixNanos: Int64 = 0
+
+  /// When it waits behind a guard: the condition that releases it (set it with a client event's
+  /// conditions, as a shell does once the user has logged in); "" otherwise.
+  public var guardCondition: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1745,7 +1751,7 @@ nonisolated extension Navigator_V1_Explanation: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ParkedIntent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}intent\0\u{1}reason\0\u{3}expires_at_unix_nanos\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}intent\0\u{1}reason\0\u{3}expires_at_unix_nanos\0\u{3}guard_condition\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1756,6 +1762,7 @@ nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftPro
       case 1: try { try decoder.decodeSingularMessageField(value: &self._intent) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.reason) }()
       case 3: try { try decoder.decodeSingularInt64Field(value: &self.expiresAtUnixNanos) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.guardCondition) }()
       default: break
       }
     }
@@ -1775,6 +1782,9 @@ nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftPro
     if self.expiresAtUnixNanos != 0 {
       try visitor.visitSingularInt64Field(value: self.expiresAtUnixNanos, fieldNumber: 3)
     }
+    if !self.guardCondition.isEmpty {
+      try visitor.visitSingularStringField(value: self.guardCondition, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1782,6 +1792,7 @@ nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftPro
     if lhs._intent != rhs._intent {return false}
     if lhs.reason != rhs.reason {return false}
     if lhs.expiresAtUnixNanos != rhs.expiresAtUnixNanos {return false}
+    if lhs.guardCondition != rhs.guardCondition {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -4,33 +4,33 @@ import NavigatorWire
 // Queries: what the requests thread answers itself, reading the store under its shard locks —
 // snapshots, dry runs and stats (the session id was checked where the request came in).
 extension RequestsLoop {
-    func snapshot(_ session: String) -> Navigator_V1_Reply.OneOf_Kind {
+    func snapshot(_ session: String) -> Navigator_V1_Snapshot {
         let record = store.read(session)
-        return .snapshot(
-            .with {
-                $0.session = session
-                $0.seq = record.seq
-                $0.epoch = store.epoch
-                $0.tree = .init(record.state.tree)
-                $0.conditions = record.state.conditions
-                $0.recentlyExpired = record.state.recentlyExpired.map { expired in
-                    .with {
-                        $0.session = session
-                        $0.intentID = expired.intentID
-                        $0.source = expired.source
-                        $0.code = .expired
-                        $0.message = expired.rejectionMessage
-                        $0.atUnixNanos = expired.expiredAt
-                    }
+        return .with {
+            $0.session = session
+            $0.seq = record.seq
+            $0.epoch = store.epoch
+            $0.tree = .init(record.state.tree)
+            $0.conditions = record.state.conditions
+            $0.recentlyExpired = record.state.recentlyExpired.map { expired in
+                .with {
+                    $0.session = session
+                    $0.intentID = expired.intentID
+                    $0.source = expired.source
+                    $0.code = .expired
+                    $0.message = expired.rejectionMessage
+                    $0.atUnixNanos = expired.expiredAt
                 }
-                $0.parked = record.state.parked.map { parked in
-                    .with {
-                        $0.intent = .init(parked.intent)
-                        $0.reason = parked.reason.description
-                        $0.expiresAtUnixNanos = parked.expiresAt
-                    }
+            }
+            $0.parked = record.state.parked.map { parked in
+                .with {
+                    $0.intent = .init(parked.intent)
+                    $0.reason = parked.reason.description
+                    $0.expiresAtUnixNanos = parked.expiresAt
+                    if case .guardUnmet(let condition, _) = parked.reason { $0.guardCondition = condition }
                 }
-            })
+            }
+        }
     }
 
     func explain(_ wire: Navigator_V1_Intent, into answer: inout Navigator_V1_Reply) {

@@ -170,8 +170,8 @@ struct RequestsLoop: SocketLoop {
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
         }
         // Secure mode: the sender's name (the User-Id its connection got from the ZAP handler).
-        let client = security == nil ? "" : payload.property("User-Id") ?? ""
-        if let security, let action = request.action, let refusal = security.refusal(of: action, by: payload) {
+        let client = security == nil ? nil : Security.clientName(of: payload)
+        if let security, let action = request.action, let refusal = security.refusal(of: action, by: client) {
             counters.refused(.forbidden, intent: isIntent)
             answer.rejected = .rejection(.forbidden, refusal)
             return try reply(answer, to: frames[0], delimited: delimited, sockets)
@@ -180,13 +180,13 @@ struct RequestsLoop: SocketLoop {
         case .intent(let intent):
             try forward(
                 frames[0], delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
-                client: client, sockets)
+                client: client ?? "", sockets)
         case .clientEvent(let event):
             try forward(
                 frames[0], delimited, payload, session: event.session, requestID: request.requestID, intent: false,
-                client: client, sockets)
+                client: client ?? "", sockets)
         case .snapshot(let wanted):
-            answer.kind = snapshot(wanted.session)
+            answer.snapshot = snapshot(wanted.session)
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case .explain(let intent):
             explain(intent, into: &answer)
@@ -267,12 +267,9 @@ struct RequestsLoop: SocketLoop {
 extension Navigator_V1_Request {
     /// The session the request concerns; nil for those about the service (stats, routes).
     var session: String? {
-        switch kind {
-        case .intent(let intent): intent.session
-        case .clientEvent(let event): event.session
-        case .snapshot(let snapshot): snapshot.session
-        case .explain(let intent): intent.session
-        case .stats, .routes, nil: nil
+        switch action {
+        case .publish(let session), .follow(let session): session
+        case .inspect, nil: nil
         }
     }
 
