@@ -9,17 +9,21 @@ import ZeroMQ
 ///
 /// Its parts are swift-service-lifecycle services in one `ServiceGroup` (``Parts.swift``), in
 /// start order: HTTP (Hummingbird), flush (the only writer of the state file; it also makes
-/// replies to acknowledged requests durable before passing them on), egress (XPUB), workers (one
-/// per shard of sessions), requests (ROUTER), ingress (intents PULL), and a gate. Each socket loop
+/// replies to acknowledged requests durable before passing them on), egress (binds the XPUB and
+/// keeps its subscriptions; workers publish onto it themselves), workers (one per shard of
+/// sessions), requests (ROUTER), ingress (intents PULL), and a gate. Each socket loop
 /// runs on a thread of its own. Graceful shutdown stops them in reverse: the gate turns /readyz
-/// to 503, ingress and requests stop taking work, workers finish what they were given, egress
-/// publishes the last of it, the flush thread writes what is left; past
+/// to 503, ingress and requests stop taking work, workers finish what they were given and
+/// publish the last of it, egress closes the XPUB, the flush thread writes what is left; past
 /// `shutdownTimeoutSeconds` the context is shut down and every socket closes. A part that fails
 /// stops the group the same way, and ``run()`` throws which part and why.
 public final class NavigatorServer: Service, Sendable {
     public let configuration: ServiceConfiguration
     let logger: Logger
     let context: Context
+    /// The commands XPUB: egress binds it and reads its subscriptions; workers and ingress
+    /// publish onto it directly, under its lock (no thread between them and the shells).
+    let commands: SharedSocket
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: ServiceCounters
@@ -94,6 +98,7 @@ public final class NavigatorServer: Service, Sendable {
                 ])
         }
         context = try Context(ioThreads: 1)
+        commands = try SharedSocket(context, type: .xpub)
         // ZAP (secure mode), HTTP (if on), flush, egress, each worker, requests, ingress.
         readiness = Readiness(
             expected: (security == nil ? 0 : 1) + (configuration.metricsAddress == "off" ? 0 : 1) + 4
@@ -220,7 +225,7 @@ public final class NavigatorServer: Service, Sendable {
         parts.append(
             part(
                 EgressLoop(
-                    context: context, endpoints: configuration.commandEndpoints,
+                    context: context, commands: commands, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
                     maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer, security: security,
@@ -229,7 +234,8 @@ public final class NavigatorServer: Service, Sendable {
             parts.append(
                 part(
                     WorkerLoop(
-                        index: index, context: context, store: store, resolvers: resolvers, counters: counters,
+                        index: index, context: context, commands: commands, store: store, resolvers: resolvers,
+                        counters: counters,
                         persistence: persistence, maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, supervisor: supervisor,
                         logger: logger)))
@@ -246,7 +252,8 @@ public final class NavigatorServer: Service, Sendable {
         parts.append(
             part(
                 IngressLoop(
-                    context: context, endpoints: configuration.intentEndpoints, workers: configuration.workers,
+                    context: context, commands: commands, endpoints: configuration.intentEndpoints,
+                    workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, epoch: store.epoch,
                     bound: bound, security: security, supervisor: supervisor, logger: logger),
@@ -314,6 +321,7 @@ public final class NavigatorServer: Service, Sendable {
             logger.error("navigatord did not stop cleanly; the next run starts a new epoch")
         }
         let context = self.context
+        commands.close()  // egress closes it when it ends; not if it never ran
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
         directoryLock.release()
         if let failure = supervisor.failure {

@@ -17,6 +17,13 @@ extension SocketOption where Value == Int32 {
     public static var sendHighWaterMark: Self { .init(code: ZMQ_SNDHWM, name: "ZMQ_SNDHWM") }
     /// ZMQ_RCVHWM: queued inbound messages per peer (0 = no limit).
     public static var receiveHighWaterMark: Self { .init(code: ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
+    /// ZMQ_FD: a file descriptor that becomes readable when the socket has commands to process
+    /// (read-only). Edge-like: after it signals, read ``events`` until the socket has nothing
+    /// more; any call on the socket may consume its signal.
+    public static var fileDescriptor: Self { .init(code: ZMQ_FD, name: "ZMQ_FD") }
+    /// ZMQ_EVENTS: ``PollEvents`` raw value of what the socket is ready for now; processes the
+    /// socket's pending commands (read-only).
+    public static var events: Self { .init(code: ZMQ_EVENTS, name: "ZMQ_EVENTS") }
 }
 
 extension SocketOption where Value == Int64 {

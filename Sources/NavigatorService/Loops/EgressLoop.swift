@@ -1,15 +1,18 @@
 import Logging
 import ZeroMQ
 
-/// Owns the XPUB that shells subscribe to: forwards what workers and ingress publish, without
-/// copying, and keeps the book of subscriptions (``SubscriptionBook``): the topics for the stats
-/// and the audit switch, and each connection's count, so that a peer holding more than
-/// `maxSubscriptionsPerPeer` topics is dropped (its subscriptions go with it).
+/// Binds the XPUB that shells subscribe to and reads its subscriptions (workers and ingress
+/// publish onto it themselves, under its lock: see ``Publisher``). Keeps the book of
+/// subscriptions (``SubscriptionBook``): the topics for the stats and the audit switch, and each
+/// connection's count, so that a peer holding more than `maxSubscriptionsPerPeer` topics is
+/// dropped (its subscriptions go with it). In secure mode it applies each subscription the
+/// client may hold (XPUB_MANUAL). It closes the XPUB once every publisher has stopped.
 struct EgressLoop: SocketLoop {
     let context: Context
+    let commands: SharedSocket
     let endpoints: [String]
     let highWaterMark: Int32
-    /// Messages (bundles) queued from the workers and ingress; beyond it they wait.
+    /// Messages queued from the publishers (stop markers, word of waiting subscriptions).
     let handoffHighWaterMark: Int32
     /// Stop markers to wait for: every worker's and ingress's.
     let producers: Int
@@ -24,7 +27,6 @@ struct EgressLoop: SocketLoop {
     var name: String { "nav-egress" }
 
     struct Sockets {
-        let xpub: Socket
         let inbox: Socket
         /// The XPUB's monitor: connections accepted and ended, by descriptor.
         let connections: Socket
@@ -34,7 +36,17 @@ struct EgressLoop: SocketLoop {
     static let monitorEndpoint = "inproc://navigator-egress-monitor"
 
     func open() throws -> Sockets {
-        let xpub = try Socket(context, type: .xpub)
+        try commands.withSocket { xpub in try configure(xpub) }
+        let connections = try Socket(context, type: .pair)
+        try connections.connect(Self.monitorEndpoint)
+        let inbox = try Socket(context, type: .pull)
+        try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
+        try inbox.bind(Internal.egress)
+        return Sockets(inbox: inbox, connections: connections, limiter: LogLimiter(logger: logger))
+    }
+
+    /// The XPUB's options, its monitor, and its binds.
+    private func configure(_ xpub: Socket) throws {
         try xpub.set(.sendHighWaterMark, highWaterMark)
         // Subscriptions are messages from the peers: a longer one than any topic makes libzmq
         // drop that peer, instead of storing a topic of the peer's choosing. (CURVE's handshake
@@ -46,20 +58,14 @@ struct EgressLoop: SocketLoop {
         // Secure mode: a subscription takes effect only when egress applies it (``note``).
         if security != nil { try xpub.set(.xpubManual, true) }
         try xpub.monitor(Self.monitorEndpoint, events: [.accepted, .disconnected])
-        let connections = try Socket(context, type: .pair)
-        try connections.connect(Self.monitorEndpoint)
         bound.set(commands: try bindAll(xpub, endpoints, "commands", security: security))
-        let inbox = try Socket(context, type: .pull)
-        try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
-        try inbox.bind(Internal.egress)
-        return Sockets(xpub: xpub, inbox: inbox, connections: connections, limiter: LogLimiter(logger: logger))
     }
 
     /// Enters one (un)subscription message into the book; drops a peer beyond its limit. In
     /// secure mode, applies it first if its client may read the topic — at once, before the
     /// next receive, since XPUB_MANUAL applies a subscription to the peer of the last message
     /// received.
-    private func note(_ message: Message, in book: inout SubscriptionBook, _ sockets: Sockets) throws {
+    private func note(_ message: Message, in book: inout SubscriptionBook, _ xpub: Socket, _ sockets: Sockets) throws {
         guard
             let (flag, topic) = message.withUnsafeBytes({ bytes in bytes.first.map { ($0, Array(bytes.dropFirst())) } })
         else { return }
@@ -77,7 +83,7 @@ struct EgressLoop: SocketLoop {
                 // away meanwhile (a freed pipe; fixed in 4.3.5, zeromq/libzmq#4137). Its
                 // connection's descriptor is closed by then: such a subscription is not applied.
                 guard Connection.isOpen(descriptor: peer) else { return }
-                try sockets.xpub.set(.subscribe, topic)
+                try xpub.set(.subscribe, topic)
                 book.note(client: client.name, peer: peer)
             }
             guard case .overLimit(let holding) = book.subscribe(topic, peer: peer), let peer else { return }
@@ -92,7 +98,7 @@ struct EgressLoop: SocketLoop {
             }
             drop(peer, &book)
         case 0:
-            if security != nil { try sockets.xpub.set(.unsubscribe, topic) }
+            if security != nil { try xpub.set(.unsubscribe, topic) }
             book.unsubscribe(topic, peer: peer)
         default:
             break  // not a subscription (an XSUB may send anything): nothing to publish it to
@@ -145,9 +151,13 @@ struct EgressLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) throws {
+        defer { commands.close() }
         var poller = Poller()
         poller.add(sockets.inbox)
-        poller.add(sockets.xpub)
+        // The XPUB's descriptor, polled outside its lock: readable when it has commands to
+        // process (subscriptions among them). A publisher's send may take that signal; it then
+        // says so on the inbox (``Internal/subscriptionsWaiting``).
+        poller.add(fileDescriptor: commands.fileDescriptor)
         poller.add(sockets.connections)
         var frames: [Message] = []
         var stops = 0
@@ -156,8 +166,9 @@ struct EgressLoop: SocketLoop {
         var accessGeneration = security?.generation ?? 0
         do {
             while stops < producers {
-                // Secure mode: a reload is noticed within a second.
-                try poller.poll(timeout: security == nil ? nil : .seconds(1))
+                // At least once a second: a reload is noticed (secure mode), and subscriptions
+                // are read even if some wake-up was missed.
+                try poller.poll(timeout: .seconds(1))
                 try supervisor.checkInjected(name)
                 if let security, security.generation != accessGeneration {
                     accessGeneration = security.generation
@@ -173,32 +184,36 @@ struct EgressLoop: SocketLoop {
                         book.forget(peer: descriptor)
                     }
                 }
-                if poller.events(at: 1).contains(.readable) {
-                    while let count = try sockets.xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
-                        guard count == 1 else { continue }
-                        try note(frames[0], in: &book, sockets)
-                    }
-                    counters.subscribedTopics.store(UInt64(book.topics))
-                    counters.auditTopics.store(UInt64(book.auditTopics))
-                }
-                guard poller.events(at: 0).contains(.readable) else { continue }
-                // Drain what is queued, then look at subscriptions again.
-                for _ in 0..<4096 {
-                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
+                while let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) {
                     switch Internal.kind(of: frames, count: count, at: .egress) {
-                    case .stop:
-                        stops += 1
-                    case .published:
-                        // A bundle of [topic][header][payload] triples (see Publisher).
-                        for index in 0..<count { try sockets.xpub.send(frames[index], more: index % 3 != 2) }
-                    default:
-                        Internal.unexpected(count, at: .egress, counters: counters, logger: logger)
+                    case .stop: stops += 1
+                    case .subscriptionsWaiting: break  // read below
+                    default: Internal.unexpected(count, at: .egress, counters: counters, logger: logger)
                     }
                 }
+                try readSubscriptions(&book, &frames, sockets)
             }
             logger.debug("egress stopped", metadata: ["producers": "\(producers)"])
         } catch let error as ZeroMQError where error.code == .terminated {
             logger.debug("egress ended by context shutdown")
         }
+    }
+
+    /// Reads every (un)subscription the XPUB holds, under its lock (in secure mode each is applied
+    /// right after it is received, as XPUB_MANUAL requires).
+    private func readSubscriptions(_ book: inout SubscriptionBook, _ frames: inout [Message], _ sockets: Sockets) throws
+    {
+        let changed = try commands.withSocket { xpub in
+            var changed = false
+            while let count = try xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
+                changed = true
+                guard count == 1 else { continue }
+                try note(frames[0], in: &book, xpub, sockets)
+            }
+            return changed
+        }
+        guard changed == true else { return }
+        counters.subscribedTopics.store(UInt64(book.topics))
+        counters.auditTopics.store(UInt64(book.auditTopics))
     }
 }

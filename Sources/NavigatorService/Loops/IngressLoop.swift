@@ -12,6 +12,7 @@ import ZeroMQ
 /// and the producers' PUSH blocks. Nothing is dropped and memory stays bounded.
 struct IngressLoop: SocketLoop {
     let context: Context
+    let commands: SharedSocket
     let endpoints: [String]
     let workers: Int
     let maxMessageBytes: Int
@@ -103,8 +104,7 @@ struct IngressLoop: SocketLoop {
         }
         return Sockets(
             pull: pull, control: control, workers: pushes,
-            publisher: try Publisher(
-                context: context, counters: counters, epoch: epoch, highWaterMark: handoffHighWaterMark),
+            publisher: try Publisher(context: context, commands: commands, counters: counters, epoch: epoch),
             limiter: LogLimiter(logger: logger))
     }
 

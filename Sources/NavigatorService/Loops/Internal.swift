@@ -10,7 +10,7 @@ import ZeroMQ
 /// | a worker | ``Kind/request`` from requests | `[2][routing id][delimiter][Request][client]` |
 /// | the flush thread | ``Kind/durableReply`` from a worker | `[routing id][delimiter][session][Reply]` (an empty session: nothing to write) |
 /// | requests | ``Kind/reply`` from the flush thread | `[routing id][delimiter][Reply]` |
-/// | egress | ``Kind/published(messages:)`` from workers and ingress | `[topic][header][payload]` triples |
+/// | egress | ``Kind/subscriptionsWaiting`` from a publisher that found the XPUB holding subscriptions | `[0xFE]` alone |
 /// | any | ``Kind/stop`` | `[0xFF]` alone |
 ///
 /// `delimiter` is one byte: 1 if the client sent an empty delimiter frame (DEALER or REQ
@@ -30,6 +30,7 @@ enum Internal {
     static let requestKind: UInt8 = 2
     static let clientIntentKind: UInt8 = 3
     static let stop: [UInt8] = [0xFF]
+    static let subscriptionsWaiting: [UInt8] = [0xFE]
 
     enum Inbox: String {
         case worker, flush, requests, egress
@@ -42,13 +43,15 @@ enum Internal {
         case request
         case durableReply
         case reply
-        case published(messages: Int)
+        case subscriptionsWaiting
     }
 
     /// What the `count` frames received at `inbox` are; nil for a shape nobody sends there.
     static func kind(of frames: [Message], count: Int, at inbox: Inbox) -> Kind? {
         if count == 1 {
-            return frames[0].withUnsafeBytes { $0.count == 1 && $0[0] == stop[0] } ? .stop : nil
+            let byte = frames[0].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 }
+            if byte == stop[0] { return .stop }
+            return byte == subscriptionsWaiting[0] && inbox == .egress ? .subscriptionsWaiting : nil
         }
         switch inbox {
         case .worker:
@@ -59,7 +62,7 @@ enum Internal {
             return nil
         case .flush: return count == 4 ? .durableReply : nil
         case .requests: return count == 3 ? .reply : nil
-        case .egress: return count % 3 == 0 ? .published(messages: count / 3) : nil
+        case .egress: return nil
         }
     }
 
@@ -94,11 +97,6 @@ enum Internal {
         guard try socket.trySend([stride == 3 ? clientIntentKind : intentKind], more: true) else { return false }
         for (index, frame) in frames.enumerated() { try socket.send(frame, more: index < frames.count - 1) }
         return true
-    }
-
-    /// `[topic][header][payload]` triples to egress, the frames' contents moved.
-    static func sendPublished(on socket: Socket, _ triples: [Message]) throws(ZeroMQError) {
-        for (index, frame) in triples.enumerated() { try socket.send(frame, more: index < triples.count - 1) }
     }
 
     /// `[routing id][delimiter][session][Reply]` to the flush thread.

@@ -3,18 +3,22 @@ import NavigatorWire
 import SwiftProtobuf
 import ZeroMQ
 
-/// The PUSH end towards egress, owned by one thread (a worker or ingress): builds the header and
-/// payload of batches, rejections and audit records and hands them over.
+/// One thread's way of publishing (a worker's or ingress's): builds the header and payload of
+/// batches, rejections and audit records and sends them onto the commands XPUB itself, under the
+/// XPUB's lock (``SharedSocket``) — no thread between a worker and the shells' connections.
 ///
-/// Messages are handed over in bundles: one inproc message of `[topic][header][payload]` triples,
-/// sent by ``flush()`` (the owner calls it when it has nothing more to read, and before it
-/// waits) or when ``bundleLimit`` messages are waiting. So a busy worker wakes egress once per
-/// bundle instead of once per batch; egress publishes the triples one by one, in order. Bundles
-/// only form from a backlog: a worker with nothing more to read sends what it has at once.
-/// (Also flushing after a fixed delay, 200 µs, was tried: bundles stayed small and the rate the
-/// service sustains fell from about 24,700/s to 23,300–24,400/s with queues growing.)
+/// Messages wait in ``pending`` until ``flush()`` (the owner calls it when it has nothing more to
+/// read, and before it waits) or until ``bundleLimit`` of them wait: a busy worker takes the lock
+/// once per bundle; one with nothing more to read sends at once. Publishing never blocks: the
+/// XPUB drops at a subscriber's high-water mark (the shell sees the gap and resyncs).
+///
+/// (Until issue 16, publishers handed bundles over inproc to an egress thread that owned the
+/// XPUB: at 2,000 intents/s its wake-ups cost 0.08 of a core, a sixth of the service's CPU.)
 final class Publisher {
-    private let socket: Socket
+    private let commands: SharedSocket
+    /// To egress: stop markers, and word that the XPUB holds subscriptions to read (a send may
+    /// have taken the XPUB descriptor's signal that egress waits on).
+    private let egress: Socket
     private let counters: ServiceCounters
     /// The epoch of this run's streams, in every header.
     private let epoch: UInt64
@@ -23,13 +27,11 @@ final class Publisher {
     private var pending: [ZeroMQ.Message] = []
     static let bundleLimit = 64
 
-    /// `highWaterMark`: bundles queued to egress before the owner waits (egress never waits on
-    /// anything, so the wait ends; it is how a flood of rejections slows ingress down).
-    init(context: Context, counters: ServiceCounters, epoch: UInt64, highWaterMark: Int32) throws {
+    init(context: Context, commands: SharedSocket, counters: ServiceCounters, epoch: UInt64) throws {
         self.epoch = epoch
-        socket = try Socket(context, type: .push)
-        try socket.set(.sendHighWaterMark, highWaterMark)
-        try socket.connect(Internal.egress)
+        self.commands = commands
+        egress = try Socket(context, type: .push)
+        try egress.connect(Internal.egress)
         self.counters = counters
     }
 
@@ -59,16 +61,20 @@ final class Publisher {
         try send(Topic.audit(record.session), .audit, [], counters.auditSeq.next(), sentAt, record)
     }
 
-    /// Hands the waiting messages to egress as one bundle.
+    /// Publishes the waiting messages, in order, under one taking of the XPUB's lock; tells
+    /// egress if subscriptions wait to be read.
     func flush() throws {
         guard !pending.isEmpty else { return }
         defer { pending.removeAll(keepingCapacity: true) }
-        try Internal.sendPublished(on: socket, pending)
+        if try commands.send(pending, framesPerMessage: 3).contains(.readable) {
+            _ = try egress.trySend(Internal.subscriptionsWaiting)  // a full queue: egress is awake
+        }
     }
 
+    /// Publishes what waits, then tells egress this publisher is done.
     func stop() throws {
         try flush()
-        try socket.send(Internal.stop)
+        try egress.send(Internal.stop)
     }
 
     private func send(

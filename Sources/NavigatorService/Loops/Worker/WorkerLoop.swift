@@ -9,13 +9,14 @@ import ZeroMQ
 struct WorkerLoop: SocketLoop {
     let index: Int
     let context: Context
+    let commands: SharedSocket
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: ServiceCounters
     let persistence: Persistence
     /// Sessions in memory at most: an intent or event that would create one more is refused.
     let maxSessions: Int
-    /// Messages queued to this worker (and from it to egress) before the sender waits.
+    /// Messages queued to this worker before the sender waits.
     let handoffHighWaterMark: Int32
     let supervisor: Supervisor
     let logger: Logger
@@ -44,8 +45,7 @@ struct WorkerLoop: SocketLoop {
         try replies.connect(Internal.acks)
         return Sockets(
             inbox: inbox, replies: replies,
-            publisher: try Publisher(
-                context: context, counters: counters, epoch: store.epoch, highWaterMark: handoffHighWaterMark),
+            publisher: try Publisher(context: context, commands: commands, counters: counters, epoch: store.epoch),
             limiter: LogLimiter(logger: logger))
     }
 
