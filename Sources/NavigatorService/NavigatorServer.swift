@@ -71,13 +71,15 @@ public final class NavigatorServer: Service, Sendable {
         } else {
             security = nil
         }
-        let (resolver, source) = try Self.loadResolver(configuration)
-        resolvers = ResolverHolder(resolver, source: source)
+        // The route map first: a map that does not load is refused before any file is touched.
+        _ = try Self.loadResolver(configuration, dedupKey: DedupKey(k0: 0, k1: 0))
         counters = ServiceCounters(workers: configuration.workers)
-        let holder = resolvers
         directoryLock = try DataDirectoryLock(directory: configuration.dataDirectory)
         let file = try StateFile(directory: configuration.dataDirectory)
         let (epoch, continued) = try file.beginRun()
+        let (resolver, source) = try Self.loadResolver(configuration, dedupKey: file.dedupKey)
+        resolvers = ResolverHolder(resolver, source: source)
+        let holder = resolvers
         store = SessionStore(shards: configuration.workers, epoch: epoch) { holder.resolver.initialState() }
         persistence = Persistence(
             file: file, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
@@ -365,7 +367,8 @@ public final class NavigatorServer: Service, Sendable {
     @discardableResult
     public func reloadRouteMap() throws -> String {
         do {
-            let (resolver, source) = try Self.loadResolver(configuration)
+            let (resolver, source) = try Self.loadResolver(
+                configuration, dedupKey: resolvers.resolver.options.dedupKey)
             resolvers.replace(with: resolver, source: source)
             logger.info(
                 "route map reloaded", metadata: ["routes": "\(source)", "screens": "\(resolver.map.screens.count)"])
@@ -395,7 +398,9 @@ public final class NavigatorServer: Service, Sendable {
         }
     }
 
-    static func loadResolver(_ configuration: ServiceConfiguration) throws -> (Resolver, String) {
+    /// The route map and the resolver's options from the configuration; `dedupKey`: the state
+    /// file's.
+    static func loadResolver(_ configuration: ServiceConfiguration, dedupKey: DedupKey) throws -> (Resolver, String) {
         let map: RouteMap
         let source: String
         if let path = configuration.routeMapPath {
@@ -415,6 +420,7 @@ public final class NavigatorServer: Service, Sendable {
             maxTextBytes: configuration.maxTextBytes)
         options.maxConditions = configuration.maxConditions
         options.maxConditionKeyBytes = configuration.maxConditionKeyBytes
+        options.dedupKey = dedupKey
         return (try Resolver(map: map, options: options), source)
     }
 }

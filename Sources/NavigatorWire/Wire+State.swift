@@ -9,7 +9,8 @@ extension Navigator_V1_StoredSession {
         tree = .init(state.tree)
         conditions = state.conditions
         if includeParked { parked = state.parked.map(Navigator_V1_StoredParkedIntent.init) }
-        recentIntentIds = state.recentIntentIDs
+        recentIds = state.recentIntentIDs.entries
+        recentIdsBaseUnixNanos = state.recentIntentIDs.base
         lastServiceSeq = state.lastServiceSeq
         shellReady = state.shellReady
         recentlyExpired = state.recentlyExpired.map { expired in
@@ -46,8 +47,15 @@ extension Navigator_V1_StoredSession {
     public func core() throws(WireError) -> (state: SessionState, seq: UInt64) {
         var list: [ParkedIntent] = []
         for (index, stored) in parked.enumerated() { list.append(try stored.core("parked[\(index)]")) }
+        guard recentIntentIds.isEmpty else {
+            throw WireError(
+                .malformed,
+                "recent_intent_ids holds \(recentIntentIds.count) ids; expected none (the migration \"recent intent ids hashed\" moves them to recent_ids)"
+            )
+        }
         let state = SessionState(
-            tree: try tree.core("tree"), conditions: conditions, parked: list, recentIntentIDs: recentIntentIds,
+            tree: try tree.core("tree"), conditions: conditions, parked: list,
+            recentIntentIDs: RecentIntentIDs(base: recentIdsBaseUnixNanos, entries: recentIds),
             lastServiceSeq: lastServiceSeq, shellReady: shellReady,
             recentlyExpired: recentlyExpired.map {
                 ExpiredIntent(

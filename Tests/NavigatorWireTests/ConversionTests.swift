@@ -153,10 +153,40 @@ struct StoredSessionTests {
                     intent: intent, reason: .guardUnmet(condition: "authenticated", redirect: "login"), parkedAt: 11,
                     expiresAt: 21),
             ],
-            recentIntentIDs: ["a": 1, "b": 2])
+            recentIntentIDs: Self.recent(["a", "b"]))
         let bytes: [UInt8] = try Navigator_V1_StoredSession(state, seq: 42).serializedBytes()
         let (back, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
         #expect(back == state)
         #expect(seq == 42)
+    }
+
+    static func recent(_ ids: [String]) -> RecentIntentIDs {
+        var recent = RecentIntentIDs()
+        let key = DedupKey(k0: 1, k1: 2)
+        for (index, id) in ids.enumerated() {
+            recent.insert(
+                key.intentIDHash(id), now: 1_000_000_000_000 + Int64(index) * 3_000_000_000, window: 600_000_000_000,
+                capacity: 256)
+        }
+        return recent
+    }
+
+    @Test("remembered ids take 8 bytes each in the record")
+    func compactIDs() throws {
+        let tree = try ConversionTests.richTree()
+        let without: [UInt8] = try Navigator_V1_StoredSession(SessionState(tree: tree), seq: 1).serializedBytes()
+        let ids = (0..<100).map { "intent-\($0)-with-a-long-uuid-like-name-0123456789abcdef" }
+        let with: [UInt8] = try Navigator_V1_StoredSession(
+            SessionState(tree: tree, recentIntentIDs: Self.recent(ids)), seq: 1
+        ).serializedBytes()
+        // 800 bytes of ids, a tag and a length, and the base time.
+        #expect(with.count - without.count <= 800 + 3 + 11)
+    }
+
+    @Test("a record still holding ids as strings (before the migration) is refused, saying so")
+    func stringIDsRefused() throws {
+        var stored = Navigator_V1_StoredSession(SessionState(tree: try ConversionTests.richTree()), seq: 1)
+        stored.recentIntentIds = ["a": 1]
+        #expect(throws: WireError.self) { try stored.core() }
     }
 }

@@ -11,8 +11,10 @@ public struct Resolver: Sendable {
     public struct Options: Hashable, Sendable {
         /// How long an intent id is remembered for dedup, in nanoseconds.
         public var dedupWindow: Int64 = 10 * 60 * 1_000_000_000
-        /// How many ids a session remembers at most.
+        /// How many ids a session remembers at most (the oldest go first).
         public var dedupCapacity: Int = 256
+        /// The key of the ids' hashes (``RecentIntentIDs``): the state file's.
+        public var dedupKey = DedupKey(k0: 0, k1: 0)
         /// How long an intent may stay parked when it does not say, in nanoseconds.
         public var defaultTTL: Int64 = 5 * 60 * 1_000_000_000
         /// The longest path an intent may give.
@@ -78,8 +80,8 @@ public struct Resolver: Sendable {
         }
         steps.append(.init(.validate, "path \(path.map(\.description).joined(separator: " > ")) is valid"))
 
-        state.pruneRecent(now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
-        if let seen = state.recentIntentIDs[intent.id], now - seen < options.dedupWindow {
+        let idHash = options.dedupKey.intentIDHash(intent.id)
+        if let seen = state.recentIntentIDs.seen(idHash, within: options.dedupWindow, now: now) {
             steps.append(
                 .init(.dedup, "intent id \(intent.id) was already seen \(Self.ago(now - seen))", decisive: true))
             return Resolution(
@@ -103,7 +105,8 @@ public struct Resolver: Sendable {
             if let previousConditions { state.conditions = previousConditions }
             return resolution
         }
-        state.recentIntentIDs[intent.id] = now
+        state.recentIntentIDs.insert(
+            idHash, now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
         if conditionsChanged || state.tree.version != version {
             resolution.released = release(in: &state, now: now, except: intent.id)
         }

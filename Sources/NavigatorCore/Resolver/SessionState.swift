@@ -6,8 +6,8 @@ public struct SessionState: Hashable, Sendable, Codable {
     public internal(set) var conditions: [String: Bool]
     /// Intents waiting for a guard to be met or a blocker to go, oldest first.
     public internal(set) var parked: [ParkedIntent]
-    /// Intent ids seen within the dedup window, with when they were seen (unix ns).
-    public internal(set) var recentIntentIDs: [String: Int64]
+    /// Intent ids seen within the dedup window, as keyed hashes with when they were seen.
+    public internal(set) var recentIntentIDs: RecentIntentIDs
     /// The seq of the last batch published for something other than a client event (an intent,
     /// a release, a guard's redirect): a shell whose last seq is older has not seen it, so its
     /// tree events are stale (``Resolver/staleness(of:lastSeq:epoch:session:seq:currentEpoch:)``).
@@ -20,7 +20,7 @@ public struct SessionState: Hashable, Sendable, Codable {
 
     public init(
         tree: ScreenTree, conditions: [String: Bool] = [:], parked: [ParkedIntent] = [],
-        recentIntentIDs: [String: Int64] = [:], lastServiceSeq: UInt64 = 0, shellReady: Bool = false,
+        recentIntentIDs: RecentIntentIDs = RecentIntentIDs(), lastServiceSeq: UInt64 = 0, shellReady: Bool = false,
         recentlyExpired: [ExpiredIntent] = []
     ) {
         self.recentlyExpired = recentlyExpired
@@ -33,16 +33,6 @@ public struct SessionState: Hashable, Sendable, Codable {
     }
 
     public func isMet(_ condition: String) -> Bool { conditions[condition] == true }
-
-    /// Forgets ids older than the window, and the oldest beyond `capacity`.
-    mutating func pruneRecent(now: Int64, window: Int64, capacity: Int) {
-        guard recentIntentIDs.count > capacity else { return }
-        recentIntentIDs = recentIntentIDs.filter { now - $0.value < window }
-        if recentIntentIDs.count > capacity {
-            let keep = recentIntentIDs.sorted { $0.value > $1.value }.prefix(capacity / 2)
-            recentIntentIDs = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
-        }
-    }
 }
 
 /// A parked intent that expired before it could be shown.

@@ -29,8 +29,17 @@ final class StateFile: Sendable {
         try DataDirectoryLock.makeDirectory(directory)
         let path = (directory as NSString).appendingPathComponent("navigator.sqlite")
         self.path = path
-        opened = Mutex((try Self.open(path), FileIdentity(path: path)))
+        let queue = try Self.open(path)
+        guard let key = try queue.read({ try Self.dedupKey($0) }) else {
+            throw ServiceError("state file \(path) has no dedup key (meta dedup_key_0 and dedup_key_1)")
+        }
+        dedupKey = key
+        opened = Mutex((queue, FileIdentity(path: path)))
     }
+
+    /// The key of the remembered intent ids' hashes (made by the migration "recent intent ids
+    /// hashed"); this run's, written into the file again if it is replaced.
+    let dedupKey: DedupKey
 
     /// Opens the file at `path` (creating it) and migrates it; refuses a file it cannot read.
     private static func open(_ path: String) throws -> DatabaseQueue {
@@ -111,6 +120,32 @@ final class StateFile: Sendable {
                         value INTEGER NOT NULL
                     );
                     """)
+        }
+        migrator.registerMigration("recent intent ids hashed") { db in
+            // The file's dedup key, and every session's remembered ids from strings
+            // (recent_intent_ids) to 8-byte keyed hashes (recent_ids). A row that does not
+            // decode is left as it is (loading quarantines it).
+            let key = try dedupKey(db) ?? DedupKey.random()
+            try setMeta(db, "dedup_key_0", Int64(bitPattern: key.k0))
+            try setMeta(db, "dedup_key_1", Int64(bitPattern: key.k1))
+            let update = try db.makeStatement(sql: "UPDATE sessions SET state = ? WHERE id = ?")
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, state FROM sessions")
+            while let row = try rows.next() {
+                let id: String = row["id"]
+                let bytes: [UInt8] = [UInt8](row["state"] as Data)
+                guard var stored = try? Navigator_V1_StoredSession(serializedBytes: bytes),
+                    !stored.recentIntentIds.isEmpty
+                else { continue }
+                var recent = RecentIntentIDs()
+                for (intentID, at) in stored.recentIntentIds.sorted(by: { $0.value < $1.value }) {
+                    recent.insert(
+                        key.intentIDHash(intentID), now: at, window: RecentIntentIDs.longestWindow, capacity: .max)
+                }
+                stored.recentIntentIds = [:]
+                stored.recentIds = recent.entries
+                stored.recentIdsBaseUnixNanos = recent.base
+                try update.execute(arguments: [Data(try stored.serializedBytes() as [UInt8]), id])
+            }
         }
         return migrator
     }()
@@ -230,6 +265,13 @@ final class StateFile: Sendable {
         }
     }
 
+    private static func dedupKey(_ db: Database) throws -> DedupKey? {
+        let k0 = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'dedup_key_0'")
+        let k1 = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'dedup_key_1'")
+        guard let k0, let k1 else { return nil }
+        return DedupKey(k0: UInt64(bitPattern: k0), k1: UInt64(bitPattern: k1))
+    }
+
     /// Records that every session was written: the next run continues this run's epoch.
     func markCleanStop() throws {
         try queue.write { db in
@@ -253,7 +295,7 @@ final class StateFile: Sendable {
     }
 
     /// Opens the file at ``path`` anew (the one opened was deleted or replaced), recording this
-    /// run's epoch in it; the caller writes every session into it.
+    /// run's epoch and dedup key in it; the caller writes every session into it.
     func reopen(epoch: UInt64) throws {
         // A replaced file is read as any file is (and refused if unreadable); a deleted one is
         // created again.
@@ -261,6 +303,9 @@ final class StateFile: Sendable {
         try queue.write { db in
             try Self.setMeta(db, "epoch", Int64(bitPattern: epoch))
             try Self.setMeta(db, "clean_stop", 0)
+            // The sessions written into it are hashed with this run's key.
+            try Self.setMeta(db, "dedup_key_0", Int64(bitPattern: dedupKey.k0))
+            try Self.setMeta(db, "dedup_key_1", Int64(bitPattern: dedupKey.k1))
         }
         opened.withLock { $0 = (queue, FileIdentity(path: path)) }
     }

@@ -45,7 +45,9 @@ public nonisolated struct Navigator_V1_StoredSession: Sendable {
   /// Oldest first.
   public var parked: [Navigator_V1_StoredParkedIntent] = []
 
-  /// Intent ids seen within the dedup window, with when (unix ns).
+  /// Intent ids seen within the dedup window, with when (unix ns), as files before the migration
+  /// "recent intent ids hashed" kept them; that migration moves them to recent_ids, and nothing
+  /// writes this field since.
   public var recentIntentIds: Dictionary<String,Int64> = [:]
 
   /// The seq of the last batch that did not echo a client event: a tree event made on an older
@@ -57,6 +59,13 @@ public nonisolated struct Navigator_V1_StoredSession: Sendable {
 
   /// The last parked intents that expired, oldest first (at most 8).
   public var recentlyExpired: [Navigator_V1_StoredExpiredIntent] = []
+
+  /// Intent ids seen within the dedup window, oldest first, each (hash << 16 | ticks), where hash
+  /// is the top 48 bits of the id's SipHash-2-4 under the file's dedup key (table meta) and ticks
+  /// counts 2-second steps since recent_ids_base_unix_nanos. Packed: 8 bytes an id.
+  public var recentIds: [UInt64] = []
+
+  public var recentIdsBaseUnixNanos: Int64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -189,7 +198,7 @@ fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
 nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredSession"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0\u{3}shell_ready\0\u{3}recently_expired\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0\u{3}shell_ready\0\u{3}recently_expired\0\u{3}recent_ids\0\u{3}recent_ids_base_unix_nanos\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -205,6 +214,8 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.lastServiceSeq) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self.shellReady) }()
       case 8: try { try decoder.decodeRepeatedMessageField(value: &self.recentlyExpired) }()
+      case 9: try { try decoder.decodeRepeatedFixed64Field(value: &self.recentIds) }()
+      case 10: try { try decoder.decodeSingularInt64Field(value: &self.recentIdsBaseUnixNanos) }()
       default: break
       }
     }
@@ -239,6 +250,12 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if !self.recentlyExpired.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.recentlyExpired, fieldNumber: 8)
     }
+    if !self.recentIds.isEmpty {
+      try visitor.visitPackedFixed64Field(value: self.recentIds, fieldNumber: 9)
+    }
+    if self.recentIdsBaseUnixNanos != 0 {
+      try visitor.visitSingularInt64Field(value: self.recentIdsBaseUnixNanos, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -251,6 +268,8 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if lhs.lastServiceSeq != rhs.lastServiceSeq {return false}
     if lhs.shellReady != rhs.shellReady {return false}
     if lhs.recentlyExpired != rhs.recentlyExpired {return false}
+    if lhs.recentIds != rhs.recentIds {return false}
+    if lhs.recentIdsBaseUnixNanos != rhs.recentIdsBaseUnixNanos {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
