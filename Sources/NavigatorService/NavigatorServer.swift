@@ -11,9 +11,9 @@ import ZeroMQ
 /// start order: HTTP (Hummingbird), flush (the only writer of the state file; it also makes
 /// replies to acknowledged requests durable before passing them on), egress (binds the XPUB and
 /// keeps its subscriptions; workers publish onto it themselves), workers (one per shard of
-/// sessions), requests (ROUTER), ingress (intents PULL), and a gate. Each socket loop
-/// runs on a thread of its own. Graceful shutdown stops them in reverse: the gate turns /readyz
-/// to 503, ingress and requests stop taking work, workers finish what they were given and
+/// sessions; worker 0 also reads the intents PULL), requests (ROUTER), and a gate. Each socket
+/// loop runs on a thread of its own. Graceful shutdown stops them in reverse: the gate turns
+/// /readyz to 503, intake and requests stop taking work, workers finish what they were given and
 /// publish the last of it, egress closes the XPUB, the flush thread writes what is left; past
 /// `shutdownTimeoutSeconds` the context is shut down and every socket closes. A part that fails
 /// stops the group the same way, and ``run()`` throws which part and why.
@@ -21,8 +21,8 @@ public final class NavigatorServer: Service, Sendable {
     public let configuration: ServiceConfiguration
     let logger: Logger
     let context: Context
-    /// The commands XPUB: egress binds it and reads its subscriptions; workers and ingress
-    /// publish onto it directly, under its lock (no thread between them and the shells).
+    /// The commands XPUB: egress binds it and reads its subscriptions; workers publish onto it
+    /// directly, under its lock (no thread between them and the shells).
     let commands: SharedSocket
     let store: SessionStore
     let resolvers: ResolverHolder
@@ -101,9 +101,9 @@ public final class NavigatorServer: Service, Sendable {
         }
         context = try Context(ioThreads: 1)
         commands = try SharedSocket(context, type: .xpub)
-        // ZAP (secure mode), HTTP (if on), flush, egress, each worker, requests, ingress.
+        // ZAP (secure mode), HTTP (if on), flush, egress, each worker, requests.
         readiness = Readiness(
-            expected: (security == nil ? 0 : 1) + (configuration.metricsAddress == "off" ? 0 : 1) + 4
+            expected: (security == nil ? 0 : 1) + (configuration.metricsAddress == "off" ? 0 : 1) + 3
                 + configuration.workers)
     }
 
@@ -170,7 +170,7 @@ public final class NavigatorServer: Service, Sendable {
         return makeGroup()
     }
 
-    /// HTTP, flush, egress, workers, requests, ingress, gate: started in this order, stopped in
+    /// HTTP, flush, egress, workers (worker 0 last), requests, gate: started in this order, stopped in
     /// reverse. A part that ends, well or badly, shuts the group down gracefully; past
     /// `shutdownTimeoutSeconds` the parts still running are cancelled (their loops end as the
     /// context shuts down).
@@ -229,19 +229,26 @@ public final class NavigatorServer: Service, Sendable {
                 EgressLoop(
                     context: context, commands: commands, endpoints: configuration.commandEndpoints,
                     highWaterMark: configuration.highWaterMark,
-                    handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers + 1,
+                    handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers,
                     maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer, security: security,
                     counters: counters, bound: bound, supervisor: supervisor, logger: logger)))
-        for index in 0..<configuration.workers {
+        // Worker 0 reads the intents socket: after the others, so that it stops before them.
+        let intake = Intake(
+            endpoints: configuration.intentEndpoints, workers: configuration.workers,
+            maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
+            handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, bound: bound,
+            security: security, logger: logger)
+        for index in (0..<configuration.workers).reversed() {
             parts.append(
                 part(
                     WorkerLoop(
                         index: index, context: context, commands: commands, store: store, resolvers: resolvers,
-                        counters: counters,
-                        persistence: persistence, maxSessions: configuration.maxSessions,
-                        handoffHighWaterMark: configuration.handoffHighWaterMark, supervisor: supervisor,
-                        logger: logger)))
+                        counters: counters, persistence: persistence, maxSessions: configuration.maxSessions,
+                        handoffHighWaterMark: configuration.handoffHighWaterMark,
+                        intake: index == Intake.reader ? intake : nil, supervisor: supervisor, logger: logger)))
         }
+        // Stopping requests stops intake too: the requests thread ends only once every worker
+        // has, and the workers stop once both have stopped taking work.
         parts.append(
             part(
                 RequestsLoop(
@@ -250,16 +257,10 @@ public final class NavigatorServer: Service, Sendable {
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
                     counters: counters, bound: bound, security: security, startedAt: startedAt, supervisor: supervisor,
                     logger: logger),
-                stop: { signalStop(context, Internal.requestsControl) }))
-        parts.append(
-            part(
-                IngressLoop(
-                    context: context, commands: commands, endpoints: configuration.intentEndpoints,
-                    workers: configuration.workers,
-                    maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
-                    handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, epoch: store.epoch,
-                    bound: bound, security: security, supervisor: supervisor, logger: logger),
-                stop: { signalStop(context, Internal.ingressControl) }))
+                stop: {
+                    signalStop(context, Internal.ingressControl)
+                    signalStop(context, Internal.requestsControl)
+                }))
         parts.append(
             GatePart { [self] in
                 ready.store(false, ordering: .releasing)

@@ -4,8 +4,9 @@ import Synchronization
 import ZeroMQ
 
 /// navigatord's parts as swift-service-lifecycle services, run by one `ServiceGroup` (see
-/// ``NavigatorServer/run()``): started in dependency order — HTTP, flush, egress, the workers,
-/// requests, ingress, and last the gate — and stopped in reverse. A part that fails throws, and
+/// ``NavigatorServer/run()``): started in dependency order — HTTP, flush, egress, the workers
+/// (worker 0, which reads the intents socket, last), requests, and last the gate — and stopped
+/// in reverse. A part that fails throws, and
 /// the group then shuts the others down gracefully.
 
 /// Counts the parts that have opened their sockets; when all have, the service is ready.
@@ -110,7 +111,7 @@ struct LoopPart<Loop: SocketLoop>: Service {
             context.shutdown()
         }
         if let failure = loop.supervisor.failure, failure.part == loop.name { throw failure }
-        // A loop that stops on its own (a worker, once ingress and requests have stopped) may end
+        // A loop that stops on its own (a worker, once intake and requests have stopped) may end
         // before the group comes to it; it is done only when the group says so.
         try? await gracefulShutdown()
     }

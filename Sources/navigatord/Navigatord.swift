@@ -94,7 +94,7 @@ struct Navigatord: AsyncParsableCommand {
     @Option(
         help: help(
             "handoffHighWaterMark",
-            "Messages queued from ingress and requests to each worker; beyond it ingress stops reading and acknowledged requests get OVERLOADED [default: 100]"
+            "Messages queued to each worker from worker 0 (which reads the intents socket) and from requests; beyond it the intents socket is not read and acknowledged requests get OVERLOADED [default: 100]"
         ))
     var handoffHighWaterMark: String?
 

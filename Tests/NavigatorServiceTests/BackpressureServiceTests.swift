@@ -15,9 +15,20 @@ struct BackpressureServiceTests {
         $0.highWaterMark = 200
     }
 
-    @Test("a stalled worker: ingress stops reading, the producer's PUSH blocks, nothing is lost once it goes on")
-    func producerBlocks() async throws {
-        try await withService(workers: 1, Self.configure) { server, endpoints in
+    /// Worker 0 reads the intents socket: stalled itself, it reads nothing; with worker 1 stalled,
+    /// its bundles for worker 1 fill and it stops reading too (it goes on with its own inbox).
+    @Test(
+        "a stalled worker: the intents socket is no longer read, the producer's PUSH blocks, nothing is lost once it goes on",
+        arguments: [(workers: 1, stalled: 0), (workers: 2, stalled: 1)])
+    func producerBlocks(workers: Int, stalled: Int) async throws {
+        // Sessions of the stalled worker's shard only.
+        let sessions = (0..<10_000).map { "bp\($0)" }.filter {
+            SessionStore.shardIndex(of: $0, count: workers) == stalled
+        }.prefix(50).map { $0 }
+        let ackSession = (0..<10_000).map { "bp-ack\($0)" }.first {
+            SessionStore.shardIndex(of: $0, count: workers) == stalled
+        }!
+        try await withService(workers: workers, Self.configure) { server, endpoints in
             let (sent, forwardedWhileStalled, overloaded) = try await onThread {
                 () throws -> (Int, UInt64, Navigator_V1_Reply) in
                 let context = try Context()
@@ -30,15 +41,15 @@ struct BackpressureServiceTests {
                 let client = try Client(endpoints)
                 _ = try client.request(.stats(.init()))  // connected before the worker stalls
                 // The test holds the worker's shard: the worker stops at its first intent.
-                return try server.store.shards[0].records.withLock { _ in
+                return try server.store.shards[stalled].records.withLock { _ in
                     var sent = 0
                     var failingSince: ContinuousClock.Instant?
                     let deadline = ContinuousClock.now + .seconds(120)
                     while ContinuousClock.now < deadline, sent < 3_000_000 {
+                        let session = sessions[sent % sessions.count]
                         let intent = wireIntent(
-                            "b\(sent)", [ScreenContext("chat", ["conversationId": "\(sent % 7)"])],
-                            session: "bp\(sent % 50)")
-                        let frames: [[UInt8]] = [Array("bp\(sent % 50)".utf8), try intent.serializedBytes()]
+                            "b\(sent)", [ScreenContext("chat", ["conversationId": "\(sent % 7)"])], session: session)
+                        let frames: [[UInt8]] = [Array(session.utf8), try intent.serializedBytes()]
                         if try push.trySend(multipart: frames) {
                             sent += 1
                             failingSince = nil
@@ -59,19 +70,20 @@ struct BackpressureServiceTests {
                     for index in 0..<(4 * Int(Self.handoff) + 4) {
                         let request = Navigator_V1_Request.with {
                             $0.requestID = "ack\(index)"
-                            $0.clientEvent = Navigator_V1_ClientEvent(.ready, session: "bp-ack")
+                            $0.clientEvent = Navigator_V1_ClientEvent(.ready, session: ackSession)
                         }
                         try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
                     }
                     let overloaded = try Navigator_V1_Reply(serializedBytes: try dealer.receiveMultipart().last!.bytes)
-                    return (sent, server.counters.forwarded[0].load, overloaded)
+                    return (sent, server.counters.forwarded[stalled].load, overloaded)
                 }
             }
             #expect(sent < 3_000_000, "the producer never blocked")
-            // What ingress took: at most the hand-off's marks (send + receive) in bundles of 64,
-            // one bundle the worker holds and one ingress holds; the rest waited in the sockets.
+            // What the intake took: at most the hand-off's marks (send + receive) in bundles of
+            // 64, one bundle the worker holds and one the intake holds; the rest waited in the
+            // sockets.
             let bound = UInt64((2 * Self.handoff + 2) * 64)
-            #expect(forwardedWhileStalled <= bound, "ingress took \(forwardedWhileStalled) of \(sent) intents")
+            #expect(forwardedWhileStalled <= bound, "the intake took \(forwardedWhileStalled) of \(sent) intents")
             #expect(UInt64(sent) > bound * 4)
             guard case .rejected(let rejected)? = overloaded.kind else {
                 Issue.record("expected OVERLOADED, got \(overloaded)")
@@ -91,7 +103,8 @@ struct BackpressureServiceTests {
             }
             #expect(outcomes == UInt64(sent))
             print(
-                "backpressure: the producer blocked after \(sent) intents; ingress had taken \(forwardedWhileStalled)")
+                "backpressure (\(workers) workers, worker \(stalled) stalled): the producer blocked after \(sent) intents; the intake had taken \(forwardedWhileStalled)"
+            )
         }
     }
 }

@@ -175,7 +175,7 @@ struct BehaviourTests {
         }
     }
 
-    @Test("stop drains: every intent ingress accepted is resolved and published before the service closes")
+    @Test("stop drains: every intent the intake accepted is resolved and published before the service closes")
     func drain() async throws {
         let count = 3000
         try await withService { server, endpoints in

@@ -14,7 +14,7 @@ import ZeroMQ
 struct SupervisionTests {
     @Test(
         "the failed part is named, /readyz turns 503, the state is flushed and run() throws",
-        arguments: ["nav-worker-0", "nav-worker-1", "nav-ingress", "nav-requests", "nav-egress", "nav-flush"])
+        arguments: ["nav-worker-0", "nav-worker-1", "nav-requests", "nav-egress", "nav-flush"])
     func partFails(_ part: String) async throws {
         let directory = temporaryDirectory("navsup")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -39,7 +39,7 @@ struct SupervisionTests {
         }
         #expect(server.respond(to: "/readyz").status == "200 OK")
         server.supervisor.inject(into: part)
-        // Wake every part: an intent (ingress, a worker, egress), a request (requests); the
+        // Wake every part: an intent (worker 0 reads it), a request (requests); the
         // workers and the flush thread also wake on their own timers.
         try await onThread {
             let client = try Client(endpoints, sendTimeout: .seconds(1))

@@ -1,8 +1,8 @@
 import Logging
 import ZeroMQ
 
-/// Binds the XPUB that shells subscribe to and reads its subscriptions (workers and ingress
-/// publish onto it themselves, under its lock: see ``Publisher``). Keeps the book of
+/// Binds the XPUB that shells subscribe to and reads its subscriptions (the workers publish onto
+/// it themselves, under its lock: see ``Publisher``). Keeps the book of
 /// subscriptions (``SubscriptionBook``): the topics for the stats and the audit switch, and each
 /// connection's count, so that a peer holding more than `maxSubscriptionsPerPeer` topics is
 /// dropped (its subscriptions go with it). In secure mode it applies each subscription the
@@ -14,7 +14,7 @@ struct EgressLoop: SocketLoop {
     let highWaterMark: Int32
     /// Messages queued from the publishers (stop markers, word of waiting subscriptions).
     let handoffHighWaterMark: Int32
-    /// Stop markers to wait for: every worker's and ingress's.
+    /// Stop markers to wait for: every worker's.
     let producers: Int
     let maxSubscriptionsPerPeer: Int
     /// Secure mode: every subscription is checked against the access list (XPUB_MANUAL).

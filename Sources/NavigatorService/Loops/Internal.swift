@@ -6,7 +6,7 @@ import ZeroMQ
 ///
 /// | inbox | message | frames |
 /// |---|---|---|
-/// | a worker | ``Kind/intents(count:stride:)`` from ingress | `[1]` then `[session][Intent]` pairs; in secure mode `[3]` then `[session][Intent][client]` triples |
+/// | a worker | ``Kind/intents(count:stride:)`` from the intake (worker 0) | `[1]` then `[session][Intent]` pairs; in secure mode `[3]` then `[session][Intent][client]` triples |
 /// | a worker | ``Kind/request`` from requests | `[2][routing id][delimiter][Request][client]` |
 /// | the flush thread | ``Kind/durableReply`` from a worker | `[routing id][delimiter][session][Reply]` (an empty session: nothing to write) |
 /// | requests | ``Kind/reply`` from the flush thread | `[routing id][delimiter][Reply]` |

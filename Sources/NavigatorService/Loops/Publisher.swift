@@ -3,7 +3,7 @@ import NavigatorWire
 import SwiftProtobuf
 import ZeroMQ
 
-/// One thread's way of publishing (a worker's or ingress's): builds the header and payload of
+/// A worker's way of publishing: builds the header and payload of
 /// batches, rejections and audit records and sends them onto the commands XPUB itself, under the
 /// XPUB's lock (``SharedSocket``) — no thread between a worker and the shells' connections.
 ///

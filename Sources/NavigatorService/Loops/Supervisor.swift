@@ -6,7 +6,7 @@ import Synchronization
 /// it never goes on without one of its parts.
 final class Supervisor: Sendable {
     struct Failure: Error, CustomStringConvertible, Sendable {
-        /// The part: its thread's name (nav-ingress, nav-requests, nav-worker-N, nav-egress,
+        /// The part: its thread's name (nav-requests, nav-worker-N, nav-egress,
         /// nav-flush), or nav-http for the HTTP server.
         let part: String
         let reason: String

@@ -71,7 +71,7 @@ struct RequestsLoop: SocketLoop {
                 if poller.events(at: 2).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()
                     stopping = true
-                    // Nothing more goes to the workers; they stop once ingress has stopped too.
+                    // Nothing more goes to the workers; they stop once intake has stopped too.
                     for worker in sockets.workers { try worker.send(Internal.stop) }
                 }
                 if poller.events(at: 1).contains(.readable) {

@@ -5,7 +5,7 @@ import ZeroMQ
 
 /// Resolves the intents and client events of its shard of sessions, in arrival order per
 /// session: assigns seqs, publishes batches, rejections and audit records, answers acknowledged
-/// requests, and expires parked intents.
+/// requests, and expires parked intents. Worker 0 also reads the intents socket (``Intake``).
 struct WorkerLoop: SocketLoop {
     let index: Int
     let context: Context
@@ -18,9 +18,12 @@ struct WorkerLoop: SocketLoop {
     let maxSessions: Int
     /// Messages queued to this worker before the sender waits.
     let handoffHighWaterMark: Int32
+    /// Worker 0's: the intents socket.
+    let intake: Intake?
     let supervisor: Supervisor
     let logger: Logger
-    /// Stop markers to wait for: from ingress and from the requests thread.
+    /// Stop markers to wait for: from the intake (worker 0's own, counted when it stops) and
+    /// from the requests thread.
     let producers = 2
 
     var name: String { "nav-worker-\(index)" }
@@ -31,6 +34,7 @@ struct WorkerLoop: SocketLoop {
         let replies: Socket
         let publisher: Publisher
         let limiter: LogLimiter
+        let intake: Intake.Sockets?
     }
 
     func open() throws -> Sockets {
@@ -46,7 +50,7 @@ struct WorkerLoop: SocketLoop {
         return Sockets(
             inbox: inbox, replies: replies,
             publisher: try Publisher(context: context, commands: commands, counters: counters, epoch: store.epoch),
-            limiter: LogLimiter(logger: logger))
+            limiter: LogLimiter(logger: logger), intake: try intake?.open(context))
     }
 
     func run(_ sockets: Sockets) throws {
@@ -57,20 +61,53 @@ struct WorkerLoop: SocketLoop {
         state.parkedSessions = store.shards[index].records.withLock { records in
             records.filter { $0.value.parkedCount > 0 }.mapValues { _ in 0 }
         }
-        var poller = Poller()
-        poller.add(sockets.inbox)
         var frames: [Message] = []
         var stops = 0
         var nextExpiry = WallClock.now() + Self.expiryInterval
+        // Worker 0: the intents socket, its control, the other workers' bundles.
+        var taking = sockets.intake
+        let bundles = Intake.Bundles(workers: intake?.workers ?? 0, withClients: intake?.security != nil)
+        var backlog = false  // a bundle waits for a worker whose queue is full
+        var intakeFrames: [Message] = []
         do {
             while stops < producers {
-                let wait = max(0, nextExpiry - WallClock.now())
+                var poller = Poller()
+                poller.add(sockets.inbox)
+                if let taking {
+                    poller.add(taking.control)
+                    let full = bundles.fullWorkers
+                    if full.isEmpty {
+                        poller.add(taking.pull)
+                    } else {
+                        // A full bundle waits: read no intents (the PULL fills, producers
+                        // block) until its worker has room.
+                        for worker in full { poller.add(taking.workers[worker]!, for: .writable) }
+                    }
+                }
+                var wait = max(0, nextExpiry - WallClock.now())
+                if backlog { wait = min(wait, 1_000_000) }  // offer the waiting bundles again soon
                 try poller.poll(timeout: .nanoseconds(wait))
                 try supervisor.checkInjected(name)
                 if resolvers.generation != state.generation {
                     let latest = resolvers.snapshot
                     state.resolver = latest.resolver
                     state.generation = latest.generation
+                }
+                if let intake, let open = taking {
+                    func local(_ session: String, _ frame: Message, _ payload: Message, _ client: String) throws {
+                        counters.handled[index].add()
+                        try handleIntent(
+                            session: session, payload: payload.bytes, from: frame, client: client, &state, sockets)
+                    }
+                    if poller.events(at: 1).contains(.readable) {
+                        _ = try open.control.receiveMultipart()
+                        try intake.stop(open, bundles, &intakeFrames, publisher: sockets.publisher, local: local)
+                        taking = nil
+                        stops += 1
+                    } else {
+                        backlog = try intake.read(
+                            open, bundles, &intakeFrames, limit: 1024, publisher: sockets.publisher, local: local)
+                    }
                 }
                 for _ in 0..<1024 {
                     guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
@@ -126,7 +163,7 @@ struct WorkerLoop: SocketLoop {
 }
 
 extension WorkerLoop {
-    /// A fire-and-forget intent from ingress.
+    /// A fire-and-forget intent from the intents socket.
     func handleIntent(
         session: String, payload: [UInt8], from frame: Message, client: String, _ state: inout WorkerState,
         _ sockets: Sockets

@@ -3,41 +3,46 @@ import NavigatorCore
 import NavigatorWire
 import ZeroMQ
 
-/// Owns the intents PULL: checks each message's frames and session, rejects what is malformed,
-/// and hands the rest, without copying, to the session's worker.
+/// The intents PULL, read by worker 0 on its own thread: checks each message's frames and
+/// session, rejects what is malformed, resolves the intents of worker 0's own sessions at once,
+/// and hands the rest, without copying, to their sessions' workers. No thread stands between the
+/// socket and the worker that resolves: with one worker, an intent is read, resolved and
+/// published by one thread. (Until issue 16 an ingress thread of its own did this and woke a
+/// worker for every intent: at 2,000 intents/s that thread cost about 0.1 of a core.)
 ///
-/// Backpressure: the hand-off to each worker holds at most `handoffHighWaterMark` bundles. When
-/// a worker's is full, ingress keeps that bundle and stops reading the PULL until the worker has
-/// taken it; meanwhile the PULL's queue fills to `highWaterMark` per producer, TCP's window closes,
-/// and the producers' PUSH blocks. Nothing is dropped and memory stays bounded.
-struct IngressLoop: SocketLoop {
-    let context: Context
-    let commands: SharedSocket
+/// Backpressure: the hand-off to each other worker holds at most `handoffHighWaterMark`
+/// bundles. When one is full, worker 0 keeps that bundle and stops reading the PULL (it goes on
+/// with its own inbox) until the worker has taken it; meanwhile the PULL's queue fills to
+/// `highWaterMark` per producer, TCP's window closes, and the producers' PUSH blocks. When
+/// worker 0 itself is busy it does not read either. Nothing is dropped and memory stays bounded.
+struct Intake: Sendable {
     let endpoints: [String]
     let workers: Int
     let maxMessageBytes: Int
     let highWaterMark: Int32
     let handoffHighWaterMark: Int32
     let counters: ServiceCounters
-    /// The epoch of this run's streams (rejection headers carry it).
-    let epoch: UInt64
     let bound: BoundEndpoints
     /// Secure mode: each intent's client (User-Id) must be allowed to publish to its session.
     let security: Security?
-    let supervisor: Supervisor
     let logger: Logger
 
-    var name: String { "nav-ingress" }
+    /// The worker whose thread reads the intents socket.
+    static let reader = 0
 
     struct Sockets {
         let pull: Socket
+        /// Where the stop marker comes from (``Internal/ingressControl``).
         let control: Socket
-        let workers: [Socket]
-        let publisher: Publisher
+        /// To each worker; nil for the reader itself.
+        let workers: [Socket?]
         let limiter: LogLimiter
     }
 
-    /// Intents waiting to go to each worker, handed over in bundles of `[kind]` and then
+    /// An intent for the reader's own sessions: resolve it now.
+    typealias Local = (_ session: String, _ sessionFrame: Message, _ payload: Message, _ client: String) throws -> Void
+
+    /// Intents waiting to go to each other worker, handed over in bundles of `[kind]` and then
     /// `[session][Intent]` pairs: one inproc message (and at most one wake-up) per bundle.
     final class Bundles {
         private var pending: [[ZeroMQ.Message]]
@@ -78,16 +83,15 @@ struct IngressLoop: SocketLoop {
 
         /// Sends the bundle for `worker` unless its queue is full; returns whether nothing waits.
         private func flush(_ worker: Int, _ sockets: Sockets) throws -> Bool {
-            guard !pending[worker].isEmpty else { return true }
-            guard try Internal.trySendIntents(on: sockets.workers[worker], pending[worker], stride: stride) else {
-                return false
-            }
+            guard !pending[worker].isEmpty, let socket = sockets.workers[worker] else { return true }
+            guard try Internal.trySendIntents(on: socket, pending[worker], stride: stride) else { return false }
             pending[worker].removeAll(keepingCapacity: true)
             return true
         }
     }
 
-    func open() throws -> Sockets {
+    /// Binds the PULL and its control socket and connects to the other workers.
+    func open(_ context: Context) throws -> Sockets {
         let pull = try Socket(context, type: .pull)
         try pull.set(.receiveHighWaterMark, highWaterMark)
         // libzmq drops a peer that sends more than this; anything between maxMessageBytes and it
@@ -96,85 +100,57 @@ struct IngressLoop: SocketLoop {
         bound.set(intents: try bindAll(pull, endpoints, "intents", security: security))
         let control = try Socket(context, type: .pull)
         try control.bind(Internal.ingressControl)
-        let pushes = try (0..<workers).map { index in
+        let pushes = try (0..<workers).map { index -> Socket? in
+            guard index != Self.reader else { return nil }
             let push = try Socket(context, type: .push)
             try push.set(.sendHighWaterMark, handoffHighWaterMark)
             try push.connect(Internal.worker(index))
             return push
         }
-        return Sockets(
-            pull: pull, control: control, workers: pushes,
-            publisher: try Publisher(context: context, commands: commands, counters: counters, epoch: epoch),
-            limiter: LogLimiter(logger: logger))
+        return Sockets(pull: pull, control: control, workers: pushes, limiter: LogLimiter(logger: logger))
     }
 
-    func run(_ sockets: Sockets) throws {
-        var reading = Poller()
-        reading.add(sockets.pull)
-        reading.add(sockets.control)
-        var frames: [Message] = []
-        let bundles = Bundles(workers: sockets.workers.count, withClients: security != nil)
-        // Whether a bundle waits for a worker whose queue is full.
-        var backlog = false
-        do {
-            while true {
-                let stopAsked: Bool
-                let full = bundles.fullWorkers
-                if full.isEmpty {
-                    // Reading; with a backlog, offer it again soon.
-                    try reading.poll(timeout: backlog ? .milliseconds(1) : nil)
-                    stopAsked = reading.events(at: 1).contains(.readable)
-                } else {
-                    // A full bundle waits: read nothing (the PULL fills, producers block) until
-                    // its worker has room, or a stop comes.
-                    var waiting = Poller()
-                    waiting.add(sockets.control)
-                    for worker in full { waiting.add(sockets.workers[worker], for: .writable) }
-                    try waiting.poll(timeout: nil)
-                    stopAsked = waiting.events(at: 0).contains(.readable)
-                }
-                if stopAsked {
-                    _ = try sockets.control.receiveMultipart()
-                    try stop(sockets, bundles, &frames)
-                    return
-                }
-                try supervisor.checkInjected(name)
-                for _ in 0..<1024 {
-                    guard !bundles.hasFull,
-                        let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
-                    else { break }
-                    try handle(frames, count, sockets, bundles)
-                }
-                // Nothing more to read (or no room): hand over what waits.
-                backlog = try !bundles.flushAll(sockets)
-                try sockets.publisher.flush()
-            }
-        } catch let error as ZeroMQError where error.code == .terminated {
-            logger.debug("ingress ended by context shutdown")
+    /// Reads what the PULL holds (at most `limit` messages, and nothing while a bundle waits for
+    /// a full worker), then hands the bundles over; returns whether some bundle still waits.
+    func read(
+        _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], limit: Int, publisher: Publisher,
+        local: Local
+    ) throws -> Bool {
+        for _ in 0..<limit {
+            guard !bundles.hasFull,
+                let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
+            else { break }
+            try handle(frames, count, sockets, bundles, publisher, local)
         }
+        return try !bundles.flushAll(sockets)
     }
 
-    /// Stop intake: take what is already queued (waiting for the workers' room as long as it
-    /// takes: they keep working through their queues), then tell the workers.
-    private func stop(_ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message]) throws {
+    /// Stop intake: take what is already queued (waiting for the other workers' room as long as
+    /// it takes: they keep working through their queues), close the PULL, then tell the other
+    /// workers; the reader counts its own stop.
+    func stop(
+        _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], publisher: Publisher, local: Local
+    ) throws {
         var room = Poller()
-        for worker in sockets.workers { room.add(worker, for: .writable) }
+        for worker in sockets.workers.compactMap({ $0 }) { room.add(worker, for: .writable) }
         func handOver() throws {
             while !(try bundles.flushAll(sockets)) { try room.poll(timeout: .milliseconds(100)) }
         }
         while true {
             try handOver()
             guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) else { break }
-            try handle(frames, count, sockets, bundles)
+            try handle(frames, count, sockets, bundles, publisher, local)
         }
         try handOver()
         sockets.pull.close()
-        for worker in sockets.workers { try worker.send(Internal.stop) }
-        try sockets.publisher.stop()
-        logger.debug("ingress stopped")
+        for worker in sockets.workers.compactMap({ $0 }) { try worker.send(Internal.stop) }
+        logger.debug("intake stopped")
     }
 
-    private func handle(_ frames: [Message], _ count: Int, _ sockets: Sockets, _ bundles: Bundles) throws {
+    private func handle(
+        _ frames: [Message], _ count: Int, _ sockets: Sockets, _ bundles: Bundles, _ publisher: Publisher,
+        _ local: Local
+    ) throws {
         let sessionProblem: String?
         var session = ""
         do {
@@ -187,40 +163,41 @@ struct IngressLoop: SocketLoop {
             return try reject(
                 sessionProblem == nil ? session : "", .badFrames,
                 "intent message has \(count) frame\(count == 1 ? "" : "s"); expected 2: [session][Intent]", frames[0],
-                sockets)
+                sockets, publisher)
         }
-        if let sessionProblem { return try reject("", .invalidSession, sessionProblem, frames[0], sockets) }
+        if let sessionProblem { return try reject("", .invalidSession, sessionProblem, frames[0], sockets, publisher) }
         if frames[1].count > maxMessageBytes {
             return try reject(
                 session, .tooLarge, "intent is \(frames[1].count) bytes; expected at most \(maxMessageBytes)",
-                frames[0], sockets)
+                frames[0], sockets, publisher)
         }
         var client: String?
         if let security {
             client = Security.clientName(of: frames[0])
             if let refusal = security.refusal(of: .publish(session: session), by: client) {
-                return try reject(session, .forbidden, refusal, frames[0], sockets)
+                return try reject(session, .forbidden, refusal, frames[0], sockets, publisher)
             }
         }
-        let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
+        let worker = SessionStore.shardIndex(of: session, count: workers)
         counters.forwarded[worker].add()
+        if worker == Self.reader { return try local(session, frames[0], frames[1], client ?? "") }
         try bundles.add(frames[0], frames[1], client: client, for: worker, sockets)
     }
 
     private func reject(
-        _ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ frame: Message, _ sockets: Sockets
+        _ session: String, _ code: Navigator_V1_RejectCode, _ message: String, _ frame: Message, _ sockets: Sockets,
+        _ publisher: Publisher
     ) throws {
         counters.refused(code, intent: true)
         let peer = peerKey(frame, "intents")
         if sockets.limiter.allow(peer) {
             logger.notice(
-                "intent rejected at ingress",
+                "intent rejected at intake",
                 metadata: [
                     "session": "\(LogText(session))", "code": "\(code.label)", "reason": "\(LogText(message))",
                     "peer": "\(LogText(peer))",
                 ])
         }
-        try sockets.publisher.rejection(
-            session: session, intentID: "", source: "", code: code, message: message, sentAt: 0)
+        try publisher.rejection(session: session, intentID: "", source: "", code: code, message: message, sentAt: 0)
     }
 }
