@@ -335,7 +335,8 @@ struct FuzzWorld {
                 throw FuzzFailure("batch \(batch.epoch):\(batch.seq) after \(mirror.epoch):\(mirror.seq) with no loss")
             }
             do {
-                try mirror.tree.apply(try batch.coreCommands())
+                // As a shell gets it: the hand-written encoding, read by SwiftProtobuf.
+                try mirror.tree.apply(try Navigator_V1_CommandBatch(serializedBytes: batch.encoded()).coreCommands())
             } catch {
                 throw FuzzFailure(
                     "batch \(batch.seq) does not apply to the mirror: \(error)\nmirror:\n\(mirror.tree.outline)")

@@ -35,8 +35,10 @@ final class Publisher {
         self.counters = counters
     }
 
-    func batch(_ batch: Navigator_V1_CommandBatch, sentAt: Int64) throws {
-        try send(Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch)
+    /// A batch, encoded by hand (``Batch/encoded()``).
+    func batch(_ batch: Batch, sentAt: Int64) throws {
+        try send(
+            Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch.encoded())
         counters.batches.add()
     }
 
@@ -81,10 +83,16 @@ final class Publisher {
         _ topic: String, _ kind: FrameHeader.Kind, _ flags: FrameHeader.Flags, _ seq: UInt64, _ sentAt: Int64,
         _ message: some SwiftProtobuf.Message
     ) throws {
+        try send(topic, kind, flags, seq, sentAt, try message.serializedBytes() as [UInt8])
+    }
+
+    private func send(
+        _ topic: String, _ kind: FrameHeader.Kind, _ flags: FrameHeader.Flags, _ seq: UInt64, _ sentAt: Int64,
+        _ payload: [UInt8]
+    ) throws {
         let frame = FrameHeader(
             kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now(), epoch: epoch)
         header.withUnsafeMutableBytes { frame.encode(into: $0) }
-        let payload: [UInt8] = try message.serializedBytes()
         pending.append(try ZeroMQ.Message(copying: topic))
         pending.append(try ZeroMQ.Message(copying: header))
         pending.append(try ZeroMQ.Message(copying: payload))

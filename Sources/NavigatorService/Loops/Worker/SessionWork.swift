@@ -6,16 +6,16 @@ import NavigatorWire
 /// sockets: the worker publishes the result, and the semantic fuzzer drives the very same code.
 enum SessionWork {
     /// A batch to publish, with the originating intent's sent-at.
-    typealias Publishable = (batch: Navigator_V1_CommandBatch, sentAt: Int64)
+    typealias Publishable = (batch: Batch, sentAt: Int64)
 
     /// What an intent did.
     struct IntentChange {
         var resolution: Resolution
         var batches: [Publishable]
         /// The intent's own batch (a guard's redirect included), if it had commands.
-        var own: Navigator_V1_CommandBatch?
+        var own: Batch?
         /// For each of `resolution.released`, its batch, if it had commands.
-        var releasedBatches: [Navigator_V1_CommandBatch?]
+        var releasedBatches: [Batch?]
         /// The session's parked intents afterwards.
         var parked: [ParkedIntent]
         /// When the intent expires, if it parked.
@@ -26,7 +26,7 @@ enum SessionWork {
     struct EventChange {
         var result: EventResolution
         var batches: [Publishable]
-        var releasedBatches: [Navigator_V1_CommandBatch?]
+        var releasedBatches: [Batch?]
         /// The session's seq afterwards.
         var seq: UInt64
         var parked: [ParkedIntent]
@@ -115,7 +115,7 @@ enum SessionWork {
     static func batches(
         session: String, epoch: UInt64, resolution: Resolution?, echo: [Command] = [], released: [Resolution],
         before: ScreenTree, record: inout SessionStore.Record
-    ) -> (all: [Publishable], own: Navigator_V1_CommandBatch?, released: [Navigator_V1_CommandBatch?]) {
+    ) -> (all: [Publishable], own: Batch?, released: [Batch?]) {
         var result: [Publishable] = []
         // A batch carries the tree's version after it. With one batch that is the session's
         // version now; only when released intents add batches is the sequence replayed on a copy
@@ -125,7 +125,7 @@ enum SessionWork {
             + released.filter { !$0.commands.isEmpty }.count
         var tree = before
         func add(_ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: String)
-            -> Navigator_V1_CommandBatch?
+            -> Batch?
         {
             guard !commands.isEmpty else { return nil }
             if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
@@ -133,14 +133,13 @@ enum SessionWork {
             // Shells whose events were made before this batch sent them on a tree they no
             // longer have (echoes only repeat what shells did themselves).
             if cause != .clientEvent { record.state.lastServiceSeq = record.seq }
-            var batch = Navigator_V1_CommandBatch(
+            let batch = Batch(
                 session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
-                commands: commands, treeVersion: tree.version, summary: summary, cause: cause)
-            batch.epoch = epoch
+                commands: commands, treeVersion: tree.version, summary: summary, cause: cause, epoch: epoch)
             result.append((batch, intent?.sentAt ?? 0))
             return batch
         }
-        var own: Navigator_V1_CommandBatch?
+        var own: Batch?
         if let resolution {
             let isGuard = if case .parked = resolution.outcome { true } else { false }
             own = add(resolution.commands, resolution.intent, isGuard ? .guard : .intent, resolution.summary)

@@ -7,7 +7,7 @@ import ZeroMQ
 extension WorkerLoop {
     struct Resolved {
         var resolution: Resolution
-        var batch: Navigator_V1_CommandBatch?
+        var batch: Batch?
         var expiresAt: Int64
     }
 
@@ -34,7 +34,7 @@ extension WorkerLoop {
     /// Accounts for each released intent: shown (its batch is out already) or refused (a
     /// Rejection; after a reload, say, its screen may be gone), with its audit record.
     func publish(
-        released: [Resolution], _ batches: [Navigator_V1_CommandBatch?], session: String, client: String,
+        released: [Resolution], _ batches: [Batch?], session: String, client: String,
         _ sockets: Sockets
     ) throws {
         for (resolution, batch) in zip(released, batches) {
@@ -55,7 +55,7 @@ extension WorkerLoop {
     /// The audit record of a decision; `client` is whoever caused it (for a release: the sender
     /// of the intent or event that released it).
     static func audit(
-        _ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Navigator_V1_CommandBatch?,
+        _ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Batch?,
         client: String
     ) -> Navigator_V1_AuditRecord {
         var record = Navigator_V1_AuditRecord()

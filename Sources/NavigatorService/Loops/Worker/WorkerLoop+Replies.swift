@@ -65,7 +65,7 @@ extension WorkerLoop {
         case .resolved, .refreshed:
             reply.resolved = .with {
                 $0.outcome = Navigator_V1_Outcome(resolved.resolution.outcome)
-                if let batch = resolved.batch { $0.batch = batch }
+                if let batch = resolved.batch { $0.batch = batch.message }
             }
         case .ignored(let reason):
             reply.ignored = .with { $0.reason = reason }
@@ -73,7 +73,7 @@ extension WorkerLoop {
             reply.parked = .with {
                 $0.reason = reason.description
                 $0.expiresAtUnixNanos = resolved.expiresAt
-                if let batch = resolved.batch { $0.redirect = batch }
+                if let batch = resolved.batch { $0.redirect = batch.message }
             }
         case .rejected(let error):
             counters.refused(Navigator_V1_RejectCode(error.code), intent: false)  // counted with its outcome

@@ -1,0 +1,226 @@
+import NavigatorCore
+
+/// A command batch as a worker publishes it: NavigatorCore's commands and the batch's fields,
+/// encoded to `navigator.v1.CommandBatch` bytes by hand (``encoded()``), in one pass over the
+/// commands, without building SwiftProtobuf messages first. The bytes are those SwiftProtobuf
+/// writes with deterministic ordering (map entries by key; `BatchEncoderTests` checks this over
+/// random batches), so every protobuf library reads them. ``message`` builds the
+/// SwiftProtobuf message when one is needed (a reply to an acknowledged request).
+public struct Batch: Hashable, Sendable {
+    public var session: String
+    public var seq: UInt64
+    public var intentID: String
+    public var animated: Bool
+    public var commands: [Command]
+    public var treeVersion: UInt64
+    public var summary: String
+    public var cause: Navigator_V1_BatchCause
+    public var epoch: UInt64
+
+    public init(
+        session: String, seq: UInt64, intentID: String, animated: Bool, commands: [Command], treeVersion: UInt64,
+        summary: String, cause: Navigator_V1_BatchCause, epoch: UInt64
+    ) {
+        self.session = session
+        self.seq = seq
+        self.intentID = intentID
+        self.animated = animated
+        self.commands = commands
+        self.treeVersion = treeVersion
+        self.summary = summary
+        self.cause = cause
+        self.epoch = epoch
+    }
+
+    /// The SwiftProtobuf message of the same batch.
+    public var message: Navigator_V1_CommandBatch {
+        var batch = Navigator_V1_CommandBatch(
+            session: session, seq: seq, intentID: intentID, animated: animated, commands: commands,
+            treeVersion: treeVersion, summary: summary, cause: cause)
+        batch.epoch = epoch
+        return batch
+    }
+
+    /// The `navigator.v1.CommandBatch` bytes.
+    public func encoded() -> [UInt8] {
+        var writer = ProtoWriter(capacity: 64 + summary.utf8.count + commands.count * 64)
+        writer.string(1, session)
+        writer.uint64(2, seq)
+        writer.string(3, intentID)
+        writer.bool(4, animated)
+        for command in commands { writer.message(5) { $0.command(command) } }
+        writer.uint64(6, treeVersion)
+        writer.string(7, summary)
+        writer.uint64(8, UInt64(cause.rawValue))
+        writer.uint64(9, epoch)
+        return writer.bytes
+    }
+}
+
+/// Protobuf's binary encoding, written forwards in one pass: a nested message's length is left
+/// one byte and the message is moved along in the rare case its length needs more (128 bytes or
+/// longer). Fields with proto3's default value are left out, as generated code does; what
+/// oneofs and map entries hold is always written.
+struct ProtoWriter {
+    private(set) var bytes: [UInt8]
+
+    init(capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func varint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    mutating func tag(_ field: Int, _ wireType: UInt8) { varint(UInt64(field) << 3 | UInt64(wireType)) }
+
+    /// A varint field, left out when 0.
+    mutating func uint64(_ field: Int, _ value: UInt64) {
+        guard value != 0 else { return }
+        tag(field, 0)
+        varint(value)
+    }
+
+    mutating func bool(_ field: Int, _ value: Bool) {
+        guard value else { return }
+        tag(field, 0)
+        bytes.append(1)
+    }
+
+    /// A string field, left out when empty.
+    mutating func string(_ field: Int, _ value: String) {
+        guard !value.isEmpty else { return }
+        stringAlways(field, value)
+    }
+
+    /// A string field even when empty (a oneof's member, a map entry's key or value).
+    mutating func stringAlways(_ field: Int, _ value: String) {
+        tag(field, 2)
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// A nested message: its tag, its length and what `body` writes.
+    mutating func message(_ field: Int, _ body: (inout ProtoWriter) -> Void) {
+        tag(field, 2)
+        let start = bytes.count
+        bytes.append(0)  // the length, if it fits one byte
+        body(&self)
+        let length = bytes.count - start - 1
+        if length < 0x80 {
+            bytes[start] = UInt8(length)
+            return
+        }
+        var prefix: [UInt8] = []
+        var value = UInt64(length)
+        while value >= 0x80 {
+            prefix.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        prefix.append(UInt8(value))
+        bytes.replaceSubrange(start..<start + 1, with: prefix)
+    }
+
+    /// A `map<string, string>`, entries in key order.
+    mutating func map(_ field: Int, _ map: [String: String]) {
+        guard !map.isEmpty else { return }
+        if map.count == 1, let (key, value) = map.first {
+            entry(field, key, value)
+            return
+        }
+        for (key, value) in map.sorted(by: { $0.key < $1.key }) { entry(field, key, value) }
+    }
+
+    private mutating func entry(_ field: Int, _ key: String, _ value: String) {
+        message(field) {
+            $0.stringAlways(1, key)
+            $0.stringAlways(2, value)
+        }
+    }
+
+    // MARK: navigator.v1 messages
+
+    mutating func command(_ command: Command) {
+        switch command {
+        case .selectTab(let name):
+            message(1) { $0.string(1, name) }
+        case .push(let screen, let ref):
+            message(2) {
+                $0.message(1) { $0.stackRef(ref) }
+                $0.message(2) { $0.screen(screen) }
+            }
+        case .present(let modal):
+            message(3) { $0.message(1) { $0.modal(modal) } }
+        case .popTo(let id):
+            message(4) { $0.uint64(1, id.rawValue) }
+        case .popToRoot(let ref):
+            message(5) { $0.message(1) { $0.stackRef(ref) } }
+        case .dismissTo(let id):
+            message(6) { $0.uint64(1, id?.rawValue ?? 0) }
+        case .setRoot(let root):
+            message(7) { $0.message(1) { $0.root(root) } }
+        case .replace(let id, let screen):
+            message(8) {
+                $0.uint64(1, id.rawValue)
+                $0.message(2) { $0.screen(screen) }
+            }
+        case .refresh(let id, let info):
+            message(9) {
+                $0.uint64(1, id.rawValue)
+                $0.map(2, info)
+            }
+        }
+    }
+
+    mutating func screen(_ screen: Screen) {
+        uint64(1, screen.id.rawValue)
+        message(2) {
+            $0.string(1, screen.context.screen)
+            $0.map(2, screen.context.info)
+        }
+    }
+
+    mutating func stackRef(_ ref: StackRef) {
+        switch ref {
+        case .tab(let name): stringAlways(1, name)
+        case .modal(let id):
+            tag(2, 0)
+            varint(id.rawValue)
+        case .root:
+            tag(3, 0)
+            bytes.append(1)
+        }
+    }
+
+    mutating func modal(_ modal: Modal) {
+        uint64(1, modal.id.rawValue)
+        uint64(2, UInt64(Navigator_V1_PresentationStyle(modal.style).rawValue))
+        for screen in modal.stack { message(3) { $0.screen(screen) } }
+    }
+
+    mutating func root(_ root: Root) {
+        switch root {
+        case .tabs(let bar):
+            message(1) {
+                for tab in bar.tabs {
+                    $0.message(1) {
+                        $0.string(1, tab.name)
+                        for screen in tab.stack { $0.message(2) { $0.screen(screen) } }
+                    }
+                }
+                $0.string(2, bar.selected)
+            }
+        case .stack(let list):
+            message(2) { for screen in list { $0.message(1) { $0.screen(screen) } } }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Soak (issue 16): a fresh navigatord from BIN (a directory holding navigatord and navload) on free
+# 127.0.0.1 ports, RATE intents/s over SESSIONS sessions for SECONDS, sampling navigatord's RSS and
+# CPU every 10 s (navload --soak); then navigatord is stopped and started again on the same state
+# file, and its RSS once ready, less that of an empty navigatord, over the sessions restored, is
+# the memory a session takes at rest. Prints navload's report and those figures.
+#
+#   scripts/soak.sh BIN [RATE] [SESSIONS] [SECONDS]      (defaults: 3000 20000 1200)
+set -euo pipefail
+bin=$1
+rate=${2:-3000}
+sessions=${3:-20000}
+seconds=${4:-1200}
+load=${NAVLOAD:-$bin/navload}
+ctl=${NAVCTL:-$bin/navctl}
+work=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+start() {
+  "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
+    --data-directory "$work/data" --log-level warning >>"$work/navigatord.log" 2>&1 &
+  pid=$!
+  # Ready once it answers a stats request.
+  for _ in $(seq 1 600); do
+    if "$ctl" stats --requests "$r" >/dev/null 2>&1; then return; fi
+    sleep 0.1
+  done
+  echo "soak: navigatord did not become ready" >&2; exit 1
+}
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+# An empty navigatord's RSS, for the difference.
+start
+empty=$(rss_kib "$pid")
+kill -TERM "$pid"; wait "$pid" || true; pid=""
+rm -rf "$work/data"
+
+start
+"$load" --intents "$i" --requests "$r" --commands "$c" --service-pid "$pid" --timeout 300 \
+  --rate "$rate" --sessions "$sessions" --duration "$seconds" --warmup 0 --soak 10
+kill -TERM "$pid"; wait "$pid" || true; pid=""
+bytes=$(stat -c %s "$work/data/navigator.sqlite")
+start
+# "navigatord V: N workers, S sessions, ..."
+held=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) sessions.*/\1/p' | head -1)
+after=$(rss_kib "$pid")
+echo "state file                 $bytes bytes for $held sessions ($((bytes / (held > 0 ? held : 1))) bytes each)"
+echo "RSS at rest                $after KiB after a restart, $empty KiB empty: $(((after - empty) * 1024 / (held > 0 ? held : 1))) bytes a session"
