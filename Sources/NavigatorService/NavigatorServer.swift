@@ -232,20 +232,25 @@ public final class NavigatorServer: Service, Sendable {
                     handoffHighWaterMark: configuration.handoffHighWaterMark, producers: configuration.workers,
                     maxSubscriptionsPerPeer: configuration.maxSubscriptionsPerPeer, security: security,
                     counters: counters, bound: bound, supervisor: supervisor, logger: logger)))
-        // Worker 0 reads the intents socket: after the others, so that it stops before them.
+        // Worker 0 reads the intents socket: after the others in the group, so that it is asked to
+        // stop (its intake) before them, even when requests has ended already; the others end
+        // once intake and requests have sent them their stop markers.
         let intake = Intake(
             endpoints: configuration.intentEndpoints, workers: configuration.workers,
             maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
             handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, bound: bound,
             security: security, logger: logger)
+        let stopIntake: @Sendable () -> Void = { signalStop(context, Internal.ingressControl) }
         for index in (0..<configuration.workers).reversed() {
+            let reader = index == Intake.reader
             parts.append(
                 part(
                     WorkerLoop(
                         index: index, context: context, commands: commands, store: store, resolvers: resolvers,
                         counters: counters, persistence: persistence, maxSessions: configuration.maxSessions,
-                        handoffHighWaterMark: configuration.handoffHighWaterMark,
-                        intake: index == Intake.reader ? intake : nil, supervisor: supervisor, logger: logger)))
+                        handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
+                        supervisor: supervisor, logger: logger),
+                    stop: reader ? stopIntake : nil))
         }
         // Stopping requests stops intake too: the requests thread ends only once every worker
         // has, and the workers stop once both have stopped taking work.

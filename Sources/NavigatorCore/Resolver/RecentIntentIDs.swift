@@ -118,10 +118,12 @@ public struct RecentIntentIDs: Hashable, Sendable, Codable {
         prune(now: now, window: window)
         if entries.count >= capacity { entries.removeFirst(entries.count - max(capacity - 1, 0)) }
         guard capacity > 0 else { return }
-        var ticks = (now - base) / Self.tick
+        // Rounded up: a kept time is never earlier than the real one, so an id is remembered
+        // at least the window (and less than a tick longer).
+        var ticks = (now - base + Self.tick - 1) / Self.tick
         if ticks > Int64(UInt16.max) {
             rebase(to: now - window)
-            ticks = (now - base) / Self.tick
+            ticks = (now - base + Self.tick - 1) / Self.tick
         }
         entries.append(hash << 16 | UInt64(max(0, min(ticks, Int64(UInt16.max)))))
     }

@@ -38,9 +38,9 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var maxMessageBytes = 64 * 1024
     /// Messages queued per peer before PUSH producers block and PUB drops for slow shells.
     public var highWaterMark: Int32 = 100_000
-    /// Messages queued between the service's own threads (ingress and requests to each worker);
-    /// an intent message carries up to 64 intents. When a worker's
-    /// queue is full, ingress stops reading (the intents socket fills to `highWaterMark` and
+    /// Messages queued between the service's own threads (from worker 0, which reads the intents
+    /// socket, and from requests to each worker); an intent message carries up to 64 intents.
+    /// When a worker's queue is full, the intents socket is not read (it fills to `highWaterMark` and
     /// producers' PUSH blocks) and acknowledged requests for it are answered OVERLOADED.
     public var handoffHighWaterMark: Int32 = 100
     /// How long intent ids are remembered for dedup.

@@ -199,20 +199,27 @@ struct EgressLoop: SocketLoop {
         }
     }
 
-    /// Reads every (un)subscription the XPUB holds, under its lock (in secure mode each is applied
-    /// right after it is received, as XPUB_MANUAL requires).
+    /// Reads every (un)subscription the XPUB holds, under its lock taken for at most 64 at a
+    /// time, so that a burst of subscriptions delays the workers' publishing only briefly (in
+    /// secure mode each is applied right after it is received, as XPUB_MANUAL requires).
     private func readSubscriptions(_ book: inout SubscriptionBook, _ frames: inout [Message], _ sockets: Sockets) throws
     {
-        let changed = try commands.withSocket { xpub in
-            var changed = false
-            while let count = try xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
-                changed = true
-                guard count == 1 else { continue }
-                try note(frames[0], in: &book, xpub, sockets)
-            }
-            return changed
+        var changed = false
+        while true {
+            let read =
+                try commands.withSocket { xpub in
+                    var read = 0
+                    while read < 64, let count = try xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
+                        read += 1
+                        guard count == 1 else { continue }
+                        try note(frames[0], in: &book, xpub, sockets)
+                    }
+                    return read
+                } ?? 0
+            if read > 0 { changed = true }
+            if read < 64 { break }
         }
-        guard changed == true else { return }
+        guard changed else { return }
         counters.subscribedTopics.store(UInt64(book.topics))
         counters.auditTopics.store(UInt64(book.auditTopics))
     }

@@ -9,8 +9,10 @@ import ZeroMQ
 ///
 /// Messages wait in ``pending`` until ``flush()`` (the owner calls it when it has nothing more to
 /// read, and before it waits) or until ``bundleLimit`` of them wait: a busy worker takes the lock
-/// once per bundle; one with nothing more to read sends at once. Publishing never blocks: the
-/// XPUB drops at a subscriber's high-water mark (the shell sees the gap and resyncs).
+/// once per bundle; one with nothing more to read sends at once. Publishing never waits for a
+/// shell — the XPUB drops at a subscriber's high-water mark (the shell sees the gap and resyncs) —
+/// only, briefly, for the lock (another worker's bundle, or egress reading at most 64
+/// subscriptions).
 ///
 /// (Until issue 16, publishers handed bundles over inproc to an egress thread that owned the
 /// XPUB: at 2,000 intents/s its wake-ups cost 0.08 of a core, a sixth of the service's CPU.)
