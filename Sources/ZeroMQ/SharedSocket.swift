@@ -35,10 +35,10 @@ public final class SharedSocket: Sendable {
         }
     }
 
-    /// Sends each of the messages in `frames` in order (`more` on all but the last frame of each message, whose
-    /// frame count is `framesPerMessage`), their contents moved, under one taking of the lock;
-    /// returns the socket's ``PollEvents`` afterwards (empty once closed).
-    public func send(_ frames: [Message], framesPerMessage: Int) throws(ZeroMQError) -> PollEvents {
+    /// Sends the messages in `frames` in order (`more` on all but the last frame of each message,
+    /// whose frame count is `framesPerMessage`), their contents moved, under one taking of the lock;
+    /// returns the socket's ``PollEvents`` afterwards, or nil (nothing sent) once it is closed.
+    public func send(_ frames: [Message], framesPerMessage: Int) throws(ZeroMQError) -> PollEvents? {
         try withSocket { (socket) throws(ZeroMQError) -> PollEvents in
             // Process what the socket was told first (a new peer, its subscriptions): a send
             // itself does so at most once a millisecond, so without this a message could miss
@@ -48,7 +48,7 @@ public final class SharedSocket: Sendable {
                 try socket.send(frame, more: index % framesPerMessage != framesPerMessage - 1)
             }
             return PollEvents(rawValue: Int16(truncatingIfNeeded: try socket.get(.events)))
-        } ?? []
+        }
     }
 
     /// Closes the socket; later uses find none. Further calls do nothing.

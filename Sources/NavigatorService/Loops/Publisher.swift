@@ -70,7 +70,12 @@ final class Publisher {
     func flush() throws {
         guard !pending.isEmpty else { return }
         defer { pending.removeAll(keepingCapacity: true) }
-        if try commands.send(pending, framesPerMessage: 3).contains(.readable) {
+        guard let events = try commands.send(pending, framesPerMessage: 3) else {
+            // Egress has closed the XPUB: it failed, and the service is stopping.
+            counters.unpublished.add(UInt64(pending.count / 3))
+            return
+        }
+        if events.contains(.readable) {
             _ = try egress.trySend(Internal.subscriptionsWaiting)  // a full queue: egress is awake
         }
     }

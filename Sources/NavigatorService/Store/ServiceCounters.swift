@@ -37,6 +37,9 @@ final class ServiceCounters: Sendable {
     let requests: AtomicCounter
     /// Messages between the service's own threads of a shape nobody expects (each also logged).
     let unexpectedInternal: AtomicCounter
+    /// Messages a worker had for the commands socket after egress had closed it: only while the
+    /// service stops because egress failed (logged at critical by the supervisor).
+    let unpublished: AtomicCounter
     /// Topics with at least one subscriber (egress's ``SubscriptionBook``).
     let subscribedTopics = AtomicCounter()
     /// Subscribers dropped for holding more than maxSubscriptionsPerPeer topics.
@@ -71,6 +74,7 @@ final class ServiceCounters: Sendable {
         expired = AtomicCounter(mirror: metrics.expired)
         requests = AtomicCounter(mirror: metrics.requests)
         unexpectedInternal = AtomicCounter(mirror: metrics.unexpectedInternal)
+        unpublished = AtomicCounter(mirror: metrics.unpublished)
         subscribersDropped = AtomicCounter(mirror: metrics.subscribersDropped)
         authRefused = AtomicCounter(mirror: metrics.authRefused)
         authAdmitted = AtomicCounter(mirror: metrics.authAdmitted)

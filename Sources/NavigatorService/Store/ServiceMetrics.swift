@@ -20,6 +20,7 @@ final class ServiceMetrics: Sendable {
     let queueDepths: [Metrics.Gauge]
     let quarantined: Metrics.Gauge
     let unexpectedInternal: Metrics.Counter
+    let unpublished: Metrics.Counter
     let subscribersDropped: Metrics.Counter
     let authRefused: Metrics.Counter
     let authAdmitted: Metrics.Counter
@@ -53,6 +54,7 @@ final class ServiceMetrics: Sendable {
         subscribedTopics = Metrics.Gauge(label: "navigator_subscribed_topics", factory: factory)
         quarantined = Metrics.Gauge(label: "navigator_sessions_quarantined", factory: factory)
         unexpectedInternal = Metrics.Counter(label: "navigator_unexpected_internal_messages_total", factory: factory)
+        unpublished = Metrics.Counter(label: "navigator_unpublished_messages_total", factory: factory)
         subscribersDropped = Metrics.Counter(label: "navigator_subscribers_dropped_total", factory: factory)
         authRefused = Metrics.Counter(
             label: "navigator_auth_total", dimensions: [("result", "refused")], factory: factory)
