@@ -257,7 +257,8 @@ public final class NavigatorServer: Service, Sendable {
         parts.append(
             part(
                 RequestsLoop(
-                    context: context, endpoints: configuration.requestEndpoints, workers: configuration.workers,
+                    context: context, commands: commands, endpoints: configuration.requestEndpoints,
+                    workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
                     counters: counters, bound: bound, security: security, startedAt: startedAt, supervisor: supervisor,

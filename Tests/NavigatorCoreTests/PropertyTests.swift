@@ -1,18 +1,8 @@
 import NavigatorCore
 import Testing
 
-/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// A small deterministic generator, so a failing seed can be replayed.
+typealias SeededRandom = SplitMix64
 
 /// Random intents and client events over the demo map, mostly valid, sometimes not.
 struct Generator {

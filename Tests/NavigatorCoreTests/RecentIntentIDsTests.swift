@@ -53,7 +53,7 @@ struct RecentIntentIDsTests {
     /// with windows up to a day: every answer agrees, except within a tick of the window's end.
     @Test("agrees with an exact model over days of random arrivals", arguments: [60, 600, 86_400] as [Int64])
     func model(windowSeconds: Int64) {
-        var random = SplitMix(seed: UInt64(windowSeconds))
+        var random = SplitMix64(seed: UInt64(windowSeconds))
         let window = windowSeconds * Self.second
         var recent = RecentIntentIDs()
         var exact: [String: Int64] = [:]
@@ -75,17 +75,5 @@ struct RecentIntentIDsTests {
             }
         }
         #expect(recent.count <= 1_000)
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }

@@ -1,4 +1,5 @@
 import NavigatorClient
+import NavigatorCore
 
 /// The fuzzers' random numbers (SplitMix64): the same sequence for the same seed.
 public struct FuzzRandom: RandomNumberGenerator {

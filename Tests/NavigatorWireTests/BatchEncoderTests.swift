@@ -5,16 +5,11 @@ import Testing
 
 @Suite("The hand-written batch encoder")
 struct BatchEncoderTests {
-    /// A small, seeded generator (SplitMix64): the same batches every run.
+    /// Random batches, seeded: the same batches every run.
     struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var source: SplitMix64
+        init(state: UInt64) { source = SplitMix64(seed: state) }
+        mutating func next() -> UInt64 { source.next() }
         mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
         mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
 

@@ -174,22 +174,22 @@ struct EgressLoop: SocketLoop {
                     accessGeneration = security.generation
                     recheck(&book, security)
                 }
-                // Connections first: a descriptor seen again belongs to a new peer.
-                if poller.events(at: 2).contains(.readable) {
-                    while let count = try sockets.connections.receiveMultipart(into: &frames, wait: false) {
-                        guard count == 2, frames[0].count == 6 else { continue }
-                        let descriptor = frames[0].withUnsafeBytes {
-                            Int32(bitPattern: $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
-                        }
-                        book.forget(peer: descriptor)
-                    }
-                }
                 while let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) {
                     switch Internal.kind(of: frames, count: count, at: .egress) {
                     case .stop: stops += 1
                     case .subscriptionsWaiting: break  // read below
                     default: Internal.unexpected(count, at: .egress, counters: counters, logger: logger)
                     }
+                }
+                // Connections first, whatever woke us: a descriptor seen again belongs to a new
+                // peer, and its "accepted" event is queued before any subscription of its can be
+                // read — read after one, it would forget that subscription.
+                while let count = try sockets.connections.receiveMultipart(into: &frames, wait: false) {
+                    guard count == 2, frames[0].count == 6 else { continue }
+                    let descriptor = frames[0].withUnsafeBytes {
+                        Int32(bitPattern: $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+                    }
+                    book.forget(peer: descriptor)
                 }
                 try readSubscriptions(&book, &frames, sockets)
             }

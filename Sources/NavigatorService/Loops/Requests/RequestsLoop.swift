@@ -11,6 +11,8 @@ import ZeroMQ
 /// the store under its shard locks.
 struct RequestsLoop: SocketLoop {
     let context: Context
+    /// The commands XPUB, only to bring its subscriptions in force before a snapshot is taken.
+    let commands: SharedSocket
     let endpoints: [String]
     let workers: Int
     let maxMessageBytes: Int
@@ -186,6 +188,12 @@ struct RequestsLoop: SocketLoop {
                 frames[0], delimited, payload, session: event.session, requestID: request.requestID, intent: false,
                 client: client ?? "", sockets)
         case .snapshot(let wanted):
+            // A shell subscribes, then asks for a snapshot (the Clone pattern). Its subscription
+            // reached the XPUB before this request reached us, but takes effect only when the
+            // XPUB processes its commands: make it do so now, so that every batch after the
+            // snapshot reaches the shell — without it, a batch published between the snapshot
+            // and the XPUB's next turn was lost with no later batch to reveal the gap.
+            _ = try commands.withSocket { try $0.get(.events) }
             answer.snapshot = snapshot(wanted.session)
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case .explain(let intent):
