@@ -72,12 +72,12 @@ public final class NavigatorServer: Service, Sendable {
             security = nil
         }
         // The route map first: a map that does not load is refused before any file is touched.
-        _ = try Self.loadResolver(configuration, dedupKey: DedupKey(k0: 0, k1: 0))
+        var (resolver, source) = try Self.loadResolver(configuration)
         counters = ServiceCounters(workers: configuration.workers)
         directoryLock = try DataDirectoryLock(directory: configuration.dataDirectory)
         let file = try StateFile(directory: configuration.dataDirectory)
         let (epoch, continued) = try file.beginRun()
-        let (resolver, source) = try Self.loadResolver(configuration, dedupKey: file.dedupKey)
+        resolver.options.dedupKey = file.dedupKey
         resolvers = ResolverHolder(resolver, source: source)
         let holder = resolvers
         store = SessionStore(shards: configuration.workers, epoch: epoch) { holder.resolver.initialState() }
@@ -374,8 +374,8 @@ public final class NavigatorServer: Service, Sendable {
     @discardableResult
     public func reloadRouteMap() throws -> String {
         do {
-            let (resolver, source) = try Self.loadResolver(
-                configuration, dedupKey: resolvers.resolver.options.dedupKey)
+            var (resolver, source) = try Self.loadResolver(configuration)
+            resolver.options.dedupKey = resolvers.resolver.options.dedupKey  // the state file's
             resolvers.replace(with: resolver, source: source)
             logger.info(
                 "route map reloaded", metadata: ["routes": "\(source)", "screens": "\(resolver.map.screens.count)"])
@@ -405,9 +405,9 @@ public final class NavigatorServer: Service, Sendable {
         }
     }
 
-    /// The route map and the resolver's options from the configuration; `dedupKey`: the state
-    /// file's.
-    static func loadResolver(_ configuration: ServiceConfiguration, dedupKey: DedupKey) throws -> (Resolver, String) {
+    /// The route map and the resolver's options from the configuration (the dedup key is the
+    /// state file's: the caller sets it).
+    static func loadResolver(_ configuration: ServiceConfiguration) throws -> (Resolver, String) {
         let map: RouteMap
         let source: String
         if let path = configuration.routeMapPath {
@@ -427,7 +427,6 @@ public final class NavigatorServer: Service, Sendable {
             maxTextBytes: configuration.maxTextBytes)
         options.maxConditions = configuration.maxConditions
         options.maxConditionKeyBytes = configuration.maxConditionKeyBytes
-        options.dedupKey = dedupKey
         return (try Resolver(map: map, options: options), source)
     }
 }

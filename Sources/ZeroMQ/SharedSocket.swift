@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// Waiting for the socket: poll ``fileDescriptor`` (outside the lock), then read what is there
 /// under the lock until ``PollEvents/readable`` is gone. Any use of the socket may consume the
-/// descriptor's signal, so a thread that sends must check ``events`` afterwards (``send(_:)``
-/// returns them) and tell the reader when something is waiting.
+/// descriptor's signal, so a thread that uses it must check what is waiting afterwards
+/// (``send(_:framesPerMessage:)`` and ``processCommands()`` return it) and tell the reader.
 public final class SharedSocket: Sendable {
     private let state: Mutex<Held>
     /// ZMQ_FD, read once at creation (it does not change while the socket is open).
@@ -43,12 +43,23 @@ public final class SharedSocket: Sendable {
             // Process what the socket was told first (a new peer, its subscriptions): a send
             // itself does so at most once a millisecond, so without this a message could miss
             // a subscriber whose subscription had already arrived.
-            _ = try socket.get(.events)
+            _ = try Self.events(socket)
             for (index, frame) in frames.enumerated() {
                 try socket.send(frame, more: index % framesPerMessage != framesPerMessage - 1)
             }
-            return PollEvents(rawValue: Int16(truncatingIfNeeded: try socket.get(.events)))
+            return try Self.events(socket)
         }
+    }
+
+    /// Makes the socket process what it was told (new peers, their subscriptions, ...) and
+    /// returns what it is ready for then; nil once it is closed.
+    public func processCommands() throws(ZeroMQError) -> PollEvents? {
+        try withSocket { (socket) throws(ZeroMQError) -> PollEvents in try Self.events(socket) }
+    }
+
+    /// ZMQ_EVENTS, which processes the socket's pending commands.
+    private static func events(_ socket: Socket) throws(ZeroMQError) -> PollEvents {
+        PollEvents(rawValue: Int16(truncatingIfNeeded: try socket.get(.events)))
     }
 
     /// Closes the socket; later uses find none. Further calls do nothing.

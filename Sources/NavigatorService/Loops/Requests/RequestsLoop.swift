@@ -35,6 +35,9 @@ struct RequestsLoop: SocketLoop {
         let replies: Socket
         let control: Socket
         let workers: [Socket]
+        /// To egress: word that the XPUB holds subscriptions to read (after a snapshot's
+        /// ``SharedSocket/processCommands()`` may have taken the signal egress waits on).
+        let egress: Socket
         let limiter: LogLimiter
     }
 
@@ -54,8 +57,11 @@ struct RequestsLoop: SocketLoop {
             try push.connect(Internal.worker(index))
             return push
         }
+        let egress = try Socket(context, type: .push)
+        try egress.connect(Internal.egress)
         return Sockets(
-            router: router, replies: replies, control: control, workers: pushes, limiter: LogLimiter(logger: logger))
+            router: router, replies: replies, control: control, workers: pushes, egress: egress,
+            limiter: LogLimiter(logger: logger))
     }
 
     func run(_ sockets: Sockets) throws {
@@ -193,7 +199,9 @@ struct RequestsLoop: SocketLoop {
             // XPUB processes its commands: make it do so now, so that every batch after the
             // snapshot reaches the shell — without it, a batch published between the snapshot
             // and the XPUB's next turn was lost with no later batch to reveal the gap.
-            _ = try commands.withSocket { try $0.get(.events) }
+            if try commands.processCommands()?.contains(.readable) == true {
+                _ = try sockets.egress.trySend(Internal.subscriptionsWaiting)  // full: egress is awake
+            }
             answer.snapshot = snapshot(wanted.session)
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case .explain(let intent):

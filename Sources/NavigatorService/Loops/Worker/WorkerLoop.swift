@@ -69,20 +69,25 @@ struct WorkerLoop: SocketLoop {
         let bundles = Intake.Bundles(workers: intake?.workers ?? 0, withClients: intake?.security != nil)
         var backlog = false  // a bundle waits for a worker whose queue is full
         var intakeFrames: [Message] = []
+        var poller = Poller()
+        var polled: (taking: Bool, full: [Int])?  // what `poller` was made for
         do {
             while stops < producers {
-                var poller = Poller()
-                poller.add(sockets.inbox)
-                if let taking {
-                    poller.add(taking.control)
-                    let full = bundles.fullWorkers
-                    if full.isEmpty {
-                        poller.add(taking.pull)
-                    } else {
-                        // A full bundle waits: read no intents (the PULL fills, producers
-                        // block) until its worker has room.
-                        for worker in full { poller.add(taking.workers[worker]!, for: .writable) }
+                let full = taking == nil ? [] : bundles.fullWorkers
+                if polled == nil || polled! != (taking != nil, full) {
+                    poller = Poller()
+                    poller.add(sockets.inbox)
+                    if let taking {
+                        poller.add(taking.control)
+                        if full.isEmpty {
+                            poller.add(taking.pull)
+                        } else {
+                            // A full bundle waits: read no intents (the PULL fills, producers
+                            // block) until its worker has room.
+                            for worker in full { poller.add(taking.workers[worker]!, for: .writable) }
+                        }
                     }
+                    polled = (taking != nil, full)
                 }
                 var wait = max(0, nextExpiry - WallClock.now())
                 if backlog { wait = min(wait, 1_000_000) }  // offer the waiting bundles again soon
