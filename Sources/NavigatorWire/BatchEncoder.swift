@@ -78,6 +78,11 @@ struct ProtoWriter {
         bytes.append(UInt8(value))
     }
 
+    /// Eight bytes, little-endian.
+    mutating func fixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
     mutating func tag(_ field: Int, _ wireType: UInt8) { varint(UInt64(field) << 3 | UInt64(wireType)) }
 
     /// A varint field, left out when 0.

@@ -27,7 +27,7 @@ public enum Topic {
         default: return nil
         }
         let session = String(topic.dropFirst(2).dropLast())
-        guard !session.contains("/") else { return nil }
+        guard !session.utf8.contains(UInt8(ascii: "/")) else { return nil }
         return (kind, session)
     }
 }
@@ -41,11 +41,17 @@ public enum SessionID {
         let count = session.utf8.count
         if count == 0 { return "session id is empty; expected 1 to \(maxBytes) bytes" }
         if count > maxBytes { return "session id has \(count) bytes; expected at most \(maxBytes)" }
-        if session.contains("/") {
-            return "session id \"\(session)\" contains \"/\"; expected no \"/\" (it ends topics)"
-        }
-        if session.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return "session id contains a control character; expected printable text"
+        // Bytes, not characters: this runs for every intent. A control character (general
+        // category Cc) is C0 (below 0x20), DEL, or C1 (U+0080-U+009F: 0xC2 0x80-0x9F in UTF-8).
+        var previous: UInt8 = 0
+        for byte in session.utf8 {
+            if byte == UInt8(ascii: "/") {
+                return "session id \"\(session)\" contains \"/\"; expected no \"/\" (it ends topics)"
+            }
+            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && byte >= 0x80 && byte <= 0x9F) {
+                return "session id contains a control character; expected printable text"
+            }
+            previous = byte
         }
         return nil
     }

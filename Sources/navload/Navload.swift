@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NavigatorClient
 import NavigatorCore
 import NavigatorLoad
@@ -19,9 +20,31 @@ struct Navload: AsyncParsableCommand {
             pass --service-pid); 3 navigatord refused a request; 64 a command-line mistake.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ResolverCommand.self],
+        subcommands: [RunCommand.self, ResolverCommand.self, RelayCommand.self],
         defaultSubcommand: RunCommand.self
     )
+}
+
+struct RelayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract:
+            "A raw libzmq relay for navload run --floor (binds PULL and XPUB on free 127.0.0.1 ports and prints them).",
+        discussion: """
+            Forwards every message received on the PULL socket to the XPUB socket after a topic \
+            frame, one thread polling both, until its standard input closes. navload run --floor \
+            starts it and reads its CPU: what libzmq alone costs per message at the run's rate.
+            """
+    )
+
+    func run() throws {
+        do {
+            try RelayFloor.serve()
+        } catch {
+            FileHandle.standardError.write(Data("navload relay: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
 }
 
 struct ResolverCommand: ParsableCommand {

@@ -38,6 +38,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The p99 latency bound for --find-max, in milliseconds.") var p99Bound: Double = 1
     @Flag(help: "Also measure a raw libzmq PUSH->PULL pipe with intent-sized messages, for comparison.")
     var baseline = false
+    @Flag(
+        help:
+            "Also measure the CPU a raw libzmq relay (PULL -> XPUB, one thread, tcp loopback; navload relay) takes per message at the run's rate: the floor under navigatord's CPU per intent."
+    )
+    var floor = false
     @Option(
         help:
             "navigatord's process id for CPU and RSS (default: the navigatord running here; of several, the one listening on --intents, or an error)."
@@ -143,6 +148,21 @@ struct RunCommand: AsyncParsableCommand {
                 }
                 output["baselineMessagesPerSecond"] = String(Int(rate))
                 output["baselineMessageBytes"] = String(size)
+            }
+            if floor {
+                let rate = last?.achievedRate ?? plan.rate
+                let size = max(16, last?.meanIntentBytes ?? 64)
+                let result = try await RelayFloor.measure(
+                    executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10))
+                print(
+                    "floor: raw libzmq relay (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
+                )
+                if let perIntent = last?.cpuMicrosecondsPerIntent {
+                    print(
+                        "navigatord CPU per intent / floor: \(String(format: "%.2f", perIntent / result.microsecondsPerMessage)) (\(String(format: "%.1f", perIntent)) / \(String(format: "%.1f", result.microsecondsPerMessage)) µs)"
+                    )
+                }
+                output["floor"] = try json(result)
             }
             if let report {
                 let text =

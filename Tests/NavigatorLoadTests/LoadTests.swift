@@ -176,4 +176,19 @@ struct LoadTests {
         #expect(owned, "no descriptor of this process listens on \(endpoint)")
         #expect(ProcessStats.listeningSockets("tcp://127.0.0.1:1").isEmpty)
     }
+
+    @Test("the floor: navload relay passes every message on, and its CPU is read while it runs")
+    func relayFloor() async throws {
+        let navload = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/navload").path
+        guard FileManager.default.isExecutableFile(atPath: navload) else {
+            Issue.record("navload is not built at \(navload); run swift build first (./dev test does)")
+            return
+        }
+        // measure() throws unless the relay passed on every message sent; it stops the relay.
+        let result = try await RelayFloor.measure(executable: navload, rate: 500, messageBytes: 80, seconds: 1)
+        #expect(result.messages >= 400 && result.messages <= 600, "\(result.messages) messages in 1 s at 500/s")
+        #expect(result.cores > 0, "the relay's CPU was not counted")
+        #expect(result.microsecondsPerMessage == result.cores * 1e6 / 500)
+    }
 }

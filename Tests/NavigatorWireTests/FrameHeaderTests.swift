@@ -86,9 +86,15 @@ struct TopicTests {
             (String(repeating: "x", count: 129), "has 129 bytes; expected at most 128"),
             ("a/b", "contains \"/\""),
             ("tab\there", "control character"),
+            ("del\u{7F}", "control character"),
+            ("next-line\u{85}", "control character"),
+            ("café-\u{A0}-\u{9F00}", nil),
         ] as [(String, String?)])
     func sessionRules(session: String, problem: String?) {
         let found = SessionID.problem(with: session)
+        // The byte scan agrees with the Unicode general category it stands for.
+        let control = session.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        #expect((found?.contains("control character") == true) == control)
         if let problem {
             #expect(found?.contains(problem) == true, "\(found ?? "nil")")
         } else {

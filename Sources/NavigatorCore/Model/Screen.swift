@@ -14,8 +14,9 @@ public struct ScreenContext: Hashable, Sendable, Codable, CustomStringConvertibl
     /// `chat(conversationId=42)`, keys sorted.
     public var description: String {
         guard !info.isEmpty else { return screen }
-        let pairs = info.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        return "\(screen)(\(pairs.joined(separator: ", ")))"
+        var text = ""
+        write(to: &text)
+        return text
     }
 }
 

@@ -227,15 +227,20 @@ extension ScreenTree {
     /// grow the measures over their limit.
     public mutating func apply(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) {
         var copy = self
+        var changes = 0
         for (index, command) in commands.enumerated() {
             do {
-                if try copy.applyOne(command) { copy.version &+= 1 }
+                if try copy.applyOne(command) {
+                    copy.version &+= 1
+                    changes += 1
+                }
             } catch {
                 let position = commands.count > 1 ? "command \(index + 1) of \(commands.count), " : ""
                 throw TreeError(error.code, "\(position)\(command): \(error.message)")
             }
         }
-        if copy.root == root && copy.modals == modals {
+        // One change always leaves another tree; several may undo each other.
+        if changes == 0 || (changes > 1 && copy.root == root && copy.modals == modals) {
             lastServiceID = copy.lastServiceID
             return
         }

@@ -13,11 +13,11 @@ public struct IDAllocator: Sendable {
 /// A way to the target: the commands, and what to tell a person about them.
 public struct Plan: Hashable, Sendable {
     public var commands: [Command]
-    public var detail: String
+    public var detail: Detail
     /// Parents built beneath the target (back-stack synthesis), outermost first.
     public var synthesized: [ScreenContext]
 
-    public init(_ commands: [Command], _ detail: String, synthesized: [ScreenContext] = []) {
+    public init(_ commands: [Command], _ detail: Detail, synthesized: [ScreenContext] = []) {
         self.commands = commands
         self.detail = detail
         self.synthesized = synthesized

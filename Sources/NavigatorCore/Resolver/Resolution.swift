@@ -48,15 +48,19 @@ public struct ExplanationStep: Hashable, Sendable, Codable, CustomStringConverti
     }
 
     public var step: Step
-    public var detail: String
+    /// What happened, kept as data until read (``Detail``).
+    public var note: Detail
     /// Whether this step decided the outcome.
     public var decisive: Bool
 
-    public init(_ step: Step, _ detail: String, decisive: Bool = false) {
+    public init(_ step: Step, _ note: Detail, decisive: Bool = false) {
         self.step = step
-        self.detail = detail
+        self.note = note
         self.decisive = decisive
     }
+
+    /// What happened, in words.
+    public var detail: String { note.description }
 
     public var description: String { "\(decisive ? "*" : "-") \(step.rawValue): \(detail)" }
 }

@@ -33,17 +33,18 @@ extension Resolver {
             }
             path = contexts
         }
-        var checked: [ScreenContext] = []
-        checked.reserveCapacity(path.count)
-        for (index, context) in path.enumerated() {
-            checked.append(try validate(context, at: path.count > 1 ? "path[\(index)] " : ""))
+        var checked = path
+        for index in checked.indices {
+            checked[index] = try validate(path[index], at: path.count > 1 ? index : nil)
         }
         return checked
     }
 
     /// One context: a declared screen with every required key and only declared keys, each of
-    /// its declared type (returned in canonical form).
-    public func validate(_ context: ScreenContext, at position: String = "") throws(ResolveError) -> ScreenContext {
+    /// its declared type (returned in canonical form). `index`: its place in a longer path, for
+    /// the error.
+    public func validate(_ context: ScreenContext, at index: Int? = nil) throws(ResolveError) -> ScreenContext {
+        var position: String { index.map { "path[\($0)] " } ?? "" }
         guard let spec = map.screens[context.screen] else {
             throw ResolveError(
                 .unknownScreen,
@@ -55,7 +56,8 @@ extension Resolver {
                 .missingInfo,
                 "\(position)\(context.screen) needs info \(key) (\(spec.info[key]!.type.name)); it is missing")
         }
-        var info: [String: String] = [:]
+        // Nearly always the info is canonical already: it is rebuilt only when a value changes.
+        var info: [String: String]? = nil
         for (key, value) in context.info {
             guard let declared = spec.info[key] else {
                 let known = spec.info.keys.sorted()
@@ -74,8 +76,12 @@ extension Resolver {
                 throw ResolveError(
                     .invalidInfo, "\(position)\(context.screen).\(key) is \"\(value)\"; expected \(declared.type.name)")
             }
-            info[key] = normalized
+            if normalized != value {
+                if info == nil { info = context.info }
+                info![key] = normalized
+            }
         }
+        guard let info else { return context }
         return ScreenContext(context.screen, info)
     }
 }

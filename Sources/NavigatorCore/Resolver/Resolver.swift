@@ -75,10 +75,10 @@ public struct Resolver: Sendable {
         do {
             path = try validate(intent)
         } catch {
-            steps.append(.init(.validate, error.message, decisive: true))
+            steps.append(.init(.validate, Detail(error.message), decisive: true))
             return Resolution(intent: intent, outcome: .rejected(error), explanation: steps, released: [])
         }
-        steps.append(.init(.validate, "path \(path.map(\.description).joined(separator: " > ")) is valid"))
+        steps.append(.init(.validate, "path \(list: path, separator: " > ") is valid"))
 
         let idHash = options.dedupKey.intentIDHash(intent.id)
         if let seen = state.recentIntentIDs.seen(idHash, within: options.dedupWindow, now: now) {
@@ -92,7 +92,7 @@ public struct Resolver: Sendable {
         var previousConditions: [String: Bool]? = nil
         let conditionsChanged = intent.setConditions.contains { state.conditions[$0.key] != $0.value }
         if let problem = conditionsProblem(intent.setConditions, in: state) {
-            steps.append(.init(.validate, problem.message, decisive: true))
+            steps.append(.init(.validate, Detail(problem.message), decisive: true))
             return Resolution(intent: intent, outcome: .rejected(problem), explanation: steps, released: [])
         }
         if conditionsChanged {
@@ -139,14 +139,14 @@ public struct Resolver: Sendable {
                 .limitExceeded,
                 "the session's service ids are used up (highest #\(state.tree.lastServiceID)); expected a fresh session"
             )
-            steps.append(.init(.transition, error.message, decisive: true))
+            steps.append(.init(.transition, Detail(error.message), decisive: true))
             return finish(.rejected(error))
         }
 
         // Waiting for a ready shell (a deep link while the app starts).
         if intent.waitForReady && !state.shellReady {
             if parked == nil, let full = parkingFull(state) {
-                steps.append(.init(.ready, full.message, decisive: true))
+                steps.append(.init(.ready, Detail(full.message), decisive: true))
                 return finish(.rejected(full))
             }
             steps.append(.init(.ready, "the session's shell is not ready; the intent waits for it", decisive: true))
@@ -166,7 +166,7 @@ public struct Resolver: Sendable {
                 return finish(.rejected(full))
             }
             var redirect: [Command] = []
-            var note = "\(element.screen) needs \(guardSpec.condition)"
+            var note: Detail = "\(element.screen) needs \(guardSpec.condition)"
             var ids = IDAllocator(after: state.tree)
             if parked != nil {
                 note += "; still not met"
@@ -224,13 +224,13 @@ public struct Resolver: Sendable {
             }
         }
         for (index, element) in path.enumerated() {
-            let label = path.count > 1 ? "step \(index + 1) of \(path.count), \(element): " : ""
+            let label: Detail = path.count > 1 ? "step \(index + 1) of \(path.count), \(element): " : ""
             var step: StepPlan
             let idsBefore = ids
             do {
                 step = try planStep(to: element, in: tree, ids: &ids, context: context)
             } catch {
-                steps.append(.init(.transition, label + error.message, decisive: true))
+                steps.append(.init(.transition, label + Detail(error.message), decisive: true))
                 return finish(.rejected(error))
             }
             steps.append(.init(step.kind, label + step.plan.detail))
@@ -238,14 +238,14 @@ public struct Resolver: Sendable {
                 steps.append(
                     .init(
                         .backStack,
-                        label + "built \(step.plan.synthesized.map(\.description).joined(separator: ", ")) beneath"))
+                        label + "built \(list: step.plan.synthesized) beneath"))
             }
             // 6. Blocking modals.
             if let (blockIndex, modal) = blocker(of: step.plan.commands, in: tree) {
                 let blocking = modal.stack[0]
                 guard intent.priority == .critical else {
                     if parked == nil, let full = parkingFull(state) {
-                        steps.append(.init(.blocking, label + full.message, decisive: true))
+                        steps.append(.init(.blocking, label + Detail(full.message), decisive: true))
                         return finish(.rejected(full))
                     }
                     steps.append(
@@ -266,7 +266,7 @@ public struct Resolver: Sendable {
                     ids = idsBefore  // the first plan is discarded, and so are its ids
                     step = try planStep(to: element, in: tree, ids: &ids, context: context)
                 } catch {
-                    steps.append(.init(.blocking, label + "\(error)", decisive: true))
+                    steps.append(.init(.blocking, label + Detail(String(describing: error)), decisive: true))
                     return finish(.rejected(ResolveError(.internalError, "\(error)")))
                 }
                 steps.append(
@@ -277,7 +277,7 @@ public struct Resolver: Sendable {
             do {
                 try tree.apply(step.plan.commands, within: options.limits)
             } catch {
-                steps.append(.init(step.kind, label + error.message, decisive: true))
+                steps.append(.init(step.kind, label + Detail(error.message), decisive: true))
                 return finish(.rejected(ResolveError(treeError: error, "the planned commands do not apply")))
             }
             commands += step.plan.commands
@@ -355,7 +355,7 @@ public struct Resolver: Sendable {
         let top = tree.top
         if context.matches(top, target) {
             let refresh = context.refresh(top, to: target)
-            let detail =
+            let detail: Detail =
                 refresh.isEmpty
                 ? "\(top) is already on top"
                 : "\(top) is already on top; refreshing \(refresh.count == 1 ? "its info" : "")"

@@ -23,7 +23,7 @@ public struct RouteMapTransitions: TransitionProvider {
         case .modal(let style):
             var commands: [Command] = []
             var synthesized: [ScreenContext] = []
-            var detail = ""
+            var detail: Detail = ""
             if let parent = context.parent(of: target) {
                 let parentPlan = try context.show(parent, in: tree, ids: &ids)
                 commands = parentPlan.commands
@@ -57,7 +57,7 @@ public struct RouteMapTransitions: TransitionProvider {
     ) throws(ResolveError) -> Plan {
         var commands: [Command] = []
         let destination: StackRef
-        var place: String
+        var place: Detail
         if let modal = tree.modals.last, !context.isBlocking(modal) {
             destination = .modal(modal.id)
             place = "the top modal \(modal.id)"
@@ -124,7 +124,7 @@ public struct RouteMapTransitions: TransitionProvider {
             commands.append(.push(Screen(id: ids.take(), element), onto: destination))
         }
         let synthesized = Array(pending.dropLast())
-        if !synthesized.isEmpty { place += ", with \(synthesized.map(\.description).joined(separator: ", ")) beneath" }
+        if !synthesized.isEmpty { place = place + ", with \(list: synthesized) beneath" }
         return Plan(commands, "pushing \(target) onto \(place)", synthesized: synthesized)
     }
 }

@@ -94,11 +94,21 @@ public struct URLPattern: Hashable, Sendable {
         return info
     }
 
+    /// The scheme (lowercased) and what follows `://`; a scan of the bytes (this runs for every
+    /// deep link).
     private static func split(_ text: String) -> (String, Substring)? {
-        guard let range = text.firstRange(of: "://") else { return nil }
-        let scheme = String(text[..<range.lowerBound])
-        guard !scheme.isEmpty else { return nil }
-        return (scheme.lowercased(), text[range.upperBound...])
+        let utf8 = text.utf8
+        var index = utf8.startIndex
+        while index != utf8.endIndex, utf8[index] != UInt8(ascii: ":") { index = utf8.index(after: index) }
+        guard index != utf8.startIndex, index != utf8.endIndex else { return nil }
+        var rest = utf8.index(after: index)
+        for _ in 0..<2 {
+            guard rest != utf8.endIndex, utf8[rest] == UInt8(ascii: "/") else { return nil }
+            rest = utf8.index(after: rest)
+        }
+        let scheme = text[..<index]
+        let hasCapitals = scheme.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+        return (hasCapitals ? scheme.lowercased() : String(scheme), text[rest...])
     }
 
     /// `%2F` -> `/`, `+` stays `+`; `nil` for a broken escape or invalid UTF-8.

@@ -110,7 +110,7 @@ final class SessionStore: Sendable {
                 return (bytes, nil)
             case .live(let live):
                 let state = live.state
-                var bytes: [UInt8] = try Navigator_V1_StoredSession(state, seq: seq, parked: false).serializedBytes()
+                var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
                 let parked =
                     if let cached, cached.encodes(state.parked) { cached } else { try ParkedEncoding(state.parked) }
                 bytes += parked.bytes

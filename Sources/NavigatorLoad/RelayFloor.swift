@@ -1,0 +1,152 @@
+import Foundation
+import NavigatorClient
+import Synchronization
+import ZeroMQ
+
+/// What libzmq alone costs per message at a given rate on this machine: a relay process that
+/// does nothing but what navigatord's sockets do for every intent — receive a message on a PULL
+/// socket and publish it, after a topic frame, on an XPUB socket, one thread polling both, over
+/// tcp loopback — driven at the run's rate with messages of the intents' size, its CPU read from
+/// /proc. At a moderate rate most of navigatord's CPU per intent is threads waking for each
+/// message; this is the part of it no code above libzmq can remove.
+public enum RelayFloor {
+    public struct Result: Hashable, Sendable, Codable {
+        public var rate: Double
+        public var messageBytes: Int
+        public var seconds: Double
+        public var messages: Int
+        /// The relay's CPU over the run, in cores.
+        public var cores: Double
+        public var microsecondsPerMessage: Double { cores * 1e6 / rate }
+    }
+
+    /// The relay: binds a PULL and an XPUB socket on free 127.0.0.1 ports, prints
+    /// `<pull endpoint> <xpub endpoint>` on one line, and forwards until its standard input
+    /// closes (the parent went away) or a stop.
+    public static func serve() throws {
+        let context = try Context()
+        let pull = try Socket(context, type: .pull)
+        let xpub = try Socket(context, type: .xpub)
+        try pull.set(.receiveHighWaterMark, 100_000)
+        try xpub.set(.sendHighWaterMark, 100_000)
+        try pull.bind("tcp://127.0.0.1:*")
+        try xpub.bind("tcp://127.0.0.1:*")
+        // Written straight to the descriptor: the parent waits for this line.
+        let line = Array("\(try pull.lastEndpoint) \(try xpub.lastEndpoint)\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        let stopped = Atomic<Bool>(false)
+        let watcher = DedicatedThread(name: "relay-stdin") {
+            var byte: UInt8 = 0
+            while read(0, &byte, 1) > 0 {}
+            stopped.store(true, ordering: .releasing)
+        }
+        defer { watcher.join() }
+        let message = Message()
+        let topic: [UInt8] = Array("s/floor/".utf8)
+        var poller = Poller()
+        poller.add(pull)
+        poller.add(xpub)
+        while !stopped.load(ordering: .acquiring) {
+            guard (try? poller.poll(timeout: .milliseconds(100))) != nil else { break }
+            while (try? xpub.tryReceive(into: message)) == true {}
+            while (try? pull.tryReceive(into: message)) == true {
+                _ = try? xpub.send(topic, more: true)
+                _ = try? xpub.send(message)
+            }
+        }
+    }
+
+    /// Starts `executable relay` (navload itself), drives it at `rate` messages/s for
+    /// `seconds`, and returns its CPU; the relay is stopped before returning.
+    public static func measure(executable: String, rate: Double, messageBytes: Int, seconds: Double) async throws
+        -> Result
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["relay"]
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+        }
+        var line = [UInt8]()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
+            line.append(byte)
+        }
+        let endpoints = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
+        guard endpoints.count == 2 else {
+            throw ClientError(
+                .socket, "the relay printed \"\(String(decoding: line, as: UTF8.self))\"; expected its two endpoints")
+        }
+        let context = try Context()
+        defer { context.shutdown() }
+        let stop = Atomic<Bool>(false)
+        let received = Atomic<Int>(0)
+        let subscriber = DedicatedThread(name: "navload-floor-rx") {
+            guard let sub = try? Socket(context, type: .sub) else { return }
+            try? sub.subscribe("")
+            try? sub.connect(endpoints[1])
+            let message = Message()
+            var poller = Poller()
+            poller.add(sub)
+            while !stop.load(ordering: .acquiring) {
+                guard (try? poller.poll(timeout: .milliseconds(20))) != nil else { return }
+                while (try? sub.tryReceive(into: message)) == true {
+                    if !message.hasMore { received.wrappingAdd(1, ordering: .relaxed) }
+                }
+            }
+        }
+        let payload = [UInt8](repeating: 0x2A, count: messageBytes)
+        let sent = Atomic<Int>(0)
+        let stats = ProcessStats(pid: process.processIdentifier)
+        let cpuBefore = Mutex<Double?>(nil)
+        let producer = DedicatedThread(name: "navload-floor-tx") {
+            guard let push = try? Socket(context, type: .push) else { return }
+            try? push.set(.sendHighWaterMark, 100_000)
+            try? push.connect(endpoints[0])
+            // Connect and subscribe first; then the same bursts as a run (one every 100 µs).
+            usleep(300_000)
+            cpuBefore.withLock { $0 = stats.cpuSeconds }
+            let clock = ContinuousClock()
+            let start = clock.now
+            var count = 0
+            while true {
+                let elapsed = start.duration(to: clock.now)
+                let secondsSoFar = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                if secondsSoFar >= seconds { break }
+                let due = Int(secondsSoFar * rate)
+                while count < due {
+                    _ = try? push.send(payload)
+                    count += 1
+                }
+                usleep(100)
+            }
+            sent.store(count, ordering: .releasing)
+        }
+        _ = try await DedicatedThread.run(name: "navload-join") { producer.join() }
+        // What is still on its way is relayed within milliseconds; then the relay's CPU.
+        let deadline = ContinuousClock.now + .seconds(2)
+        while received.load(ordering: .relaxed) < sent.load(ordering: .acquiring), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let cpuAfter = stats.cpuSeconds
+        stop.store(true, ordering: .releasing)
+        _ = try await DedicatedThread.run(name: "navload-join") { subscriber.join() }
+        guard let before = cpuBefore.withLock({ $0 }), let cpuAfter else {
+            throw ClientError(.socket, "the relay's CPU could not be read from /proc/\(process.processIdentifier)/stat")
+        }
+        let messages = sent.load(ordering: .acquiring)
+        guard received.load(ordering: .relaxed) == messages else {
+            throw ClientError(
+                .socket,
+                "the relay passed on \(received.load(ordering: .relaxed)) of \(messages) messages; expected all")
+        }
+        return Result(
+            rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
+            cores: (cpuAfter - before) / seconds)
+    }
+}

@@ -1,0 +1,76 @@
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Testing
+
+@Suite("The hand-written stored-session encoder")
+struct StoredSessionEncoderTests {
+    typealias Random = BatchEncoderTests.Random
+
+    /// A valid tree (the type allows no other): unique ids, unique tab names, non-empty stacks.
+    static func tree(_ random: inout Random) throws -> ScreenTree {
+        var next: UInt64 = 1
+        func screens(_ random: inout Random) -> [Screen] {
+            (0...random.below(4)).map { _ in
+                defer { next += 1 }
+                let id = random.chance(20) ? NodeID.client(next) : NodeID(rawValue: next)
+                return Screen(id: id, ScreenContext(random.text(), random.info()))
+            }
+        }
+        let root: Root
+        if random.chance(40) {
+            root = .stack(screens(&random))
+        } else {
+            let tabs = (0...random.below(4)).map { index in
+                Tab(name: "tab\(index)-\(random.text())", stack: screens(&random))
+            }
+            root = .tabs(TabBar(tabs: tabs, selected: tabs[random.below(tabs.count)].name))
+        }
+        let modals = (0..<random.below(3)).map { _ in
+            let stack = screens(&random)
+            defer { next += 1 }
+            return Modal(
+                id: NodeID(rawValue: next), style: PresentationStyle.allCases[random.below(4)], stack: stack)
+        }
+        return try ScreenTree(
+            root: root, modals: modals, version: random.chance(10) ? 0 : random.next() >> 20,
+            lastServiceID: next + UInt64(random.below(1000)))
+    }
+
+    static func state(_ random: inout Random) throws -> SessionState {
+        var conditions: [String: Bool] = [:]
+        for _ in 0..<random.below(5) { conditions[random.text()] = random.chance(50) }
+        let expired = (0..<random.below(3)).map { _ in
+            ExpiredIntent(
+                intentID: random.text(), source: random.text(), reason: random.text(),
+                parkedAt: random.chance(20) ? -Int64(random.below(1000)) : Int64(random.next() >> 2),
+                expiredAt: random.chance(10) ? 0 : Int64(random.next() >> 2))
+        }
+        let ids = (0..<(random.chance(30) ? 0 : random.below(300))).map { _ in random.next() }
+        return SessionState(
+            tree: try tree(&random), conditions: conditions,
+            recentIntentIDs: RecentIntentIDs(base: random.chance(10) ? 0 : Int64(random.next() >> 2), entries: ids),
+            lastServiceSeq: random.chance(20) ? 0 : random.next() >> 8, shellReady: random.chance(50),
+            recentlyExpired: expired)
+    }
+
+    @Test("writes exactly SwiftProtobuf's bytes (deterministic ordering) for 2,000 random sessions")
+    func sameBytes() throws {
+        var random = Random(state: 17)
+        var options = BinaryEncodingOptions()
+        options.useDeterministicOrdering = true
+        for index in 0..<2_000 {
+            let state = try Self.state(&random)
+            let seq = random.chance(10) ? 0 : random.next() >> 4
+            let expected: [UInt8] = try Navigator_V1_StoredSession(state, seq: seq, parked: false).serializedBytes(
+                options: options)
+            let written = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+            if written != expected {
+                Issue.record("session \(index) differs: \(written.count) bytes written, \(expected.count) expected")
+                return
+            }
+            // And it reads back as the same state.
+            #expect(try Navigator_V1_StoredSession(serializedBytes: written).core().state == state)
+        }
+    }
+}
