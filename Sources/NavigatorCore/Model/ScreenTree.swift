@@ -38,7 +38,21 @@ public struct ScreenTree: Hashable, Sendable, Codable {
     }
 
     private var highestServiceID: UInt64 {
-        allIDs.lazy.filter { !$0.isClientAssigned }.map(\.rawValue).max() ?? 0
+        var highest: UInt64 = 0
+        forEachID { if !$0.isClientAssigned { highest = max(highest, $0.rawValue) } }
+        return highest
+    }
+
+    /// Every id of the tree, screens and modals, without gathering them into an array.
+    func forEachID(_ body: (NodeID) -> Void) {
+        switch root {
+        case .tabs(let bar): for tab in bar.tabs { for screen in tab.stack { body(screen.id) } }
+        case .stack(let screens): for screen in screens { body(screen.id) }
+        }
+        for modal in modals {
+            body(modal.id)
+            for screen in modal.stack { body(screen.id) }
+        }
     }
 
     // MARK: Queries
@@ -112,8 +126,6 @@ public struct ScreenTree: Hashable, Sendable, Codable {
 
     /// Whether a screen or a modal has this id.
     public func contains(_ id: NodeID) -> Bool { modalIndex(id) != nil || locate(id) != nil }
-
-    var allIDs: [NodeID] { stacks.flatMap { $0.screens.map(\.id) } + modals.map(\.id) }
 
     // MARK: The invariant
 
@@ -344,7 +356,7 @@ extension ScreenTree {
             guard newRoot != root || !modals.isEmpty else { return false }
             root = newRoot
             modals = []
-            for id in allIDs { note(id) }
+            lastServiceID = max(lastServiceID, highestServiceID)
             return true
 
         case .replace(let id, let screen) where id == screen.id:
@@ -400,9 +412,13 @@ extension ScreenTree {
                     .unknownStack,
                     "no tab named \(name); expected one of \(bar.tabs.map(\.name).joined(separator: ", "))")
             }
+            // The root lets go of the bar while it changes, so the change copies nothing the
+            // tree alone holds.
+            root = .stack([])
             body(&bar.tabs[index].stack)
             root = .tabs(bar)
         case (.root, .stack(var screens)):
+            root = .stack([])
             body(&screens)
             root = .stack(screens)
         case (.modal(let id), _):

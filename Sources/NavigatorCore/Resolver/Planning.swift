@@ -85,7 +85,9 @@ public struct PlanningContext: Sendable {
 
     /// The info of `target` that differs from what `screen` shows (what a refresh must set).
     public func changes(from screen: Screen, to target: ScreenContext) -> [String: String] {
-        target.info.filter { screen.context.info[$0.key] != $0.value }
+        // Nearly always nothing differs: find that out without building a dictionary.
+        guard target.info.contains(where: { screen.context.info[$0.key] != $0.value }) else { return [:] }
+        return target.info.filter { screen.context.info[$0.key] != $0.value }
     }
 
     /// The refresh command a found screen needs, if any.
@@ -99,6 +101,11 @@ public struct PlanningContext: Sendable {
         guard let parentName = map.screens[target.screen]?.parent, let parentSpec = map.screens[parentName] else {
             return nil
         }
+        // The target's info as it is when the parent declares all of it, none when it declares
+        // none of it (both common): a new dictionary only for a mix.
+        let declared = target.info.keys.reduce(0) { $0 + (parentSpec.info[$1] != nil ? 1 : 0) }
+        if declared == target.info.count { return ScreenContext(parentName, target.info) }
+        if declared == 0 { return ScreenContext(parentName) }
         return ScreenContext(parentName, target.info.filter { parentSpec.info[$0.key] != nil })
     }
 

@@ -71,6 +71,7 @@ public struct Resolver: Sendable {
     /// caller that owns it uniquely pays no copy.
     public func resolve(_ intent: Intent, into state: inout SessionState, now: Int64) -> Resolution {
         var steps: [ExplanationStep] = []
+        steps.reserveCapacity(4)  // validate, a plan, perhaps a back stack or a path note: one allocation
         let path: [ScreenContext]
         do {
             path = try validate(intent)

@@ -102,7 +102,7 @@ struct WorkerLoop: SocketLoop {
                     func local(_ session: String, _ frame: Message, _ payload: Message, _ client: String) throws {
                         counters.handled[index].add()
                         try handleIntent(
-                            session: session, payload: payload.bytes, from: frame, client: client, &state, sockets)
+                            session: session, payload: payload, from: frame, client: client, &state, sockets)
                     }
                     if poller.events(at: 1).contains(.readable) {
                         _ = try open.control.receiveMultipart()
@@ -124,7 +124,7 @@ struct WorkerLoop: SocketLoop {
                             counters.handled[index].add()
                             let session = frames[1 + stride * intent]
                             try handleIntent(
-                                session: session.string, payload: frames[2 + stride * intent].bytes, from: session,
+                                session: session.string, payload: frames[2 + stride * intent], from: session,
                                 client: stride == 3 ? frames[3 + stride * intent].string : "", &state, sockets)
                         }
                     case .request:
@@ -170,12 +170,14 @@ struct WorkerLoop: SocketLoop {
 extension WorkerLoop {
     /// A fire-and-forget intent from the intents socket.
     func handleIntent(
-        session: String, payload: [UInt8], from frame: Message, client: String, _ state: inout WorkerState,
+        session: String, payload: Message, from frame: Message, client: String, _ state: inout WorkerState,
         _ sockets: Sockets
     ) throws {
         let intent: Intent
         do {
-            intent = try Navigator_V1_Intent(serializedBytes: payload).core(session: session)
+            // Decoded where libzmq received it, without copying the frame into an array first.
+            intent = try payload.withUnsafeBytes { frame in try Navigator_V1_Intent(serializedBytes: frame.bytes) }
+                .core(session: session)
         } catch let error as WireError {
             return try reject(
                 session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
