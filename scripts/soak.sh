@@ -46,6 +46,22 @@ bytes=$(stat -c %s "$work/data/navigator.sqlite")
 start
 # "navigatord V: N workers, S sessions, ..."
 held=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) sessions.*/\1/p' | head -1)
-after=$(rss_kib "$pid")
+# At rest means settled: the parked intents whose time ran out while it was down expire at the
+# start, which unpacks their sessions until they are idle again (packIdleAfterSeconds, 30 s)
+# and packed. Measured once nothing is parked and, after that idle time, the RSS has not moved
+# for 10 s (at most 3 min).
+sleep 30
+previous=0; stable=0
+for _ in $(seq 1 30); do
+  sleep 5
+  after=$(rss_kib "$pid")
+  parked=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) parked.*/\1/p' | head -1)
+  if [ "${parked:-1}" = 0 ] && [ "$after" -le $((previous + previous / 100)) ] && [ "$after" -ge $((previous - previous / 100)) ]; then
+    stable=$((stable + 1)); [ $stable -ge 2 ] && break
+  else
+    stable=0
+  fi
+  previous=$after
+done
 echo "state file                 $bytes bytes for $held sessions ($((bytes / (held > 0 ? held : 1))) bytes each)"
 echo "RSS at rest                $after KiB after a restart, $empty KiB empty: $(((after - empty) * 1024 / (held > 0 ? held : 1))) bytes a session"

@@ -17,9 +17,22 @@ extension Navigator_V1_StoredSession {
             .with {
                 $0.intentID = expired.intentID
                 $0.source = expired.source
-                $0.reason = expired.reason
-                $0.parkedAtUnixNanos = expired.parkedAt
                 $0.expiredAtUnixNanos = expired.expiredAt
+                switch expired.reason {
+                case .guardUnmet(let condition, let redirect):
+                    $0.guardUnmet = .with {
+                        $0.condition = condition
+                        $0.redirect = redirect
+                    }
+                case .blocked(let id, let screen):
+                    $0.blocked = .with {
+                        $0.modalID = id.rawValue
+                        $0.screen = screen
+                    }
+                case .notReady:
+                    $0.notReady = .init()
+                }
+                $0.waitedNanos = expired.expiredAt &- expired.parkedAt
             }
         }
     }
@@ -57,12 +70,33 @@ extension Navigator_V1_StoredSession {
             tree: try tree.core("tree"), conditions: conditions, parked: list,
             recentIntentIDs: RecentIntentIDs(base: recentIdsBaseUnixNanos, entries: recentIds),
             lastServiceSeq: lastServiceSeq, shellReady: shellReady,
-            recentlyExpired: recentlyExpired.map {
-                ExpiredIntent(
-                    intentID: $0.intentID, source: $0.source, reason: $0.reason, parkedAt: $0.parkedAtUnixNanos,
-                    expiredAt: $0.expiredAtUnixNanos)
+            recentlyExpired: try recentlyExpired.enumerated().map { (index, expired) throws(WireError) in
+                try expired.core("recently_expired[\(index)]")
             })
         return (state, seq)
+    }
+}
+
+extension Navigator_V1_StoredExpiredIntent {
+    /// The expired intent back. Records written before the reason was kept as data hold it as
+    /// text, and the time it was parked instead of how long it waited.
+    public func core(_ field: String) throws(WireError) -> ExpiredIntent {
+        let reason: ParkReason
+        switch why {
+        case .guardUnmet(let value): reason = .guardUnmet(condition: value.condition, redirect: value.redirect)
+        case .blocked(let value): reason = .blocked(by: NodeID(rawValue: value.modalID), screen: value.screen)
+        case .notReady: reason = .notReady
+        case nil:
+            guard let parsed = ParkReason(text: self.reason) else {
+                throw WireError(
+                    .malformed, "\(field) has reason \"\(self.reason)\"; expected a reason as data or as its text")
+            }
+            reason = parsed
+        }
+        return ExpiredIntent(
+            intentID: intentID, source: source, reason: reason,
+            parkedAt: hasWaitedNanos ? expiredAtUnixNanos &- waitedNanos : parkedAtUnixNanos,
+            expiredAt: expiredAtUnixNanos)
     }
 }
 

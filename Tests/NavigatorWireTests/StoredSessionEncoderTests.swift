@@ -42,7 +42,11 @@ struct StoredSessionEncoderTests {
         for _ in 0..<random.below(5) { conditions[random.text()] = random.chance(50) }
         let expired = (0..<random.below(3)).map { _ in
             ExpiredIntent(
-                intentID: random.text(), source: random.text(), reason: random.text(),
+                intentID: random.text(), source: random.text(),
+                reason: [
+                    ParkReason.notReady, .guardUnmet(condition: random.text(), redirect: random.text()),
+                    .blocked(by: random.id(), screen: random.text()),
+                ][random.below(3)],
                 parkedAt: random.chance(20) ? -Int64(random.below(1000)) : Int64(random.next() >> 2),
                 expiredAt: random.chance(10) ? 0 : Int64(random.next() >> 2))
         }
@@ -72,5 +76,27 @@ struct StoredSessionEncoderTests {
             // And it reads back as the same state.
             #expect(try Navigator_V1_StoredSession(serializedBytes: written).core().state == state)
         }
+    }
+
+    @Test("records that kept an expired intent's reason as text, and its parked time, still load")
+    func legacyExpired() throws {
+        let reasons: [ParkReason] = [
+            .notReady, .guardUnmet(condition: "authenticated", redirect: "login"),
+            .blocked(by: 42, screen: "incomingCall"), .blocked(by: .client(7), screen: "a (modal #3) b"),
+        ]
+        for reason in reasons {
+            #expect(ParkReason(text: reason.description) == reason, "\(reason)")
+            var old = Navigator_V1_StoredExpiredIntent()
+            old.intentID = "i"
+            old.reason = reason.description
+            old.parkedAtUnixNanos = 1_000
+            old.expiredAtUnixNanos = 5_000
+            let expired = try old.core("recently_expired[0]")
+            #expect(
+                expired == ExpiredIntent(intentID: "i", source: "", reason: reason, parkedAt: 1_000, expiredAt: 5_000))
+        }
+        var broken = Navigator_V1_StoredExpiredIntent()
+        broken.reason = "no reason at all"
+        #expect(throws: WireError.self) { try broken.core("recently_expired[0]") }
     }
 }

@@ -160,7 +160,7 @@ extension Resolver {
         }
         state.recentlyExpired += expired.map {
             ExpiredIntent(
-                intentID: $0.intent.id, source: $0.intent.source, reason: $0.reason.description, parkedAt: $0.parkedAt,
+                intentID: $0.intent.id, source: $0.intent.source, reason: $0.reason, parkedAt: $0.parkedAt,
                 expiredAt: now)
         }
         if state.recentlyExpired.count > ExpiredIntent.kept {

@@ -43,11 +43,11 @@ public struct ExpiredIntent: Hashable, Sendable, Codable {
     public var intentID: String
     public var source: String
     /// Why it waited.
-    public var reason: String
+    public var reason: ParkReason
     public var parkedAt: Int64
     public var expiredAt: Int64
 
-    public init(intentID: String, source: String, reason: String, parkedAt: Int64, expiredAt: Int64) {
+    public init(intentID: String, source: String, reason: ParkReason, parkedAt: Int64, expiredAt: Int64) {
         self.intentID = intentID
         self.source = source
         self.reason = reason
@@ -86,6 +86,32 @@ public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
         case .notReady: "waiting for the shell to be ready"
         case .guardUnmet(let condition, let redirect): "waiting for \(condition) (showing \(redirect))"
         case .blocked(let id, let screen): "blocked by \(screen) (modal \(id))"
+        }
+    }
+
+    /// The reason back from its ``description`` (state files that kept reasons as text);
+    /// `nil` for text no reason gives.
+    public init?(text: String) {
+        if text == ParkReason.notReady.description {
+            self = .notReady
+        } else if text.hasPrefix("waiting for "), text.hasSuffix(")"), let open = text.firstRange(of: " (showing ") {
+            let condition = String(text[text.index(text.startIndex, offsetBy: 12)..<open.lowerBound])
+            let redirect = String(text[open.upperBound..<text.index(before: text.endIndex)])
+            self = .guardUnmet(condition: condition, redirect: redirect)
+        } else if text.hasPrefix("blocked by "), text.hasSuffix(")"), let open = text.ranges(of: " (modal #").last {
+            let number = text[open.upperBound..<text.index(before: text.endIndex)]
+            let id: NodeID
+            if number.hasPrefix("c"), let value = UInt64(number.dropFirst()) {
+                id = .client(value)
+            } else if let value = UInt64(number) {
+                id = NodeID(rawValue: value)
+            } else {
+                return nil
+            }
+            let screen = String(text[text.index(text.startIndex, offsetBy: 11)..<open.lowerBound])
+            self = .blocked(by: id, screen: screen)
+        } else {
+            return nil
         }
     }
 }

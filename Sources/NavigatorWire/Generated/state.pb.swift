@@ -83,16 +83,66 @@ public nonisolated struct Navigator_V1_StoredExpiredIntent: Sendable {
 
   public var source: String = String()
 
-  /// Why it waited, for people ("blocked by incomingCall#6").
+  /// Why it waited, as text ("blocked by incomingCall (modal #6)"): records written before the
+  /// reason was kept as data (`why`); read when `why` is not set.
   public var reason: String = String()
 
+  /// When it was parked: records written before `waited_nanos`; read when that is not set.
   public var parkedAtUnixNanos: Int64 = 0
 
   public var expiredAtUnixNanos: Int64 = 0
 
+  /// Why it waited, as data (a third of the text's size).
+  public var why: Navigator_V1_StoredExpiredIntent.OneOf_Why? = nil
+
+  public var guardUnmet: Navigator_V1_StoredParkedIntent.GuardReason {
+    get {
+      if case .guardUnmet(let v)? = why {return v}
+      return Navigator_V1_StoredParkedIntent.GuardReason()
+    }
+    set {why = .guardUnmet(newValue)}
+  }
+
+  public var blocked: Navigator_V1_StoredParkedIntent.BlockedReason {
+    get {
+      if case .blocked(let v)? = why {return v}
+      return Navigator_V1_StoredParkedIntent.BlockedReason()
+    }
+    set {why = .blocked(newValue)}
+  }
+
+  public var notReady: Navigator_V1_StoredParkedIntent.NotReadyReason {
+    get {
+      if case .notReady(let v)? = why {return v}
+      return Navigator_V1_StoredParkedIntent.NotReadyReason()
+    }
+    set {why = .notReady(newValue)}
+  }
+
+  /// How long it waited (expired_at - parked_at), in nanoseconds: a few bytes where the time
+  /// itself takes nine.
+  public var waitedNanos: Int64 {
+    get {_waitedNanos ?? 0}
+    set {_waitedNanos = newValue}
+  }
+  /// Returns true if `waitedNanos` has been explicitly set.
+  public var hasWaitedNanos: Bool {self._waitedNanos != nil}
+  /// Clears the value of `waitedNanos`. Subsequent reads from it will return its default value.
+  public mutating func clearWaitedNanos() {self._waitedNanos = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
+  /// Why it waited, as data (a third of the text's size).
+  public nonisolated enum OneOf_Why: Equatable, Sendable {
+    case guardUnmet(Navigator_V1_StoredParkedIntent.GuardReason)
+    case blocked(Navigator_V1_StoredParkedIntent.BlockedReason)
+    case notReady(Navigator_V1_StoredParkedIntent.NotReadyReason)
+
+  }
+
   public init() {}
+
+  fileprivate var _waitedNanos: Int64? = nil
 }
 
 public nonisolated struct Navigator_V1_StoredParkedIntent: Sendable {
@@ -277,7 +327,7 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Navigator_V1_StoredExpiredIntent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredExpiredIntent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}intent_id\0\u{1}source\0\u{1}reason\0\u{3}parked_at_unix_nanos\0\u{3}expired_at_unix_nanos\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}intent_id\0\u{1}source\0\u{1}reason\0\u{3}parked_at_unix_nanos\0\u{3}expired_at_unix_nanos\0\u{3}guard_unmet\0\u{1}blocked\0\u{3}not_ready\0\u{3}waited_nanos\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -290,12 +340,56 @@ nonisolated extension Navigator_V1_StoredExpiredIntent: SwiftProtobuf.Message, S
       case 3: try { try decoder.decodeSingularStringField(value: &self.reason) }()
       case 4: try { try decoder.decodeSingularInt64Field(value: &self.parkedAtUnixNanos) }()
       case 5: try { try decoder.decodeSingularInt64Field(value: &self.expiredAtUnixNanos) }()
+      case 6: try {
+        var v: Navigator_V1_StoredParkedIntent.GuardReason?
+        var hadOneofValue = false
+        if let current = self.why {
+          hadOneofValue = true
+          if case .guardUnmet(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.why = .guardUnmet(v)
+        }
+      }()
+      case 7: try {
+        var v: Navigator_V1_StoredParkedIntent.BlockedReason?
+        var hadOneofValue = false
+        if let current = self.why {
+          hadOneofValue = true
+          if case .blocked(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.why = .blocked(v)
+        }
+      }()
+      case 8: try {
+        var v: Navigator_V1_StoredParkedIntent.NotReadyReason?
+        var hadOneofValue = false
+        if let current = self.why {
+          hadOneofValue = true
+          if case .notReady(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.why = .notReady(v)
+        }
+      }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self._waitedNanos) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.intentID.isEmpty {
       try visitor.visitSingularStringField(value: self.intentID, fieldNumber: 1)
     }
@@ -311,6 +405,24 @@ nonisolated extension Navigator_V1_StoredExpiredIntent: SwiftProtobuf.Message, S
     if self.expiredAtUnixNanos != 0 {
       try visitor.visitSingularInt64Field(value: self.expiredAtUnixNanos, fieldNumber: 5)
     }
+    switch self.why {
+    case .guardUnmet?: try {
+      guard case .guardUnmet(let v)? = self.why else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    }()
+    case .blocked?: try {
+      guard case .blocked(let v)? = self.why else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .notReady?: try {
+      guard case .notReady(let v)? = self.why else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    }()
+    case nil: break
+    }
+    try { if let v = self._waitedNanos {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 9)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -320,6 +432,8 @@ nonisolated extension Navigator_V1_StoredExpiredIntent: SwiftProtobuf.Message, S
     if lhs.reason != rhs.reason {return false}
     if lhs.parkedAtUnixNanos != rhs.parkedAtUnixNanos {return false}
     if lhs.expiredAtUnixNanos != rhs.expiredAtUnixNanos {return false}
+    if lhs.why != rhs.why {return false}
+    if lhs._waitedNanos != rhs._waitedNanos {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -93,7 +93,7 @@ extension WorkerLoop {
     /// Refuses an expired parked intent: its Rejection (EXPIRED) and its audit record.
     func publish(expired parked: ParkedIntent, session: String, at now: Int64, _ sockets: Sockets) throws {
         let message = ExpiredIntent(
-            intentID: parked.intent.id, source: parked.intent.source, reason: parked.reason.description,
+            intentID: parked.intent.id, source: parked.intent.source, reason: parked.reason,
             parkedAt: parked.parkedAt, expiredAt: now
         ).rejectionMessage
         try sockets.publisher.rejection(
