@@ -24,6 +24,8 @@ final class Persistence: Sendable {
     /// The encodings of the parked lists the last flushes wrote, for live sessions that have
     /// parked intents: reused while a list does not change. Only flushes and packing touch it.
     private let parkedEncodings = Mutex<[String: SessionStore.Record.ParkedEncoding]>([:])
+    /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
+    private let packedSinceTrim = Atomic<Int>(0)
 
     init(file: StateFile, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
         self.file = file
@@ -302,8 +304,14 @@ final class Persistence: Sendable {
         let started = MonotonicClock.now()
         let packed = compactIdle()
         let trimmed = MonotonicClock.now()
-        // Freed live states sit in pages malloc keeps; hand whole free pages back.
-        if packed >= 1000 { Heap.returnFreePages() }
+        // Freed live states sit in pages malloc keeps; hand whole free pages back once a
+        // thousand sessions were packed — in one round (after a restart's expiries) or over
+        // many (a trickle of expiries packs a few each round, and RSS stayed at its peak).
+        let sinceTrim = packedSinceTrim.add(packed, ordering: .relaxed).newValue
+        if sinceTrim >= 1000 {
+            packedSinceTrim.store(0, ordering: .relaxed)
+            Heap.returnFreePages()
+        }
         if packed > 0 {
             logger.debug(
                 "packed idle sessions",
