@@ -18,20 +18,12 @@ extension Navigator_V1_StoredSession {
                 $0.intentID = expired.intentID
                 $0.source = expired.source
                 $0.expiredAtUnixNanos = expired.expiredAt
-                switch expired.reason {
-                case .guardUnmet(let condition, let redirect):
-                    $0.guardUnmet = .with {
-                        $0.condition = condition
-                        $0.redirect = redirect
+                $0.why =
+                    switch Navigator_V1_StoredParkedIntent.OneOf_Reason(expired.reason) {
+                    case .guardUnmet(let value): .guardUnmet(value)
+                    case .blocked(let value): .blocked(value)
+                    case .notReady(let value): .notReady(value)
                     }
-                case .blocked(let id, let screen):
-                    $0.blocked = .with {
-                        $0.modalID = id.rawValue
-                        $0.screen = screen
-                    }
-                case .notReady:
-                    $0.notReady = .init()
-                }
                 $0.waitedNanos = expired.expiredAt &- expired.parkedAt
             }
         }
@@ -83,9 +75,9 @@ extension Navigator_V1_StoredExpiredIntent {
     public func core(_ field: String) throws(WireError) -> ExpiredIntent {
         let reason: ParkReason
         switch why {
-        case .guardUnmet(let value): reason = .guardUnmet(condition: value.condition, redirect: value.redirect)
-        case .blocked(let value): reason = .blocked(by: NodeID(rawValue: value.modalID), screen: value.screen)
-        case .notReady: reason = .notReady
+        case .guardUnmet(let value): reason = ParkReason(.guardUnmet(value))
+        case .blocked(let value): reason = ParkReason(.blocked(value))
+        case .notReady(let value): reason = ParkReason(.notReady(value))
         case nil:
             guard let parsed = ParkReason(text: self.reason) else {
                 throw WireError(
@@ -100,36 +92,50 @@ extension Navigator_V1_StoredExpiredIntent {
     }
 }
 
+extension Navigator_V1_StoredParkedIntent.OneOf_Reason {
+    /// A park reason as the state file holds it (the oneof of parked and expired intents).
+    init(_ reason: ParkReason) {
+        switch reason {
+        case .guardUnmet(let condition, let redirect):
+            self = .guardUnmet(
+                .with {
+                    $0.condition = condition
+                    $0.redirect = redirect
+                })
+        case .blocked(let id, let screen):
+            self = .blocked(
+                .with {
+                    $0.modalID = id.rawValue
+                    $0.screen = screen
+                })
+        case .notReady:
+            self = .notReady(.init())
+        }
+    }
+}
+
+extension ParkReason {
+    init(_ stored: Navigator_V1_StoredParkedIntent.OneOf_Reason) {
+        switch stored {
+        case .guardUnmet(let value): self = .guardUnmet(condition: value.condition, redirect: value.redirect)
+        case .blocked(let value): self = .blocked(by: NodeID(rawValue: value.modalID), screen: value.screen)
+        case .notReady: self = .notReady
+        }
+    }
+}
+
 extension Navigator_V1_StoredParkedIntent {
     public init(_ parked: ParkedIntent) {
         self.init()
         intent = .init(parked.intent)
-        switch parked.reason {
-        case .guardUnmet(let condition, let redirect):
-            guardUnmet = .with {
-                $0.condition = condition
-                $0.redirect = redirect
-            }
-        case .notReady:
-            notReady = .init()
-        case .blocked(let id, let screen):
-            blocked = .with {
-                $0.modalID = id.rawValue
-                $0.screen = screen
-            }
-        }
+        reason = OneOf_Reason(parked.reason)
         parkedAtUnixNanos = parked.parkedAt
         expiresAtUnixNanos = parked.expiresAt
     }
 
     public func core(_ field: String) throws(WireError) -> ParkedIntent {
-        let reason: ParkReason
-        switch self.reason {
-        case .guardUnmet(let value): reason = .guardUnmet(condition: value.condition, redirect: value.redirect)
-        case .blocked(let value): reason = .blocked(by: NodeID(rawValue: value.modalID), screen: value.screen)
-        case .notReady: reason = .notReady
-        case nil: throw WireError(.malformed, "\(field) has no reason")
-        }
+        guard let stored = self.reason else { throw WireError(.malformed, "\(field) has no reason") }
+        let reason = ParkReason(stored)
         return ParkedIntent(
             intent: try intent.core(), reason: reason, parkedAt: parkedAtUnixNanos, expiresAt: expiresAtUnixNanos)
     }

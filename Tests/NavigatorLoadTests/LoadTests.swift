@@ -189,6 +189,5 @@ struct LoadTests {
         let result = try await RelayFloor.measure(executable: navload, rate: 500, messageBytes: 80, seconds: 1)
         #expect(result.messages >= 400 && result.messages <= 600, "\(result.messages) messages in 1 s at 500/s")
         #expect(result.cores > 0, "the relay's CPU was not counted")
-        #expect(result.microsecondsPerMessage == result.cores * 1e6 / 500)
     }
 }

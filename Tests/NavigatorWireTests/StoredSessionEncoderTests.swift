@@ -95,6 +95,15 @@ struct StoredSessionEncoderTests {
             #expect(
                 expired == ExpiredIntent(intentID: "i", source: "", reason: reason, parkedAt: 1_000, expiredAt: 5_000))
         }
+        // The form a blocked reason had before "(modal #6)".
+        for (text, reason) in [
+            ("blocked by incomingCall#6", ParkReason.blocked(by: 6, screen: "incomingCall")),
+            ("blocked by sheet#c3", .blocked(by: .client(3), screen: "sheet")),
+        ] {
+            var old = Navigator_V1_StoredExpiredIntent()
+            old.reason = text
+            #expect(try old.core("recently_expired[0]").reason == reason, "\(text)")
+        }
         var broken = Navigator_V1_StoredExpiredIntent()
         broken.reason = "no reason at all"
         #expect(throws: WireError.self) { try broken.core("recently_expired[0]") }

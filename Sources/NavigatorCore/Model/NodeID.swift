@@ -27,6 +27,19 @@ public struct NodeID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
         isClientAssigned ? "#c\(rawValue & ~Self.clientBit)" : "#\(rawValue)"
     }
 
+    /// An id back from its ``description`` (`#12`, `#c3`); `nil` for other text.
+    public init?(description text: Substring) {
+        guard text.hasPrefix("#") else { return nil }
+        let number = text.dropFirst()
+        if number.hasPrefix("c"), let value = UInt64(number.dropFirst()) {
+            self = .client(value)
+        } else if let value = UInt64(number) {
+            self.init(rawValue: value)
+        } else {
+            return nil
+        }
+    }
+
     public init(from decoder: any Decoder) throws {
         rawValue = try decoder.singleValueContainer().decode(UInt64.self)
     }

@@ -89,8 +89,9 @@ public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
-    /// The reason back from its ``description`` (state files that kept reasons as text);
-    /// `nil` for text no reason gives.
+    /// The reason back from its ``description`` (state files that kept reasons as text), in
+    /// either form a blocked reason has had: `blocked by payment (modal #6)` and, before that,
+    /// `blocked by payment#6`; `nil` for text no reason gives.
     public init?(text: String) {
         if text == ParkReason.notReady.description {
             self = .notReady
@@ -98,18 +99,18 @@ public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
             let condition = String(text[text.index(text.startIndex, offsetBy: 12)..<open.lowerBound])
             let redirect = String(text[open.upperBound..<text.index(before: text.endIndex)])
             self = .guardUnmet(condition: condition, redirect: redirect)
-        } else if text.hasPrefix("blocked by "), text.hasSuffix(")"), let open = text.ranges(of: " (modal #").last {
-            let number = text[open.upperBound..<text.index(before: text.endIndex)]
-            let id: NodeID
-            if number.hasPrefix("c"), let value = UInt64(number.dropFirst()) {
-                id = .client(value)
-            } else if let value = UInt64(number) {
-                id = NodeID(rawValue: value)
+        } else if text.hasPrefix("blocked by ") {
+            let rest = text.dropFirst(11)
+            if rest.hasSuffix(")"), let open = rest.ranges(of: " (modal #").last,
+                let id = NodeID(
+                    description: rest[rest.index(open.upperBound, offsetBy: -1)..<rest.index(before: rest.endIndex)])
+            {
+                self = .blocked(by: id, screen: String(rest[..<open.lowerBound]))
+            } else if let hash = rest.lastIndex(of: "#"), let id = NodeID(description: rest[hash...]) {
+                self = .blocked(by: id, screen: String(rest[..<hash]))
             } else {
                 return nil
             }
-            let screen = String(text[text.index(text.startIndex, offsetBy: 11)..<open.lowerBound])
-            self = .blocked(by: id, screen: screen)
         } else {
             return nil
         }
