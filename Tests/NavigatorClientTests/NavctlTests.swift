@@ -48,29 +48,24 @@ func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throw
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
-    let output = OutputText()
-    pipe.fileHandleForReading.readabilityHandler = { handle in
-        let data = handle.availableData
-        if !data.isEmpty { output.text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-    }
+    let output = ChildOutput(reading: pipe.fileHandleForReading)
+    defer { ChildOutput.closeWriteEnd(of: pipe) }
     try process.run()
+    ChildOutput.closeWriteEnd(of: pipe)
     defer {
         if process.isRunning { process.terminate() }
-        pipe.fileHandleForReading.readabilityHandler = nil
+        process.waitUntilExit()
+        output.waitForEndBlocking()
     }
     let end = ContinuousClock.now + .seconds(20)
     while process.isRunning {
-        if let until, until(output.text.withLock { $0 }) { process.terminate() }
+        if let until, until(output.text) { process.terminate() }
         guard ContinuousClock.now < end else { throw ClientError(.timeout, "navctl \(arguments) did not finish") }
         try await Task.sleep(for: .milliseconds(10))
     }
     process.waitUntilExit()
-    try await Task.sleep(for: .milliseconds(20))  // the last output chunk
-    return (process.terminationStatus, output.text.withLock { $0 })
-}
-
-final class OutputText: Sendable {
-    let text = Mutex("")
+    await output.waitForEnd()  // the last output
+    return (process.terminationStatus, output.text)
 }
 
 @Suite("navctl", .serialized)

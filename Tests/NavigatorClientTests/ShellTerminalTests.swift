@@ -15,8 +15,9 @@ final class PseudoTerminalShell: @unchecked Sendable {
     // is behind a Mutex shared with the reading thread.
     let process = Process()
     let master: Int32
-    private let output = OutputText()
-    private var reader: Thread?
+    /// Reads the terminal's output; it owns `master` and closes it once it has read the end (a
+    /// descriptor closed under a blocked reader could be reused, and read, by anything else).
+    private var output: ChildOutput?
 
     init(_ arguments: [String], rows: Int, columns: Int) throws {
         // Linux's pseudo-terminal multiplexer; posix_openpt and friends are not in Swift's Glibc
@@ -45,18 +46,7 @@ final class PseudoTerminalShell: @unchecked Sendable {
         environment["TERM"] = "xterm"
         process.environment = environment
         try process.run()
-        let master = self.master
-        let output = self.output
-        let thread = Thread {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(master, &buffer, buffer.count)
-                if count <= 0 { return }
-                output.text.withLock { $0 += String(decoding: buffer[0..<count], as: UTF8.self) }
-            }
-        }
-        thread.start()
-        reader = thread
+        output = ChildOutput(reading: FileHandle(fileDescriptor: master, closeOnDealloc: true))
     }
 
     func resize(rows: Int, columns: Int) {
@@ -72,7 +62,7 @@ final class PseudoTerminalShell: @unchecked Sendable {
 
     /// The last frame drawn, without styles: one string per screen line.
     var screen: [String] {
-        let text = output.text.withLock { $0 }
+        let text = output?.text ?? ""
         guard let start = text.range(of: "\u{1B}[H\u{1B}[2J", options: .backwards) else { return [] }
         let frame = String(text[start.upperBound...])
         let plain = frame.replacingOccurrences(of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
@@ -99,7 +89,9 @@ final class PseudoTerminalShell: @unchecked Sendable {
             if process.isRunning { process.terminate() }
         }
         process.waitUntilExit()
-        close(master)
+        // The child is gone and the other end closed: the reader reads EIO and lets go of the
+        // descriptor.
+        output?.waitForEndBlocking()
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NavigatorCore
 import NavigatorService
+import NavigatorTestSupport
 import NavigatorWire
 import NavigatorYAML
 import SwiftProtobuf
@@ -13,8 +14,8 @@ final class Daemon: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns the daemon; the output buffer
     // is behind a Mutex shared with the reading thread.
     let process = Process()
-    private let output = OutputBuffer()
     private let pipe = Pipe()
+    private let output: ChildOutput
 
     static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["NAVIGATORD_BINARY"] { return URL(fileURLWithPath: path) }
@@ -38,15 +39,12 @@ final class Daemon: @unchecked Sendable {
             ] + extra
         process.standardError = pipe
         process.standardOutput = pipe
-        let output = self.output
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-        }
+        output = ChildOutput(reading: pipe.fileHandleForReading)
+        defer { ChildOutput.closeWriteEnd(of: pipe) }
         try process.run()
     }
 
-    var log: String { output.text.withLock { $0 } }
+    var log: String { output.text }
 
     /// Waits until the log contains `text` (bounded).
     func wait(for text: String, timeout: Duration = .seconds(20)) async throws {
@@ -94,13 +92,8 @@ final class Daemon: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        pipe.fileHandleForReading.readabilityHandler = nil
+        output.waitForEndBlocking()
     }
-}
-
-/// What the daemon printed, shared with the pipe's reading handler.
-final class OutputBuffer: Sendable {
-    let text = Mutex("")
 }
 
 @Suite("navigatord executable", .serialized)
