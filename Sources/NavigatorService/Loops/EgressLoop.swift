@@ -6,7 +6,9 @@ import ZeroMQ
 /// subscriptions (``SubscriptionBook``): the topics for the stats and the audit switch, and each
 /// connection's count, so that a peer holding more than `maxSubscriptionsPerPeer` topics is
 /// dropped (its subscriptions go with it). In secure mode it applies each subscription the
-/// client may hold (XPUB_MANUAL). It closes the XPUB once every publisher has stopped.
+/// client may hold (XPUB_MANUAL), and only while the connection it came from is there
+/// (``ConnectionLedger``, fed by the XPUB's monitor). It closes the XPUB once every publisher
+/// has stopped.
 struct EgressLoop: SocketLoop {
     let context: Context
     let commands: SharedSocket
@@ -65,7 +67,10 @@ struct EgressLoop: SocketLoop {
     /// secure mode, applies it first if its client may read the topic — at once, before the
     /// next receive, since XPUB_MANUAL applies a subscription to the peer of the last message
     /// received.
-    private func note(_ message: Message, in book: inout SubscriptionBook, _ xpub: Socket, _ sockets: Sockets) throws {
+    private func note(
+        _ message: Message, in book: inout SubscriptionBook, _ ledger: inout ConnectionLedger, _ xpub: Socket,
+        _ sockets: Sockets
+    ) throws {
         guard
             let (flag, topic) = message.withUnsafeBytes({ bytes in bytes.first.map { ($0, Array(bytes.dropFirst())) } })
         else { return }
@@ -79,10 +84,8 @@ struct EgressLoop: SocketLoop {
                 else {
                     return forbid(topic, name: name, message, sockets)
                 }
-                // libzmq 4.3.4 may apply a manual subscription to the pipe of a peer that went
-                // away meanwhile (a freed pipe; fixed in 4.3.5, zeromq/libzmq#4137). Its
-                // connection's descriptor is closed by then: such a subscription is not applied.
-                guard Connection.isOpen(descriptor: peer) else { return }
+                // Applied only to a connection that is still there (``ConnectionLedger``).
+                guard try isLive(message, peer, &book, &ledger, sockets) else { return }
                 try xpub.set(.subscribe, topic)
                 book.note(client: client.name, peer: peer)
             }
@@ -98,7 +101,13 @@ struct EgressLoop: SocketLoop {
             }
             drop(peer, &book)
         case 0:
-            if security != nil { try xpub.set(.unsubscribe, topic) }
+            if security != nil {
+                // Those libzmq makes for a peer that went away carry no descriptor and apply to
+                // no pipe; a peer's own, only while it is there (its pipe could have been freed,
+                // and its address reused by another peer's).
+                guard let peer, try isLive(message, peer, &book, &ledger, sockets) else { return }
+                try xpub.set(.unsubscribe, topic)
+            }
             book.unsubscribe(topic, peer: peer)
         default:
             break  // not a subscription (an XSUB may send anything): nothing to publish it to
@@ -116,6 +125,63 @@ struct EgressLoop: SocketLoop {
                 "client": "\(LogText(name ?? "(none)"))", "peer": "\(LogText(address))",
                 "topic": "\(LogText(String(decoding: topic.prefix(Self.maxSubscriptionBytes), as: UTF8.self)))",
             ])
+    }
+
+    /// Secure mode: whether the connection a message came in on is still there, after reading
+    /// every connection event queued so far. When the ledger cannot tell, the descriptor's
+    /// current connection is dropped (it reconnects and subscribes again) and nothing is
+    /// applied.
+    private func isLive(
+        _ message: Message, _ peer: Int32, _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger,
+        _ sockets: Sockets
+    ) throws -> Bool {
+        try readConnections(sockets, &book, &ledger)
+        guard let number = message.property(Security.connectionProperty).flatMap(UInt64.init) else {
+            counters.unexpectedInternal.add()
+            logger.warning(
+                "a subscription without the connection number the ZAP handler gives; not applied",
+                metadata: ["peer": "\(LogText(message.property("Peer-Address") ?? "?"))"])
+            return false
+        }
+        switch ledger.verdict(descriptor: peer, connection: number) {
+        case .open:
+            return true
+        case .gone:
+            counters.subscriptionsOfEndedConnections.add()
+            return false
+        case .unsure:
+            counters.subscriptionsOfEndedConnections.add()
+            counters.subscribersDropped.add()
+            logger.debug(
+                "a subscription from a connection that may have ended: the descriptor's connection is dropped",
+                metadata: ["descriptor": "\(peer)", "connection": "\(number)"])
+            ledger.dropped(peer)
+            drop(peer, &book)
+            return false
+        }
+    }
+
+    /// Enters the monitor's queued events: a connection accepted or ended on a descriptor.
+    private func readConnections(_ sockets: Sockets, _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger)
+        throws
+    {
+        var frames: [Message] = []
+        while let count = try sockets.connections.receiveMultipart(into: &frames, wait: false) {
+            guard count == 2, frames[0].count == 6 else { continue }
+            let (event, descriptor) = frames[0].withUnsafeBytes {
+                (
+                    UInt32($0.loadUnaligned(fromByteOffset: 0, as: UInt16.self)),
+                    Int32(bitPattern: $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+                )
+            }
+            if event == MonitorEvents.accepted.rawValue {
+                ledger.accepted(descriptor)
+            } else if event == MonitorEvents.disconnected.rawValue {
+                ledger.disconnected(descriptor)
+            }
+            // A descriptor seen again belongs to a new peer: what the old one held is forgotten.
+            book.forget(peer: descriptor)
+        }
     }
 
     private func drop(_ peer: Int32, _ book: inout SubscriptionBook) {
@@ -163,6 +229,7 @@ struct EgressLoop: SocketLoop {
         var stops = 0
         var book = SubscriptionBook(limit: maxSubscriptionsPerPeer)
         book.manual = security != nil
+        var ledger = ConnectionLedger()
         var accessGeneration = security?.generation ?? 0
         do {
             while stops < producers {
@@ -184,14 +251,8 @@ struct EgressLoop: SocketLoop {
                 // Connections first, whatever woke us: a descriptor seen again belongs to a new
                 // peer, and its "accepted" event is queued before any subscription of its can be
                 // read — read after one, it would forget that subscription.
-                while let count = try sockets.connections.receiveMultipart(into: &frames, wait: false) {
-                    guard count == 2, frames[0].count == 6 else { continue }
-                    let descriptor = frames[0].withUnsafeBytes {
-                        Int32(bitPattern: $0.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
-                    }
-                    book.forget(peer: descriptor)
-                }
-                try readSubscriptions(&book, &frames, sockets)
+                try readConnections(sockets, &book, &ledger)
+                try readSubscriptions(&book, &ledger, &frames, sockets)
             }
             logger.debug("egress stopped", metadata: ["producers": "\(producers)"])
         } catch let error as ZeroMQError where error.code == .terminated {
@@ -202,17 +263,24 @@ struct EgressLoop: SocketLoop {
     /// Reads every (un)subscription the XPUB holds, under its lock taken for at most 64 at a
     /// time, so that a burst of subscriptions delays the workers' publishing only briefly (in
     /// secure mode each is applied right after it is received, as XPUB_MANUAL requires).
-    private func readSubscriptions(_ book: inout SubscriptionBook, _ frames: inout [Message], _ sockets: Sockets) throws
-    {
+    private func readSubscriptions(
+        _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger, _ frames: inout [Message], _ sockets: Sockets
+    ) throws {
         var changed = false
         while true {
             let read =
                 try commands.withSocket { xpub in
                     var read = 0
-                    while read < 64, let count = try xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) {
+                    while read < 64 {
+                        guard let count = try xpub.receiveMultipart(into: &frames, wait: false, maxFrames: 1) else {
+                            // Read empty, every command the XPUB had processed: the ledger's
+                            // barrier (see ``ConnectionLedger/drained()``).
+                            ledger.drained()
+                            break
+                        }
                         read += 1
                         guard count == 1 else { continue }
-                        try note(frames[0], in: &book, xpub, sockets)
+                        try note(frames[0], in: &book, &ledger, xpub, sockets)
                     }
                     return read
                 } ?? 0

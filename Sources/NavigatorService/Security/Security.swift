@@ -36,6 +36,10 @@ public final class Security: Sendable {
     /// The client name of a received message: the User-Id the ZAP handler gave its connection.
     static func clientName(of message: Message) -> String? { message.property("User-Id") }
 
+    /// The metadata property in which the ZAP handler numbers each connection it admits (1, 2,
+    /// … in the order admitted); every message on the connection carries it.
+    static let connectionProperty = "X-Connection"
+
     /// Why the client `name` (``clientName(of:)``) may not do `action`, or nil if it may.
     func refusal(of action: AccessList.Action, by name: String?) -> String? {
         guard let client = client(named: name) else {

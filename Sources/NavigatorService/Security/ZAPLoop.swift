@@ -41,6 +41,7 @@ struct ZAPLoop: SocketLoop {
         poller.add(sockets.handler)
         poller.add(sockets.control)
         var frames: [Message] = []
+        var admitted: UInt64 = 0
         do {
             while true {
                 try poller.poll(timeout: nil)
@@ -49,7 +50,8 @@ struct ZAPLoop: SocketLoop {
                 // A REP socket hands over one request at a time, and takes the reply before the next.
                 guard let count = try sockets.handler.receiveMultipart(into: &frames, wait: false, maxFrames: 8)
                 else { continue }
-                let reply = answer(Array(frames.prefix(count)), sockets)
+                let reply = answer(Array(frames.prefix(count)), sockets, connection: admitted + 1)
+                if reply[2] == Array("200".utf8) { admitted += 1 }
                 try sockets.handler.send(multipart: reply)
             }
             logger.debug("ZAP handler stopped")
@@ -59,8 +61,10 @@ struct ZAPLoop: SocketLoop {
     }
 
     /// `[version][request id][domain][address][routing id][mechanism][credentials...]` ->
-    /// `[version][request id][status][status text][user id][metadata]`.
-    func answer(_ frames: [Message], _ sockets: Sockets) -> [[UInt8]] {
+    /// `[version][request id][status][status text][user id][metadata]`. An admitted connection
+    /// is named after its client (User-Id) and numbered `connection` (the metadata property
+    /// ``Security/connectionProperty``, which egress's ``ConnectionLedger`` reads).
+    func answer(_ frames: [Message], _ sockets: Sockets, connection: UInt64) -> [[UInt8]] {
         guard frames.count >= 6, frames[0].string == "1.0" else {
             counters.authRefused.add()
             logger.warning("ZAP request of an unknown shape refused", metadata: ["frames": "\(frames.count)"])
@@ -85,7 +89,26 @@ struct ZAPLoop: SocketLoop {
         logger.debug(
             "connection admitted",
             metadata: ["peer": "\(LogText(address))", "client": "\(client.name)", "role": "\(client.role.rawValue)"])
-        return [Array("1.0".utf8), requestID, Array("200".utf8), Array("OK".utf8), Array(client.name.utf8), []]
+        return [
+            Array("1.0".utf8), requestID, Array("200".utf8), Array("OK".utf8), Array(client.name.utf8),
+            Self.metadata([(Security.connectionProperty, String(connection))]),
+        ]
+    }
+
+    /// ZMTP metadata: per property a one-byte name length, the name, a four-byte big-endian
+    /// value length, the value. libzmq gives the ZAP handler's properties precedence over those a
+    /// peer sends itself.
+    static func metadata(_ properties: [(String, String)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for (name, value) in properties {
+            let name = Array(name.utf8)
+            let value = Array(value.utf8)
+            bytes.append(UInt8(name.count))
+            bytes += name
+            withUnsafeBytes(of: UInt32(value.count).bigEndian) { bytes += $0 }
+            bytes += value
+        }
+        return bytes
     }
 
     private func refuse(_ requestID: [UInt8], _ address: String, _ sockets: Sockets, _ why: String) -> [[UInt8]] {

@@ -50,6 +50,10 @@ final class ServiceCounters: Sendable {
     let authAdmitted: AtomicCounter
     /// Secure mode: subscriptions refused because the client may not read the topic.
     let subscriptionsForbidden: AtomicCounter
+    /// Secure mode: (un)subscriptions not applied because their connection had ended, or might
+    /// have (``ConnectionLedger``; the descriptor's connection is then dropped, and counted
+    /// in `subscribersDropped`).
+    let subscriptionsOfEndedConnections: AtomicCounter
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
@@ -79,6 +83,7 @@ final class ServiceCounters: Sendable {
         authRefused = AtomicCounter(mirror: metrics.authRefused)
         authAdmitted = AtomicCounter(mirror: metrics.authAdmitted)
         subscriptionsForbidden = AtomicCounter(mirror: metrics.subscriptionsForbidden)
+        subscriptionsOfEndedConnections = AtomicCounter(mirror: metrics.subscriptionsOfEndedConnections)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

@@ -25,6 +25,7 @@ final class ServiceMetrics: Sendable {
     let authRefused: Metrics.Counter
     let authAdmitted: Metrics.Counter
     let subscriptionsForbidden: Metrics.Counter
+    let subscriptionsOfEndedConnections: Metrics.Counter
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -62,6 +63,8 @@ final class ServiceMetrics: Sendable {
             label: "navigator_auth_total", dimensions: [("result", "admitted")], factory: factory)
         subscriptionsForbidden = Metrics.Counter(
             label: "navigator_subscriptions_forbidden_total", factory: factory)
+        subscriptionsOfEndedConnections = Metrics.Counter(
+            label: "navigator_subscriptions_of_ended_connections_total", factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }
