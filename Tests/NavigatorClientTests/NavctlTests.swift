@@ -93,9 +93,17 @@ struct NavctlTests {
             let output = try await watched.output
             // Each line is a navigator.v1.StreamEvent in protobuf's canonical JSON mapping.
             let events = try output.split(separator: "\n").map { try Navigator_V1_StreamEvent(jsonString: String($0)) }
-            guard events.count >= 2, case .snapshot(let snapshot)? = events[0].kind,
-                case .batch(let batch)? = events[1].kind
-            else {
+            // A loaded machine may make the watcher resync (a "resync" line, then a snapshot
+            // again); what counts is a snapshot, then the batch.
+            let snapshots = events.enumerated().compactMap { index, event -> (Int, Navigator_V1_Snapshot)? in
+                if case .snapshot(let snapshot)? = event.kind { return (index, snapshot) }
+                return nil
+            }
+            let batches = events.enumerated().compactMap { index, event -> (Int, Navigator_V1_CommandBatch)? in
+                if case .batch(let batch)? = event.kind { return (index, batch) }
+                return nil
+            }
+            guard let (first, snapshot) = snapshots.first, let (at, batch) = batches.first, first < at else {
                 Issue.record("expected a snapshot and a batch, got \(output)")
                 return
             }
