@@ -99,6 +99,8 @@ public final class NavigatorServer: Service, Sendable {
                         "\(continued ? "continue (the last run stopped cleanly)" : "start a new epoch (the last run did not stop cleanly)")",
                 ])
         }
+        // One I/O thread: secure mode's ConnectionLedger relies on it (a connection's accepted
+        // event always before its disconnected event).
         context = try Context(ioThreads: 1)
         commands = try SharedSocket(context, type: .xpub)
         // ZAP (secure mode), HTTP (if on), flush, egress, each worker, requests.

@@ -122,6 +122,18 @@ struct ConnectionLedgerTests {
         #expect(ledger.verdict(descriptor: 7, connection: 1) == .gone)
     }
 
+    @Test("a stray message leaves the queue misaligned until it is read empty")
+    func misalignedUntilDrained() {
+        var ledger = ConnectionLedger()
+        #expect(!ledger.misaligned)
+        ledger.misaligned = true
+        ledger.accepted(7)
+        #expect(ledger.misaligned)
+        ledger.drained()
+        #expect(!ledger.misaligned)
+        #expect(ledger.openConnection(7) == 1)
+    }
+
     @Test("the ZAP handler's metadata: name length, name, big-endian value length, value")
     func zapMetadata() {
         let bytes = ZAPLoop.metadata([("X-Connection", "42")])

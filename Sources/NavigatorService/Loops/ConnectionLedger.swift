@@ -23,6 +23,11 @@
 ///   every message on a connection carries its number: messages of two connections on one
 ///   descriptor are told apart.
 ///
+/// Two conditions these rest on, both true of navigatord: the service's context has one I/O
+/// thread (an accepted event could otherwise come after its connection's disconnected event),
+/// and the commands socket is never unbound while it runs (an unbind ends connections without
+/// events).
+///
 /// A connection not seen before on a descriptor is one of the connections accepted since the
 /// last one seen (and since the last time the queue was read empty). When that is exactly one,
 /// its index is known; when it could be several, the ledger cannot tell a live connection from
@@ -59,6 +64,12 @@ struct ConnectionLedger {
     private var descriptors: [Int32: Descriptor] = [:]
     private var drains = 0
 
+    /// A message that libzmq 4.3.4 queues without its pipe (anything but a subscription or an
+    /// unsubscription: empty, another first byte) was read since the queue was last read empty.
+    /// Each receive then takes the pipe of a later message, so no subscription may be applied
+    /// until the next ``drained()``, which clears this.
+    var misaligned = false
+
     /// The monitor reported a connection accepted on `descriptor`.
     mutating func accepted(_ descriptor: Int32) {
         update(descriptor) { $0.accepts += 1 }
@@ -70,7 +81,10 @@ struct ConnectionLedger {
     }
 
     /// The XPUB's queue was read until empty, after the events so far were entered.
-    mutating func drained() { drains += 1 }
+    mutating func drained() {
+        drains += 1
+        misaligned = false
+    }
 
     /// Egress dropped the descriptor's current connection.
     mutating func dropped(_ descriptor: Int32) {
@@ -107,9 +121,12 @@ struct ConnectionLedger {
     }
 
     /// Whether `descriptor` holds a live connection of the XPUB, as far as the events tell.
-    func isOpen(_ descriptor: Int32) -> Bool {
-        guard let entry = descriptors[descriptor] else { return false }
-        return entry.accepts > entry.disconnects
+    func isOpen(_ descriptor: Int32) -> Bool { openConnection(descriptor) != nil }
+
+    /// The index of the live connection on `descriptor`, if the events say there is one.
+    func openConnection(_ descriptor: Int32) -> Int? {
+        guard let entry = descriptors[descriptor], entry.accepts > entry.disconnects else { return nil }
+        return entry.accepts
     }
 
     private mutating func update(_ descriptor: Int32, _ change: (inout Descriptor) -> Void) {

@@ -128,19 +128,28 @@ struct EgressLoop: SocketLoop {
     }
 
     /// Secure mode: whether the connection a message came in on is still there, after reading
-    /// every connection event queued so far. When the ledger cannot tell, the descriptor's
-    /// current connection is dropped (it reconnects and subscribes again) and nothing is
-    /// applied.
+    /// every connection event queued so far — and whether libzmq would apply a subscription to
+    /// it at all. When the ledger cannot tell, the descriptor's current connection is dropped
+    /// (it reconnects and subscribes again) and nothing is applied.
     private func isLive(
         _ message: Message, _ peer: Int32, _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger,
         _ sockets: Sockets
     ) throws -> Bool {
         try readConnections(sockets, &book, &ledger)
+        guard !ledger.misaligned else {
+            // A stray message was read since the queue was last empty: libzmq's "last pipe"
+            // belongs to another message now (``strayMessage(_:_:_:_:)``). Nothing is applied;
+            // the connection, if there, subscribes again.
+            counters.subscriptionsOfEndedConnections.add()
+            try dropConnection(of: message, peer, &book, &ledger, sockets)
+            return false
+        }
         guard let number = message.property(Security.connectionProperty).flatMap(UInt64.init) else {
             counters.unexpectedInternal.add()
             logger.warning(
-                "a subscription without the connection number the ZAP handler gives; not applied",
+                "a subscription without the connection number the ZAP handler gives; not applied, its connection dropped",
                 metadata: ["peer": "\(LogText(message.property("Peer-Address") ?? "?"))"])
+            if ledger.isOpen(peer) { try guardedDrop(peer, &book, &ledger, sockets) }
             return false
         }
         switch ledger.verdict(descriptor: peer, connection: number) {
@@ -151,14 +160,59 @@ struct EgressLoop: SocketLoop {
             return false
         case .unsure:
             counters.subscriptionsOfEndedConnections.add()
-            counters.subscribersDropped.add()
             logger.debug(
                 "a subscription from a connection that may have ended: the descriptor's connection is dropped",
                 metadata: ["descriptor": "\(peer)", "connection": "\(number)"])
-            ledger.dropped(peer)
-            drop(peer, &book)
+            try guardedDrop(peer, &book, &ledger, sockets)
             return false
         }
+    }
+
+    /// Secure mode: a message on the commands socket that is not a subscription (empty, a first
+    /// byte other than 0 or 1, or more than one frame). libzmq 4.3.4's XPUB queues such a
+    /// message without the pipe it came from, so from then until its queue is read empty each
+    /// receive takes the pipe of a *later* message: no subscription may be applied meanwhile
+    /// (``ConnectionLedger/misaligned``). Its sender, which no SUB socket would be, is dropped.
+    private func strayMessage(
+        _ message: Message, _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger, _ sockets: Sockets
+    ) throws {
+        ledger.misaligned = true
+        counters.subscriptionsForbidden.add()
+        let address = message.property("Peer-Address") ?? "?"
+        if sockets.limiter.allow("stray:\(address)") {
+            logger.notice(
+                "a message that is not a subscription on the commands socket; its connection is dropped",
+                metadata: ["peer": "\(LogText(address))", "bytes": "\(message.count)"])
+        }
+        guard let peer = message.sourceDescriptor else { return }
+        try readConnections(sockets, &book, &ledger)
+        try dropConnection(of: message, peer, &book, &ledger, sockets)
+    }
+
+    /// Drops the connection `message` came in on, if the ledger does not know it to be gone.
+    private func dropConnection(
+        of message: Message, _ peer: Int32, _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger,
+        _ sockets: Sockets
+    ) throws {
+        let verdict =
+            message.property(Security.connectionProperty).flatMap(UInt64.init).map {
+                ledger.verdict(descriptor: peer, connection: $0)
+            } ?? (ledger.isOpen(peer) ? .unsure : .gone)
+        guard verdict != .gone else { return }
+        try guardedDrop(peer, &book, &ledger, sockets)
+    }
+
+    /// Drops the descriptor's current connection — unless it ended meanwhile (its descriptor could
+    /// then belong to anything else in the process): the events are read once more just before.
+    private func guardedDrop(
+        _ peer: Int32, _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger, _ sockets: Sockets
+    ) throws {
+        let before = ledger.openConnection(peer)
+        try readConnections(sockets, &book, &ledger)
+        guard let before, ledger.openConnection(peer) == before else { return }
+        counters.subscribersDropped.add()
+        ledger.dropped(peer)
+        drop(peer, &book)
     }
 
     /// Enters the monitor's queued events: a connection accepted or ended on a descriptor.
@@ -279,8 +333,12 @@ struct EgressLoop: SocketLoop {
                             break
                         }
                         read += 1
-                        guard count == 1 else { continue }
-                        try note(frames[0], in: &book, &ledger, xpub, sockets)
+                        let first = frames[0].withUnsafeBytes { $0.first }
+                        if count == 1, let first, first <= 1 {
+                            try note(frames[0], in: &book, &ledger, xpub, sockets)
+                        } else if security != nil {
+                            try strayMessage(frames[0], &book, &ledger, sockets)
+                        }
                     }
                     return read
                 } ?? 0
