@@ -42,16 +42,17 @@ func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throw
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
         throw ClientError(.socket, "navctl is not built at \(binary.path); run swift build first (./dev test does)")
     }
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = binary
     process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    let output = ChildOutput(reading: pipe.fileHandleForReading)
-    defer { ChildOutput.closeWriteEnd(of: pipe) }
-    try process.run()
-    ChildOutput.closeWriteEnd(of: pipe)
+    let pipe = try ChildProcess.pipe()
+    process.standardOutput = pipe.write
+    process.standardError = pipe.write
+    let output = ChildOutput(reading: pipe.read)
+    do {
+        defer { close(pipe.write) }
+        try process.run()
+    }
     defer {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()

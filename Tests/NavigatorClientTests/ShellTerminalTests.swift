@@ -13,7 +13,7 @@ import Testing
 final class PseudoTerminalShell: @unchecked Sendable {
     // @unchecked: `process` and the descriptors are touched by the owning test only; the output
     // is behind a Mutex shared with the reading thread.
-    let process = Process()
+    let process = ChildProcess()
     let master: Int32
     /// Reads the terminal's output; it owns `master` and closes it once it has read the end (a
     /// descriptor closed under a blocked reader could be reused, and read, by anything else).
@@ -23,13 +23,13 @@ final class PseudoTerminalShell: @unchecked Sendable {
         // Linux's pseudo-terminal multiplexer; posix_openpt and friends are not in Swift's Glibc
         // module. TIOCSPTLCK (unlock) and TIOCGPTN (the number of /dev/pts/N) are function-like
         // macros there, so their values are spelt out.
-        master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         var unlock: Int32 = 0
         var number: UInt32 = 0
         guard master >= 0, ioctl(master, 0x4004_5431, &unlock) == 0, ioctl(master, 0x8004_5430, &number) == 0 else {
             throw ClientError(.socket, "no pseudo-terminal: \(String(cString: strerror(errno)))")
         }
-        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard slave >= 0 else { throw ClientError(.socket, "cannot open the pseudo-terminal's other end") }
         defer { close(slave) }
         resize(rows: rows, columns: columns)
@@ -37,10 +37,9 @@ final class PseudoTerminalShell: @unchecked Sendable {
             .deletingLastPathComponent().appendingPathComponent(".build/debug/navctl")
         process.executableURL = binary
         process.arguments = ["shell"] + arguments
-        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
+        process.standardInput = slave
+        process.standardOutput = slave
+        process.standardError = slave
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = nil
         environment["TERM"] = "xterm"

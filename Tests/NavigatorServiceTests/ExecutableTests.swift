@@ -13,8 +13,7 @@ import ZeroMQ
 final class Daemon: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns the daemon; the output buffer
     // is behind a Mutex shared with the reading thread.
-    let process = Process()
-    private let pipe = Pipe()
+    let process = ChildProcess()
     private let output: ChildOutput
 
     static var binary: URL {
@@ -37,10 +36,11 @@ final class Daemon: @unchecked Sendable {
                 "--data-directory", dataDirectory.path, "--log-level", "info",
                 "--shutdown-timeout-seconds", "5",
             ] + extra
-        process.standardError = pipe
-        process.standardOutput = pipe
-        output = ChildOutput(reading: pipe.fileHandleForReading)
-        defer { ChildOutput.closeWriteEnd(of: pipe) }
+        let pipe = try ChildProcess.pipe()
+        process.standardError = pipe.write
+        process.standardOutput = pipe.write
+        output = ChildOutput(reading: pipe.read)
+        defer { close(pipe.write) }
         try process.run()
     }
 

@@ -23,9 +23,9 @@ public final class ChildOutput: Sendable {
 
     private let state = Mutex(State())
 
-    /// Starts reading `handle` (the read end of the child's pipe). The parent's copy of the
-    /// write end must be closed once the child runs (``closeWriteEnd(of:)``), or the end of
-    /// the stream never comes.
+    /// Starts reading `handle` (the read end of the child's pipe, ``ChildProcess/pipe()``). The
+    /// parent's copy of the write end must be closed once the child runs, or the end of the
+    /// stream never comes.
     public init(reading handle: FileHandle) {
         let thread = Thread { [self] in
             var buffer = [UInt8](repeating: 0, count: 16_384)
@@ -40,12 +40,6 @@ public final class ChildOutput: Sendable {
         }
         thread.name = "test-child-output"
         thread.start()
-    }
-
-    /// The parent's write end: Foundation keeps it open after `run()`; closed, the reader sees
-    /// the end of the stream when the child (and whatever it started) is gone.
-    public static func closeWriteEnd(of pipe: Pipe) {
-        try? pipe.fileHandleForWriting.close()
     }
 
     /// Everything read so far.
