@@ -17,9 +17,9 @@ public enum Connection {
         _ = shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
-    /// Whether `descriptor` is (still) an open, connected socket. libzmq closes a connection's
-    /// descriptor before it lets go of the connection's pipes, so a message whose descriptor is
-    /// closed came from a peer that is gone or going.
+    /// Whether `descriptor` is (still) an open, connected socket. Not proof that a message's
+    /// connection is the one on it: the next connection takes a freed descriptor number at once
+    /// (navigatord's egress tells connections apart with its ConnectionLedger instead).
     public static func isOpen(descriptor: Int32) -> Bool {
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)

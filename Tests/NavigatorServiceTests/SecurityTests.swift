@@ -153,13 +153,11 @@ struct SecurityTests {
         }
     }
 
-    @Test(
-        "subscribers that vanish as soon as they subscribe, 300 times over while batches flow: the service stays up and a steady subscriber misses nothing"
-    )
-    func vanishingSubscribers() async throws {
-        // The case libzmq 4.3.4 gets wrong in manual mode: a subscription read after its
-        // connection ended (its pipe freed), often with the descriptor already reused by the
-        // next connection. Egress must apply none of those (``ConnectionLedger``).
+    /// A secure service with an admin client and its steady subscriber to `s/s1/`, applied;
+    /// `body` runs on a thread of its own.
+    func withSteadySubscriber(
+        _ body: @escaping @Sendable (SecureSetup, NavigatorServer, Endpoints, Client, Socket) throws -> Void
+    ) async throws {
         let setup = try SecureSetup()
         defer { setup.remove() }
         try await withService(workers: 2, setup.configure) { server, endpoints in
@@ -169,56 +167,68 @@ struct SecurityTests {
                 try waitUntil("the steady subscription is applied") {
                     try admin.request(.stats(.init())).stats.subscribers >= 1
                 }
-                // Each one completes its handshake (its subscriptions go out with it), then
-                // closes: the service reads its subscriptions and its end about together.
-                let shell = try setup.client(setup.shell, endpoints)
-                var published = 0
-                for round in 0..<300 {
-                    let sub = try Socket(admin.context, type: .sub)
-                    try sub.makeCurveClient(setup.shell, serverKey: setup.server.publicKey)
-                    try sub.set(.linger, .milliseconds(100))
-                    for topic in ["s/s1/", "r/s1/", "a/s1/"] { try sub.subscribe(topic) }
-                    try sub.monitor("inproc://vanishing-\(round)", events: .handshakeSucceeded)
-                    let events = try Socket(admin.context, type: .pair)
-                    try events.set(.receiveTimeout, .seconds(10))
-                    try events.connect("inproc://vanishing-\(round)")
-                    try sub.connect(endpoints.commands[0])
-                    _ = try events.receiveMultipart()
-                    sub.close()
-                    events.close()
-                    if round % 10 == 0 {
-                        let screen = published % 2 == 0 ? "chat" : "settings"
-                        let info = screen == "chat" ? ["conversationId": "\(round)"] : [:]
-                        try admin.request(
-                            .intent(wireIntent("v\(round)", [ScreenContext(screen, info)], session: "s1"))
-                        ).expectResolved()
-                        published += 1
-                    }
-                }
-                var seqs: [UInt64] = []
-                for _ in 0..<published {
-                    let message = try steady.nextPublished()
-                    #expect(message.topic == "s/s1/")
-                    seqs.append(message.header.seq)
-                }
-                #expect(seqs == Array(1...UInt64(published)), "every batch, in order")
-                // Nothing of the vanished ones is held: the steady topic alone.
-                try waitUntil("the vanished subscribers are forgotten") {
-                    try admin.request(.stats(.init())).stats.subscribers == 1
-                }
-                // Still serving, and a subscriber that stays is served.
-                let late = try shell.subscriber(["s/s1/", "a/s1/"])
-                try waitUntil("the late subscriptions are applied") {
-                    try admin.request(.stats(.init())).stats.subscribers == 2
-                }
-                try admin.request(.intent(wireIntent("last", [ScreenContext("home")], session: "s1")))
-                    .expectResolved()
-                #expect(try late.nextPublished().header.seq == UInt64(published + 1))
-                #expect(try steady.nextPublished().header.seq == UInt64(published + 1))
-                // The test did what it says: every vanishing subscriber was admitted (its
-                // subscriptions reached the service).
-                #expect(server.counters.authAdmitted.load >= 300)
+                try body(setup, server, endpoints, admin, steady)
             }
+        }
+    }
+
+    @Test(
+        "subscribers that vanish as soon as they subscribe, 300 times over while batches flow: the service stays up and a steady subscriber misses nothing"
+    )
+    func vanishingSubscribers() async throws {
+        // The case libzmq 4.3.4 gets wrong in manual mode: a subscription read after its
+        // connection ended (its pipe freed), often with the descriptor already reused by the
+        // next connection. Egress must apply none of those (``ConnectionLedger``).
+        try await withSteadySubscriber { setup, server, endpoints, admin, steady in
+            // Each one completes its handshake (its subscriptions go out with it), then
+            // closes: the service reads its subscriptions and its end about together.
+            let shell = try setup.client(setup.shell, endpoints)
+            var published = 0
+            for round in 0..<300 {
+                let sub = try Socket(admin.context, type: .sub)
+                try sub.makeCurveClient(setup.shell, serverKey: setup.server.publicKey)
+                try sub.set(.linger, .milliseconds(100))
+                for topic in ["s/s1/", "r/s1/", "a/s1/"] { try sub.subscribe(topic) }
+                try sub.monitor("inproc://vanishing-\(round)", events: .handshakeSucceeded)
+                let events = try Socket(admin.context, type: .pair)
+                try events.set(.receiveTimeout, .seconds(10))
+                try events.connect("inproc://vanishing-\(round)")
+                try sub.connect(endpoints.commands[0])
+                _ = try events.receiveMultipart()
+                sub.close()
+                events.close()
+                if round % 10 == 0 {
+                    let screen = published % 2 == 0 ? "chat" : "settings"
+                    let info = screen == "chat" ? ["conversationId": "\(round)"] : [:]
+                    try admin.request(
+                        .intent(wireIntent("v\(round)", [ScreenContext(screen, info)], session: "s1"))
+                    ).expectResolved()
+                    published += 1
+                }
+            }
+            var seqs: [UInt64] = []
+            for _ in 0..<published {
+                let message = try steady.nextPublished()
+                #expect(message.topic == "s/s1/")
+                seqs.append(message.header.seq)
+            }
+            #expect(seqs == Array(1...UInt64(published)), "every batch, in order")
+            // Nothing of the vanished ones is held: the steady topic alone.
+            try waitUntil("the vanished subscribers are forgotten") {
+                try admin.request(.stats(.init())).stats.subscribers == 1
+            }
+            // Still serving, and a subscriber that stays is served.
+            let late = try shell.subscriber(["s/s1/", "a/s1/"])
+            try waitUntil("the late subscriptions are applied") {
+                try admin.request(.stats(.init())).stats.subscribers == 2
+            }
+            try admin.request(.intent(wireIntent("last", [ScreenContext("home")], session: "s1")))
+                .expectResolved()
+            #expect(try late.nextPublished().header.seq == UInt64(published + 1))
+            #expect(try steady.nextPublished().header.seq == UInt64(published + 1))
+            // The test did what it says: every vanishing subscriber was admitted (its
+            // subscriptions reached the service).
+            #expect(server.counters.authAdmitted.load >= 300)
         }
     }
 
@@ -228,31 +238,22 @@ struct SecurityTests {
     func strayMessages() async throws {
         // libzmq 4.3.4 queues such a message without its pipe: until its queue is read empty,
         // each subscription read would be applied to another connection's pipe.
-        let setup = try SecureSetup()
-        defer { setup.remove() }
-        try await withService(workers: 2, setup.configure) { server, endpoints in
-            try await onThread {
-                let admin = try setup.client(setup.admin, endpoints)
-                let steady = try admin.subscriber(["s/s1/"])
-                try waitUntil("the steady subscription is applied") {
-                    try admin.request(.stats(.init())).stats.subscribers >= 1
-                }
-                let xsub = try Socket(admin.context, type: .xsub)
-                try xsub.makeCurveClient(setup.shell, serverKey: setup.server.publicKey)
-                try xsub.set(.linger, .zero)
-                try xsub.connect(endpoints.commands[0])
-                for round in 0..<20 {
-                    try xsub.send([0x02] + Array("junk \(round)".utf8))
-                    try xsub.send([UInt8]())
-                    try xsub.send([0x01] + Array("s/s1/".utf8))
-                }
-                try waitUntil("the sender is dropped") { server.counters.subscribersDropped.load >= 1 }
-                #expect(server.counters.subscriptionsForbidden.load >= 1)
-                try admin.request(.intent(wireIntent("after", [ScreenContext("settings")], session: "s1")))
-                    .expectResolved()
-                #expect(try steady.nextPublished().header.seq == 1)
-                xsub.close()
+        try await withSteadySubscriber { setup, server, endpoints, admin, steady in
+            let xsub = try Socket(admin.context, type: .xsub)
+            try xsub.makeCurveClient(setup.shell, serverKey: setup.server.publicKey)
+            try xsub.set(.linger, .zero)
+            try xsub.connect(endpoints.commands[0])
+            for round in 0..<20 {
+                try xsub.send([0x02] + Array("junk \(round)".utf8))
+                try xsub.send([UInt8]())
+                try xsub.send([0x01] + Array("s/s1/".utf8))
             }
+            try waitUntil("the sender is dropped") { server.counters.subscribersDropped.load >= 1 }
+            #expect(server.counters.subscriptionsForbidden.load >= 1)
+            try admin.request(.intent(wireIntent("after", [ScreenContext("settings")], session: "s1")))
+                .expectResolved()
+            #expect(try steady.nextPublished().header.seq == 1)
+            xsub.close()
         }
     }
 

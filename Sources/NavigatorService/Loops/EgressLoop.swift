@@ -71,12 +71,10 @@ struct EgressLoop: SocketLoop {
         _ message: Message, in book: inout SubscriptionBook, _ ledger: inout ConnectionLedger, _ xpub: Socket,
         _ sockets: Sockets
     ) throws {
-        guard
-            let (flag, topic) = message.withUnsafeBytes({ bytes in bytes.first.map { ($0, Array(bytes.dropFirst())) } })
-        else { return }
+        // ``readSubscriptions`` passes only messages whose first byte is 1 or 0.
+        let (subscribes, topic) = message.withUnsafeBytes { ($0[0] == 1, Array($0.dropFirst())) }
         let peer = message.sourceDescriptor
-        switch flag {
-        case 1:
+        if subscribes {
             if let security {
                 let name = Security.clientName(of: message)
                 guard let client = security.client(named: name), let peer, topic.count < Self.maxSubscriptionBytes,
@@ -100,7 +98,7 @@ struct EgressLoop: SocketLoop {
                     ])
             }
             drop(peer, &book)
-        case 0:
+        } else {
             if security != nil {
                 // Those libzmq makes for a peer that went away carry no descriptor and apply to
                 // no pipe; a peer's own, only while it is there (its pipe could have been freed,
@@ -109,8 +107,6 @@ struct EgressLoop: SocketLoop {
                 try xpub.set(.unsubscribe, topic)
             }
             book.unsubscribe(topic, peer: peer)
-        default:
-            break  // not a subscription (an XSUB may send anything): nothing to publish it to
         }
     }
 
@@ -139,8 +135,7 @@ struct EgressLoop: SocketLoop {
         guard !ledger.misaligned else {
             // A stray message was read since the queue was last empty: libzmq's "last pipe"
             // belongs to another message now (``strayMessage(_:_:_:_:)``). Nothing is applied;
-            // the connection, if there, subscribes again.
-            counters.subscriptionsOfEndedConnections.add()
+            // the connection, if there, is dropped (counted there) and subscribes again.
             try dropConnection(of: message, peer, &book, &ledger, sockets)
             return false
         }
@@ -333,8 +328,10 @@ struct EgressLoop: SocketLoop {
                             break
                         }
                         read += 1
-                        let first = frames[0].withUnsafeBytes { $0.first }
-                        if count == 1, let first, first <= 1 {
+                        // A subscription (1) or an unsubscription (0), one frame; anything else
+                        // (an XSUB may send it) has nothing to publish to.
+                        let isSubscription = count == 1 && frames[0].withUnsafeBytes { ($0.first ?? 2) <= 1 }
+                        if isSubscription {
                             try note(frames[0], in: &book, &ledger, xpub, sockets)
                         } else if security != nil {
                             try strayMessage(frames[0], &book, &ledger, sockets)
