@@ -32,6 +32,10 @@ let package = Package(
         // zmq.h is in /usr/include and the modulemap links libzmq itself.
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        // libpq, PostgreSQL's own client library, for the PostgreSQL store (several instances):
+        // blocking calls that fit navigatord's own threads, nothing more to compile.
+        .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "NavigatorCore"),
         // Route maps (and service configuration) from YAML, with errors that give the line.
         .target(name: "NavigatorYAML", dependencies: ["NavigatorCore", "Yams"]),
@@ -43,7 +47,7 @@ let package = Package(
         .target(
             name: "NavigatorService",
             dependencies: [
-                "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Yams",
+                "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Postgres", "Yams",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -100,13 +104,16 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "NavigatorTestSupport"]),
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
         // Helpers the test targets share (an in-process service's configuration, directories).
         .target(
             name: "NavigatorTestSupport",
-            dependencies: ["NavigatorService", "NavigatorClient", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "NavigatorService", "NavigatorClient", "Postgres", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/NavigatorTestSupport"
         ),
         .testTarget(

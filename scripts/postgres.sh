@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL server for tests and benchmarks: Debian's postgresql package (installed
+# by ./dev deps when missing), a new cluster in a temporary directory owned by an unprivileged
+# user, listening on a free port of 127.0.0.1 only, password authentication (SCRAM).
+#
+#   scripts/postgres.sh run COMMAND [ARGS...]
+#       starts a server, runs COMMAND with NAVIGATOR_TEST_POSTGRES set to its URL
+#       (postgresql://navigator:PASSWORD@127.0.0.1:PORT/navigator), stops the server and removes
+#       its directory when COMMAND ends (or fails, or is interrupted); exits with COMMAND's status.
+#   scripts/postgres.sh start DIR
+#       starts a server whose files live in DIR (created; must not exist) and prints its URL;
+#       it runs until `scripts/postgres.sh stop DIR`. For benchmarks and trying things by hand.
+#   scripts/postgres.sh stop DIR
+#       stops that server and removes DIR.
+#
+# Environment: POSTGRES_FAST=1 turns fsync off (tests: nothing here outlives a test run, and
+# navigatord's durability tests kill navigatord, not PostgreSQL). Benchmarks leave it unset.
+set -euo pipefail
+
+bindir() {
+  local dir
+  for dir in /usr/lib/postgresql/*/bin; do
+    if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then
+      echo "$dir"
+      return 0
+    fi
+  done
+  echo "postgres.sh: no PostgreSQL server found under /usr/lib/postgresql (run ./dev deps)" >&2
+  return 1
+}
+
+# The unprivileged user that owns the cluster: the server refuses to run as root. Debian's
+# package creates `postgres`; without it, `nobody`.
+owner() {
+  if [ "$(id -u)" -ne 0 ]; then
+    id -un
+  elif id postgres >/dev/null 2>&1; then
+    echo postgres
+  else
+    echo nobody
+  fi
+}
+
+as_owner() {
+  local user="$1"
+  shift
+  if [ "$(id -un)" = "$user" ]; then
+    "$@"
+  else
+    runuser -u "$user" -- "$@"
+  fi
+}
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+start() {
+  local dir="$1"
+  if [ -e "$dir" ]; then
+    echo "postgres.sh: $dir exists; expected a path for a new server's files" >&2
+    return 1
+  fi
+  local bin user password
+  bin="$(bindir)"
+  user="$(owner)"
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  password="$(/usr/bin/python3 -c 'import secrets; print(secrets.token_hex(16))')"
+  (umask 077 && printf '%s\n' "$password" >"$dir/password")
+  chown -R "$user" "$dir"
+  if ! as_owner "$user" "$bin/initdb" --pgdata="$dir/data" --username=navigator --pwfile="$dir/password" \
+    --auth=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1; then
+    echo "postgres.sh: initdb failed:" >&2
+    cat "$dir/initdb.log" >&2
+    return 1
+  fi
+  local options="-c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=200"
+  if [ "${POSTGRES_FAST:-}" = 1 ]; then options="$options -c fsync=off -c full_page_writes=off"; fi
+  local port attempt
+  for attempt in 1 2 3 4 5; do
+    port="$(free_port)"
+    # A port taken between choosing it and binding it: try another.
+    if as_owner "$user" "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
+      -o "$options -c port=$port" start >/dev/null 2>&1; then
+      echo "$port" >"$dir/port"
+      PGPASSWORD="$password" "$bin/psql" -h 127.0.0.1 -p "$port" -U navigator -d postgres -q -v ON_ERROR_STOP=1 \
+        -c "CREATE DATABASE navigator" >/dev/null
+      echo "postgresql://navigator:$password@127.0.0.1:$port/navigator"
+      return 0
+    fi
+  done
+  echo "postgres.sh: the server did not start; its log:" >&2
+  cat "$dir/server.log" >&2 || true
+  return 1
+}
+
+stop() {
+  local dir="$1"
+  [ -d "$dir" ] || return 0
+  if [ -f "$dir/data/postmaster.pid" ]; then
+    as_owner "$(stat -c %U "$dir/data")" "$(bindir)/pg_ctl" --pgdata="$dir/data" --mode=immediate --wait stop \
+      >/dev/null 2>&1 || true
+  fi
+  rm -rf "$dir"
+}
+
+command="${1:-}"
+[ $# -gt 0 ] && shift
+case "$command" in
+  run)
+    [ $# -gt 0 ] || { echo "postgres.sh run: expected a command to run" >&2; exit 2; }
+    dir="$(mktemp -d /tmp/navigator-postgres.XXXXXX)"
+    rmdir "$dir"
+    trap 'stop "$dir"' EXIT
+    trap 'exit 130' INT TERM
+    url="$(start "$dir")"
+    status=0
+    NAVIGATOR_TEST_POSTGRES="$url" "$@" || status=$?
+    exit "$status"
+    ;;
+  start)
+    [ $# -eq 1 ] || { echo "postgres.sh start: expected the directory for the server's files" >&2; exit 2; }
+    start "$1"
+    ;;
+  stop)
+    [ $# -eq 1 ] || { echo "postgres.sh stop: expected the directory given to start" >&2; exit 2; }
+    stop "$1"
+    ;;
+  *)
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
