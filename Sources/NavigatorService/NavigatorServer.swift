@@ -28,8 +28,9 @@ public final class NavigatorServer: Service, Sendable {
     let resolvers: ResolverHolder
     let counters: ServiceCounters
     let persistence: Persistence
-    /// This process's claim on the data directory, from `init` to the end of `stop()`.
-    let directoryLock: DataDirectoryLock
+    /// This process's claim on the data directory (SQLite store), from `init` to the end of
+    /// `stop()`; nil with PostgreSQL, whose instance lock is the database's.
+    let directoryLock: DataDirectoryLock?
     let bound = BoundEndpoints()
     /// Hears of any thread that fails; `run()` then stops the service and throws.
     let supervisor: Supervisor
@@ -74,25 +75,32 @@ public final class NavigatorServer: Service, Sendable {
         // The route map first: a map that does not load is refused before any file is touched.
         var (resolver, source) = try Self.loadResolver(configuration)
         counters = ServiceCounters(workers: configuration.workers)
-        directoryLock = try DataDirectoryLock(directory: configuration.dataDirectory)
-        let file = try StateFile(directory: configuration.dataDirectory)
-        let (epoch, continued) = try file.beginRun()
-        resolver.options.dedupKey = file.dedupKey
+        let database: any StateDatabase
+        switch configuration.store {
+        case .sqlite:
+            directoryLock = try DataDirectoryLock(directory: configuration.dataDirectory)
+            database = try StateFile(directory: configuration.dataDirectory)
+        case .postgresql(let url):
+            directoryLock = nil
+            database = try PostgresStateDatabase(url: url)
+        }
+        let (epoch, continued) = try database.beginRun()
+        resolver.options.dedupKey = database.dedupKey
         resolvers = ResolverHolder(resolver, source: source)
         let holder = resolvers
         store = SessionStore(shards: configuration.workers, epoch: epoch) { holder.resolver.initialState() }
         persistence = Persistence(
-            file: file, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
+            database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
         let (restored, quarantined) = try persistence.restore()
         for (session, reason) in quarantined {
             logger.error(
-                "a stored session does not load; moved to the quarantine table of the state file",
+                "a stored session does not load; moved to the quarantine table of \(database.kind)",
                 metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
         }
-        quarantinedSessions = try file.quarantinedCount()
+        quarantinedSessions = try database.quarantinedCount()
         if restored > 0 {
             logger.info(
-                "restored \(restored) sessions from \(file.path)",
+                "restored \(restored) sessions from \(database.location)",
                 metadata: [
                     "epoch": "\(epoch)",
                     "seqs":
@@ -324,9 +332,10 @@ public final class NavigatorServer: Service, Sendable {
         if clean {
             // Every session is on disk: the next run continues this epoch's seqs.
             do {
-                try persistence.file.markCleanStop()
+                try persistence.database.markCleanStop()
             } catch {
-                logger.error("could not mark the state file cleanly stopped", metadata: ["error": "\(error)"])
+                logger.error(
+                    "could not mark \(persistence.database.kind) cleanly stopped", metadata: ["error": "\(error)"])
             }
         } else if readiness.wasReady {
             logger.error("navigatord did not stop cleanly; the next run starts a new epoch")
@@ -334,12 +343,13 @@ public final class NavigatorServer: Service, Sendable {
         let context = self.context
         commands.close()  // egress closes it when it ends; not if it never ran
         _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
-        directoryLock.release()
+        persistence.database.close()
+        directoryLock?.release()
         if let failure = supervisor.failure {
             throw ServiceError("navigatord stopped because \(failure.part) failed: \(failure.reason)")
         }
         if let ended { throw ended }
-        logger.info("navigatord stopped; state flushed to \(persistence.file.path)")
+        logger.info("navigatord stopped; state flushed to \(persistence.database.location)")
     }
 
     // MARK: HTTP

@@ -76,6 +76,13 @@ struct Navigatord: AsyncParsableCommand {
     @Option(help: help("dataDirectory", "Directory of the state file [default: ./navigator-data]"))
     var dataDirectory: String?
 
+    @Option(
+        help: help(
+            "store",
+            "Where sessions are kept: sqlite (the state file in --data-directory, one instance) or a PostgreSQL URL postgresql://user[:password]@host[:port]/database (the schema is created and migrated by navigatord; put the password in NAVIGATOR_STORE or a passfile, not on the command line) [default: sqlite]"
+        ))
+    var store: String?
+
     @Option(help: help("routes", "Route map file, YAML or JSON (demo: the built-in map) [default: demo]"))
     var routes: String?
 
@@ -186,7 +193,7 @@ struct Navigatord: AsyncParsableCommand {
     func run() async throws {
         let flags: [String: [String]] = [
             "intents": intents, "requests": requests, "commands": commands, "metrics": one(metrics),
-            "dataDirectory": one(dataDirectory), "routes": one(routes),
+            "dataDirectory": one(dataDirectory), "store": one(store), "routes": one(routes),
             "workers": one(workers), "logLevel": one(logLevel),
             "maxMessageBytes": one(maxMessageBytes), "highWaterMark": one(highWaterMark),
             "handoffHighWaterMark": one(handoffHighWaterMark),

@@ -111,7 +111,7 @@ struct FuzzWorld {
         let store = SessionStore(shards: 2, epoch: epoch) { holder.resolver.initialState() }
         var logger = Logger(label: "fuzz")
         logger.logLevel = .critical
-        let persistence = Persistence(file: file, store: store, packAfter: .seconds(1), logger: logger)
+        let persistence = Persistence(database: file, store: store, packAfter: .seconds(1), logger: logger)
         let (_, quarantined) = try persistence.restore()
         guard quarantined.isEmpty else { throw FuzzFailure("sessions quarantined at a restart: \(quarantined)") }
         return (store, persistence)
@@ -304,7 +304,7 @@ struct FuzzWorld {
         lastAction = "restart"
         guard persistence.flushChanged() else { throw FuzzFailure("the flush before a restart failed") }
         persistence.stop()
-        try persistence.file.markCleanStop()
+        try persistence.database.markCleanStop()
         let before = sessions.map { store.read($0) }
         let epoch = store.epoch
         (store, persistence) = try Self.open(directory, holder: holder)

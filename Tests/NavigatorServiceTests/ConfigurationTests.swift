@@ -51,6 +51,14 @@ struct ConfigurationTests {
             ("", [:], ["metrics": ["localhost"]], "--metrics: metrics \"localhost\" is not host:port"),
             ("", [:], ["intents": ["udp://x:1"]], "--intents: intents endpoint udp://x:1: unknown transport"),
             ("- just a list\n", [:], [:], "expected a mapping of settings"),
+            (
+                "", [:], ["store": ["mysql://u:hunter2@h/db"]],
+                "--store: store \"mysql://u:***@h/db\" is unknown; expected sqlite or postgresql://"
+            ),
+            (
+                "", ["NAVIGATOR_STORE": "postgresql://u:hunter2@db.internal:5432"], [:],
+                "store \"postgresql://u:***@db.internal:5432\" names no host or no database"
+            ),
         ] as [(String, [String: String], [String: [String]], String)])
     func mistakes(file text: String, environment: [String: String], flags: [String: [String]], message: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -63,9 +71,22 @@ struct ConfigurationTests {
             _ = try ConfigurationLoader.load(file: file, environment: environment, flags: flags)
         } throws: { error in
             let description = "\(error)"
+            guard !description.contains("hunter2") else { return false }  // passwords never shown
             return description.contains(message)
                 || description.contains(message.replacingOccurrences(of: "c.yaml", with: file))
         }
+    }
+
+    @Test("store: sqlite or a PostgreSQL URL, shown without its password")
+    func store() throws {
+        #expect(try ConfigurationLoader.load(file: nil, environment: [:], flags: [:]).store == .sqlite)
+        let url = "postgresql://navigator:s3cret@db.internal:5432/navigator?sslmode=require"
+        let config = try ConfigurationLoader.load(file: nil, environment: ["NAVIGATOR_STORE": url], flags: [:])
+        #expect(config.store == .postgresql(url: url))
+        #expect("\(config.store)" == "postgresql://navigator:***@db.internal:5432/navigator?sslmode=require")
+        #expect(
+            try ConfigurationLoader.load(file: nil, environment: ["NAVIGATOR_STORE": url], flags: ["store": ["sqlite"]])
+                .store == .sqlite)
     }
 
     @Test("environment names and option names keep acronyms whole")

@@ -40,7 +40,7 @@ struct DedupMigrationTests {
         options.dedupKey = file.dedupKey
         let resolver = try Resolver(map: .demo, options: options)
         let store = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
-        let persistence = Persistence(file: file, store: store, logger: Logger(label: "test"))
+        let persistence = Persistence(database: file, store: store, logger: Logger(label: "test"))
         let (restored, quarantined) = try persistence.restore()
         #expect(restored == 1 && quarantined.isEmpty)
         #expect(store.read("m").state.recentIntentIDs.count == 2)

@@ -328,7 +328,7 @@ struct IdleExpiryTests {
         let resolver = try Resolver(map: .demo)
         let file = try StateFile(directory: directory.path)
         let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
-        let persistence = Persistence(file: file, store: store, logger: TestService.logger("idle"))
+        let persistence = Persistence(database: file, store: store, logger: TestService.logger("idle"))
         for (index, session) in ["a", "b"].enumerated() {
             for step in 0...index {
                 _ = SessionWork.resolve(
@@ -350,7 +350,7 @@ struct IdleExpiryTests {
         #expect(persistence.flushChanged())
         let restored = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
         _ = try Persistence(
-            file: try StateFile(directory: directory.path), store: restored, logger: TestService.logger("idle")
+            database: try StateFile(directory: directory.path), store: restored, logger: TestService.logger("idle")
         )
         .restore()
         #expect(restored.read("never-seen").seq == 3)

@@ -19,7 +19,7 @@ struct PackingTests {
         let resolver = try Resolver(map: .demo)
         let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
         let persistence = Persistence(
-            file: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
+            database: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
             logger: Logger(label: "test"))
         try body(store, persistence, resolver, directory)
     }
@@ -157,7 +157,7 @@ struct PackingTests {
             persistence.flushChanged()
             let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
             let restored = Persistence(
-                file: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+                database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             #expect(try restored.restore().restored == 1)
             #expect(record("b", restoredStore)?.state == record("b", store)?.state)
         }
@@ -181,7 +181,7 @@ struct PackingTests {
             persistence.flushChanged()
             let restoredStore = SessionStore(shards: 3, epoch: 1) { resolver.initialState() }
             let restored = Persistence(
-                file: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+                database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             #expect(try restored.restore().restored == 2)
             for session in ["a", "b"] {
                 let original = try #require(record(session, store))
@@ -235,7 +235,7 @@ struct WriteBehindChunkTests {
         let (epoch, _) = try file.beginRun()
         let resolver = try Resolver(map: .demo)
         let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
-        let persistence = Persistence(file: file, store: store, logger: TestService.logger("chunks"))
+        let persistence = Persistence(database: file, store: store, logger: TestService.logger("chunks"))
         for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
         var betweens = 0
         var written: [Int] = []
@@ -257,7 +257,7 @@ struct WriteBehindChunkTests {
         let (epoch, _) = try file.beginRun()
         let resolver = try Resolver(map: .demo)
         let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
-        let persistence = Persistence(file: file, store: store, logger: TestService.logger("round"))
+        let persistence = Persistence(database: file, store: store, logger: TestService.logger("round"))
         for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
         // Steady load: between every chunk, 1,000 more sessions change (and the first ones again).
         var betweens = 0

@@ -46,6 +46,10 @@ public enum ConfigurationLoader {
             }
             config.dataDirectory = values[0]
         },
+        Setting(key: "store", help: "sqlite or a postgresql:// URL", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.store = try store(values[0])
+        },
         Setting(key: "routes", help: "route map file", isList: false) { config, values throws(ConfigurationError) in
             config.routeMapPath = values[0].isEmpty || values[0] == "demo" ? nil : values[0]
         },
@@ -340,6 +344,27 @@ public enum ConfigurationLoader {
             }
         }
         return values
+    }
+
+    /// `sqlite`, or a PostgreSQL URL with at least a host and a database; errors never show the
+    /// password.
+    static func store(_ value: String) throws(ConfigurationError) -> StoreSelection {
+        if value == "sqlite" || value.isEmpty { return .sqlite }
+        let shown = PostgresStateDatabase.redact(value)
+        guard value.hasPrefix("postgresql://") || value.hasPrefix("postgres://") else {
+            throw ConfigurationError(
+                "store \"\(shown)\" is unknown; expected sqlite or postgresql://user[:password]@host[:port]/database")
+        }
+        let rest = value[value.firstRange(of: "://")!.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let host = rest[..<authorityEnd].split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        let database = rest[authorityEnd...].dropFirst().prefix { $0 != "?" }
+        guard !host.isEmpty, rest[authorityEnd...].hasPrefix("/"), !database.isEmpty else {
+            throw ConfigurationError(
+                "store \"\(shown)\" names no host or no database; expected postgresql://user[:password]@host[:port]/database"
+            )
+        }
+        return .postgresql(url: value)
     }
 
     static func address(_ value: String) throws(ConfigurationError) -> String {

@@ -27,8 +27,11 @@ public struct ServiceConfiguration: Hashable, Sendable {
     /// Without security, bind non-loopback endpoints anyway (anyone who reaches them can steer
     /// and watch every session).
     public var allowInsecureRemote = false
-    /// Where the state file lives.
+    /// Where the state file lives (SQLite store).
     public var dataDirectory = "./navigator-data"
+    /// Which database keeps the sessions: the SQLite state file in ``dataDirectory`` (one
+    /// instance, the default) or a PostgreSQL database.
+    public var store = StoreSelection.sqlite
     /// A route map file (YAML or JSON); `nil` means the built-in demo map.
     public var routeMapPath: String? = nil
     /// Worker threads resolving intents; sessions are spread over them.

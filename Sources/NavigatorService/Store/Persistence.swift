@@ -2,13 +2,14 @@ import Logging
 import Synchronization
 import ZeroMQ
 
-/// Writes sessions from the store to the state file: behind, in batches, for fire-and-forget
-/// work; at once for a session whose acknowledged request is about to be answered.
+/// Writes sessions from the store to the database (the state file, or PostgreSQL): behind, in
+/// batches, for fire-and-forget work; at once for a session whose acknowledged request is about
+/// to be answered.
 ///
 /// Copying a record and writing it happen under one lock, so writes reach the file in the order
 /// the copies were taken: a batch flush can never put an older copy over a newer one.
 final class Persistence: Sendable {
-    let file: StateFile
+    let database: any StateDatabase
     let store: SessionStore
     let logger: Logger
     /// Nanoseconds a session stays unchanged before it is packed (see ``compactIdle(now:)``);
@@ -27,8 +28,8 @@ final class Persistence: Sendable {
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
 
-    init(file: StateFile, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
-        self.file = file
+    init(database: any StateDatabase, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
+        self.database = database
         self.store = store
         self.packAfter = packAfter.components.seconds * 1_000_000_000 + packAfter.components.attoseconds / 1_000_000_000
         self.logger = logger
@@ -37,9 +38,9 @@ final class Persistence: Sendable {
     /// Puts every stored session into the store; returns how many, and the sessions that did
     /// not load (now in the quarantine table) with the reasons.
     func restore() throws -> (restored: Int, quarantined: [(session: String, reason: String)]) {
-        let loaded = try file.loadAll()
+        let loaded = try database.loadAll()
         store.load(loaded.records)
-        store.seqFloor.store(try file.seqFloor(), ordering: .relaxed)
+        store.seqFloor.store(try database.seqFloor(), ordering: .relaxed)
         return (loaded.records.count, loaded.quarantined)
     }
 
@@ -111,7 +112,7 @@ final class Persistence: Sendable {
                 }
             }
             let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
-            try file.write(rows)
+            try database.write(rows)
             // The parked lists' encodings, for the next flush of sessions that keep them.
             parkedEncodings.withLock { cache in
                 for (name, _, stored) in encoded {
@@ -128,7 +129,7 @@ final class Persistence: Sendable {
         } catch {
             shard.dirty.withLock { $0.formUnion(names) }
             logger.error(
-                "writing \(records.count) sessions to the state file failed; will retry",
+                "writing \(records.count) sessions to \(database.kind) failed; will retry",
                 metadata: ["error": "\(error)"])
             return false
         }
@@ -138,13 +139,13 @@ final class Persistence: Sendable {
     /// writes every session into it; returns whether the file is in place (again). Called under
     /// `writing`.
     private func restoreFileIfGone() -> Bool {
-        guard !file.isInPlace else { return true }
+        guard !database.isInPlace else { return true }
         fileInPlace.store(false, ordering: .releasing)
         logger.error(
-            "the state file \(file.path) was deleted or replaced while navigatord ran; writing every session to it again"
+            "the state file \(database.location) was deleted or replaced while navigatord ran; writing every session to it again"
         )
         do {
-            try file.reopen(epoch: store.epoch)
+            try database.reopen(epoch: store.epoch)
             for shard in store.shards {
                 // Changes marked from here on are flushed later; those before are in the copy.
                 let dirty = shard.dirty.withLock { dirty in
@@ -155,7 +156,7 @@ final class Persistence: Sendable {
                     let rows = try shard.records.withLock { records in
                         try records.map { name, record in (name, record.seq, try record.stored()) }
                     }
-                    try file.write(rows)
+                    try database.write(rows)
                 } catch {
                     shard.dirty.withLock { $0.formUnion(dirty) }
                     throw error
@@ -166,7 +167,7 @@ final class Persistence: Sendable {
             return false
         }
         fileInPlace.store(true, ordering: .releasing)
-        logger.notice("the state file \(file.path) holds every session again")
+        logger.notice("the state file \(database.location) holds every session again")
         return true
     }
 
@@ -252,10 +253,10 @@ final class Persistence: Sendable {
             store.seqFloor.store(floor, ordering: .relaxed)
             parkedEncodings.withLock { cache in for name in sessions { cache[name] = nil } }
             do {
-                try file.expire(sessions, seqFloor: floor)
+                try database.expire(sessions, seqFloor: floor)
             } catch {
                 logger.error(
-                    "expired sessions could not be deleted from the state file; they will load again at the next start",
+                    "expired sessions could not be deleted from \(database.kind); they will load again at the next start",
                     metadata: ["sessions": "\(sessions.count)", "error": "\(error)"])
             }
             logger.info("expired idle sessions", metadata: ["sessions": "\(sessions.count)"])
@@ -268,7 +269,7 @@ final class Persistence: Sendable {
     func flush(_ sessions: Set<String>) throws {
         try writing.withLock { _ in
             guard restoreFileIfGone() else {
-                throw ServiceError("the state file \(file.path) is gone and could not be written again yet")
+                throw ServiceError("the state file \(database.location) is gone and could not be written again yet")
             }
             var rows: [(String, UInt64, [UInt8])] = []
             for session in sessions {
@@ -276,7 +277,7 @@ final class Persistence: Sendable {
                 guard let record = shard.records.withLock({ $0[session] }) else { continue }
                 rows.append((session, record.seq, try record.stored()))
             }
-            try file.write(rows)
+            try database.write(rows)
         }
     }
 

@@ -14,8 +14,10 @@ import Synchronization
 /// navigatord is refused with what it has. WAL mode with `synchronous = NORMAL`: a committed
 /// write survives the process being killed (kill -9) — the requirement here — though not
 /// necessarily a power cut.
-final class StateFile: Sendable {
+final class StateFile: StateDatabase {
     let path: String
+    var location: String { path }
+    var kind: String { "the state file" }
     /// The open database and the device and inode its file had when opened: a file deleted or
     /// replaced under a running service is noticed by comparing them (``isInPlace``) and opened
     /// anew (``reopen(epoch:)``).
@@ -150,19 +152,13 @@ final class StateFile: Sendable {
         return migrator
     }()
 
-    /// What loading found: the sessions, and those moved to the quarantine table.
-    struct Loaded {
-        var records: [(String, SessionStore.Record)] = []
-        var quarantined: [(session: String, reason: String)] = []
-    }
-
     /// Every stored session, packed as stored (each checked to decode into a valid state):
     /// restored sessions take little memory until they are used. A row that does not load is
     /// moved to the `quarantine` table with the reason, and the rest load.
-    func loadAll() throws -> Loaded {
+    func loadAll() throws -> LoadedSessions {
         do {
             return try queue.write { db in
-                var loaded = Loaded()
+                var loaded = LoadedSessions()
                 // The state bytes hold the seq too (the column is for people reading the file);
                 // the bytes stay the record's packed form, so they are the one source.
                 let rows = try Row.fetchCursor(db, sql: "SELECT id, state FROM sessions")
@@ -309,6 +305,9 @@ final class StateFile: Sendable {
         }
         opened.withLock { $0 = (queue, FileIdentity(path: path)) }
     }
+
+    /// GRDB closes the file when the queue goes.
+    func close() {}
 }
 
 /// A file's device and inode.
