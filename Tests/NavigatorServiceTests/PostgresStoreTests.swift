@@ -124,7 +124,9 @@ struct PostgresStoreTests {
                     "\(error)".contains(
                         "was migrated by a newer navigatord (migrations from the future are unknown here)"))
             }
-            #expect(try connection.execute("SELECT count(*) FROM navigator_migrations")[0, 0].int64() == 2)
+            #expect(
+                try connection.execute("SELECT count(*) FROM navigator_migrations")[0, 0].int64()
+                    == PostgresStateDatabase.migrations.count + 1)
         }
     }
 

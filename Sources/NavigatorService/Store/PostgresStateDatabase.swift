@@ -19,6 +19,9 @@ final class PostgresStateDatabase: StateDatabase {
     /// Partitions of the session space, fixed when the database was created.
     let partitions: Int
     private let url: String
+    /// Cluster mode: the partitions this instance holds, whose epochs fence its writes; nil: one
+    /// instance per database, guarded by the instance lock.
+    let ownership: PartitionOwnership?
     /// The connection the flush thread and the lifecycle use in turn; nil after it was lost
     /// (the next call connects again and takes the instance lock again).
     private let connection: Mutex<PostgresConnection?>
@@ -33,12 +36,12 @@ final class PostgresStateDatabase: StateDatabase {
     /// Connects, migrates the schema, takes the instance lock and reads the dedup key and the
     /// partition count. A server that cannot be reached, a database migrated by a newer
     /// navigatord or one another instance holds is refused with the reason.
-    init(url: String) throws {
+    init(url: String, instance: String? = nil) throws {
         self.url = url
         location = Self.redact(url)
         let connection = try Self.connect(url)
         try Self.migrate(connection, location: location)
-        try Self.lockInstance(connection, location: location)
+        if instance == nil { try Self.lockInstance(connection, location: location) }
         let meta = try Self.meta(connection)
         guard let k0 = meta["dedup_key_0"], let k1 = meta["dedup_key_1"], let partitions = meta["partitions"],
             partitions > 0
@@ -50,6 +53,7 @@ final class PostgresStateDatabase: StateDatabase {
         dedupKey = DedupKey(k0: UInt64(bitPattern: k0), k1: UInt64(bitPattern: k1))
         self.partitions = Int(partitions)
         self.connection = Mutex(connection)
+        ownership = instance.map { PartitionOwnership(instance: $0, partitions: Int(partitions)) }
     }
 
     static func redact(_ url: String) -> String { PostgresConnection.redact(url) }
@@ -72,7 +76,7 @@ final class PostgresStateDatabase: StateDatabase {
             } else {
                 current = nil
                 connection = try Self.connect(url)
-                try Self.lockInstance(connection, location: location)
+                if ownership == nil { try Self.lockInstance(connection, location: location) }
                 current = connection
             }
             do {
@@ -119,7 +123,40 @@ final class PostgresStateDatabase: StateDatabase {
                 try setMeta(connection, "dedup_key_1", Int64(bitPattern: key.k1))
                 try setMeta(connection, "partitions", Int64(defaultPartitions))
             }
-        )
+        ),
+        (
+            "partition leases",
+            { connection in
+                // The instances that run (each renews its row) and where peers and shells reach
+                // them; a lease per partition: its owner, its epoch (raised by every claim: the
+                // fencing token, and the stream epoch of the partition's sessions), its expiry.
+                try connection.execute(
+                    """
+                    CREATE TABLE navigator_instances (
+                        id text PRIMARY KEY,
+                        cluster_endpoint text NOT NULL,
+                        request_endpoints text NOT NULL,
+                        command_endpoints text NOT NULL,
+                        started_at timestamptz NOT NULL DEFAULT now(),
+                        expires_at timestamptz NOT NULL
+                    )
+                    """)
+                try connection.execute(
+                    """
+                    CREATE TABLE navigator_leases (
+                        partition integer PRIMARY KEY,
+                        owner text,
+                        epoch bigint NOT NULL,
+                        expires_at timestamptz NOT NULL
+                    )
+                    """)
+                try connection.execute(
+                    """
+                    INSERT INTO navigator_leases (partition, owner, epoch, expires_at)
+                        SELECT p, NULL, 0, now() FROM generate_series(0, (SELECT value FROM navigator_meta WHERE key = 'partitions') - 1) AS p
+                    """)
+            }
+        ),
     ]
 
     private static func migrate(_ connection: PostgresConnection, location: String) throws {
@@ -204,14 +241,17 @@ final class PostgresStateDatabase: StateDatabase {
     /// Rows read per query while loading (keyset pages, so memory holds one page of results).
     static let loadPage = 5_000
 
-    func loadAll() throws -> LoadedSessions {
+    func loadAll() throws -> LoadedSessions { try load(where: "true", []) }
+
+    /// The sessions matching `condition` (parameters from `$3`), in keyset pages.
+    private func load(where condition: String, _ parameters: [PostgresValue]) throws -> LoadedSessions {
         try using { connection in
             var loaded = LoadedSessions()
             var after = ""
             while true {
                 let rows = try connection.execute(
-                    "SELECT id, state FROM navigator_sessions WHERE id > $1 ORDER BY id LIMIT $2",
-                    [.text(after), .int64(Int64(Self.loadPage))])
+                    "SELECT id, state FROM navigator_sessions WHERE id > $1 AND \(condition) ORDER BY id LIMIT $2",
+                    [.text(after), .int64(Int64(Self.loadPage))] + parameters)
                 for row in 0..<rows.count {
                     let id = try rows[row, 0].text()
                     let reason: String
@@ -254,13 +294,43 @@ final class PostgresStateDatabase: StateDatabase {
     /// Rows per statement: one `INSERT … SELECT FROM unnest(…)` writes a whole chunk.
     static let rowsPerStatement = 1_000
 
+    /// Writes the rows in one transaction. In cluster mode only the rows of partitions whose
+    /// lease still names this instance at the epoch it holds are written: the lease rows are read
+    /// FOR SHARE, so a claim by another instance waits for this transaction (and then loads what
+    /// it wrote) or came first (and these rows are fenced); the fenced ones are thrown as
+    /// ``FencedWrite`` after the others were committed.
     func write(_ rows: [(String, UInt64, [UInt8])]) throws {
         guard !rows.isEmpty else { return }
-        try using { connection in
-            try connection.transaction {
+        let partitionOf = rows.map { partition(of: $0.0) }
+        let fenced = try using { connection in
+            try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
+                var valid = [Bool](repeating: true, count: rows.count)
+                var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])
+                if let ownership {
+                    let wanted = Array(Set(partitionOf))
+                    let leases = try connection.execute(
+                        """
+                        SELECT partition, epoch FROM navigator_leases
+                            WHERE owner = $1 AND partition = ANY($2) FOR SHARE
+                        """, [.text(ownership.instance), .int32Array(wanted)])
+                    var current: [Int32: UInt64] = [:]
+                    for row in 0..<leases.count {
+                        current[try leases[row, 0].int32()] = UInt64(bitPattern: try leases[row, 1].int64())
+                    }
+                    for index in rows.indices {
+                        let partition = partitionOf[index]
+                        guard let held = ownership.epoch(of: partition), current[partition] == held else {
+                            valid[index] = false
+                            fenced.sessions.append(rows[index].0)
+                            fenced.partitions.insert(partition)
+                            continue
+                        }
+                    }
+                }
+                let indices = rows.indices.filter { valid[$0] }
                 var start = 0
-                while start < rows.count {
-                    let chunk = rows[start..<min(start + Self.rowsPerStatement, rows.count)]
+                while start < indices.count {
+                    let chunk = indices[start..<min(start + Self.rowsPerStatement, indices.count)]
                     start = chunk.endIndex
                     try connection.execute(
                         """
@@ -271,12 +341,21 @@ final class PostgresStateDatabase: StateDatabase {
                             SET seq = excluded.seq, state = excluded.state, updated_at = excluded.updated_at
                         """,
                         [
-                            .textArray(chunk.map(\.0)), .int32Array(chunk.map { partition(of: $0.0) }),
-                            .int64Array(chunk.map { Int64(bitPattern: $0.1) }), .bytesArray(chunk.map(\.2)),
+                            .textArray(chunk.map { rows[$0].0 }), .int32Array(chunk.map { partitionOf[$0] }),
+                            .int64Array(chunk.map { Int64(bitPattern: rows[$0].1) }),
+                            .bytesArray(chunk.map { rows[$0].2 }),
                         ])
                 }
+                return fenced
             }
         }
+        if !fenced.sessions.isEmpty { throw FencedWrite(sessions: fenced.sessions, partitions: fenced.partitions) }
+    }
+
+    /// The sessions of these partitions (claimed by this instance), packed as stored; rows that
+    /// do not load move to quarantine.
+    func load(partitions: [Int32]) throws -> LoadedSessions {
+        try load(where: "partition = ANY($3)", [.int32Array(partitions)])
     }
 
     func expire(_ sessions: [String], seqFloor: UInt64) throws {

@@ -1,0 +1,217 @@
+import Postgres
+import Synchronization
+
+/// What an instance says about itself in `navigator_instances`: where peers forward to it and
+/// where clients and shells reach it.
+struct InstanceRecord: Hashable, Sendable {
+    var id: String
+    var clusterEndpoint: String
+    var requestEndpoints: [String]
+    var commandEndpoints: [String]
+}
+
+/// The partition leases of a PostgreSQL store, as one instance sees and changes them: its own
+/// connection, used by the lease thread only.
+///
+/// A lease row says which instance owns a partition, until when, and its epoch: every claim
+/// raises it, so it is the fencing token of writes (``PostgresStateDatabase/write(_:)`` writes a
+/// session only while its partition's row still names this instance with the epoch it claimed)
+/// and the stream epoch of the partition's sessions. Expiry is the database's clock, so the
+/// instances' clocks need not agree.
+final class PartitionLeases: Sendable {
+    let instance: String
+    let partitions: Int
+    /// How long a lease lasts without renewal.
+    let ttl: Duration
+    private let url: String
+    private let location: String
+    private let connection: Mutex<PostgresConnection?>
+
+    init(url: String, instance: String, partitions: Int, ttl: Duration) {
+        self.url = url
+        self.instance = instance
+        self.partitions = partitions
+        self.ttl = ttl
+        location = PostgresConnection.redact(url)
+        connection = Mutex(nil)
+    }
+
+    private var ttlMilliseconds: Int64 {
+        ttl.components.seconds * 1000 + ttl.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    private func using<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
+        try connection.withLock { current in
+            let connection: PostgresConnection
+            if let current, current.isOpen {
+                connection = current
+            } else {
+                current = nil
+                do {
+                    connection = try PostgresConnection(url: url, applicationName: "navigatord-leases")
+                } catch let error as PostgresError {
+                    throw ServiceError(error.message)
+                }
+                current = connection
+            }
+            do {
+                return try body(connection)
+            } catch let error as PostgresError {
+                if error.connectionLost || !connection.isOpen { current = nil }
+                throw ServiceError("PostgreSQL database \(location): \(error)")
+            }
+        }
+    }
+
+    /// Writes this instance's row with a fresh expiry; returns every live instance, this one
+    /// included, by id.
+    func heartbeat(_ me: InstanceRecord) throws -> [InstanceRecord] {
+        try using { connection in
+            try connection.execute(
+                """
+                INSERT INTO navigator_instances (id, cluster_endpoint, request_endpoints, command_endpoints, expires_at)
+                    VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
+                ON CONFLICT (id) DO UPDATE SET cluster_endpoint = excluded.cluster_endpoint,
+                    request_endpoints = excluded.request_endpoints, command_endpoints = excluded.command_endpoints,
+                    expires_at = excluded.expires_at
+                """,
+                [
+                    .text(me.id), .text(me.clusterEndpoint), .text(me.requestEndpoints.joined(separator: ",")),
+                    .text(me.commandEndpoints.joined(separator: ",")), .int64(ttlMilliseconds),
+                ])
+            let rows = try connection.execute(
+                """
+                SELECT id, cluster_endpoint, request_endpoints, command_endpoints FROM navigator_instances
+                    WHERE expires_at > now() ORDER BY id
+                """)
+            return try (0..<rows.count).map { row in
+                InstanceRecord(
+                    id: try rows[row, 0].text(), clusterEndpoint: try rows[row, 1].text(),
+                    requestEndpoints: try rows[row, 2].text().split(separator: ",").map(String.init),
+                    commandEndpoints: try rows[row, 3].text().split(separator: ",").map(String.init))
+            }
+        }
+    }
+
+    /// Extends the leases this instance holds that have not run out; returns them (partition ->
+    /// epoch). A lease that ran out is not extended, even if nobody took it: the instance lost
+    /// it and must claim it again (with a new epoch) to serve its sessions.
+    func renew() throws -> [Int32: UInt64] {
+        try using { connection in
+            try Self.leases(
+                connection.execute(
+                    """
+                    UPDATE navigator_leases SET expires_at = now() + $2 * interval '1 millisecond'
+                        WHERE owner = $1 AND expires_at > now()
+                    RETURNING partition, epoch
+                    """, [.text(instance), .int64(ttlMilliseconds)]))
+        }
+    }
+
+    /// Claims up to `count` partitions that are free or whose lease ran out, lowest first;
+    /// returns them with their new epochs. Instances claiming at once take different rows (SKIP
+    /// LOCKED).
+    func claim(atMost count: Int) throws -> [Int32: UInt64] {
+        guard count > 0 else { return [:] }
+        return try using { connection in
+            try Self.leases(
+                connection.execute(
+                    """
+                    UPDATE navigator_leases SET owner = $1, epoch = epoch + 1,
+                        expires_at = now() + $2 * interval '1 millisecond'
+                    WHERE partition IN (
+                        SELECT partition FROM navigator_leases WHERE owner IS NULL OR expires_at <= now()
+                            ORDER BY partition LIMIT $3 FOR UPDATE SKIP LOCKED)
+                    RETURNING partition, epoch
+                    """, [.text(instance), .int64(ttlMilliseconds), .int64(Int64(count))]))
+        }
+    }
+
+    /// Gives partitions up, free for any instance at once (their sessions were written first).
+    func release(_ partitions: [Int32]) throws {
+        guard !partitions.isEmpty else { return }
+        _ = try using { connection in
+            try connection.execute(
+                "UPDATE navigator_leases SET owner = NULL, expires_at = now() WHERE owner = $1 AND partition = ANY($2)",
+                [.text(instance), .int32Array(partitions)])
+        }
+    }
+
+    /// Removes this instance's row (a graceful stop, after releasing its partitions).
+    func leave() throws {
+        _ = try using { connection in
+            try connection.execute("DELETE FROM navigator_instances WHERE id = $1", [.text(instance)])
+        }
+    }
+
+    /// Who owns each partition now (live leases only): partition -> (instance, epoch).
+    func owners() throws -> [Int32: (owner: String, epoch: UInt64)] {
+        try using { connection in
+            let rows = try connection.execute(
+                "SELECT partition, owner, epoch FROM navigator_leases WHERE owner IS NOT NULL AND expires_at > now()")
+            var owners: [Int32: (owner: String, epoch: UInt64)] = [:]
+            for row in 0..<rows.count {
+                owners[try rows[row, 0].int32()] = (
+                    try rows[row, 1].text(), UInt64(bitPattern: try rows[row, 2].int64())
+                )
+            }
+            return owners
+        }
+    }
+
+    func close() { connection.withLock { $0 = nil } }
+
+    private static func leases(_ rows: PostgresRows) throws -> [Int32: UInt64] {
+        var leases: [Int32: UInt64] = [:]
+        for row in 0..<rows.count { leases[try rows[row, 0].int32()] = UInt64(bitPattern: try rows[row, 1].int64()) }
+        return leases
+    }
+
+    /// How many partitions an instance should hold when `instances` are live: an even share,
+    /// rounded up (so every partition finds an owner).
+    static func share(partitions: Int, instances: Int) -> Int {
+        let instances = max(instances, 1)
+        return (partitions + instances - 1) / instances
+    }
+}
+
+/// The partitions this instance owns now, with the epochs it claimed them at: the lease thread
+/// changes it, the workers, the flush thread and the requests thread read it.
+final class PartitionOwnership: Sendable {
+    let instance: String
+    let partitions: Int
+    private let held = Mutex<[Int32: UInt64]>([:])
+
+    init(instance: String, partitions: Int) {
+        self.instance = instance
+        self.partitions = partitions
+    }
+
+    /// The partition of a session: FNV-1a of its id's UTF-8 bytes modulo the partition count,
+    /// stable across runs and instances.
+    func partition(of session: String) -> Int32 {
+        Int32(SessionStore.shardIndex(of: session, count: partitions))
+    }
+
+    /// The epoch this instance holds `partition` at, or nil if it does not own it.
+    func epoch(of partition: Int32) -> UInt64? { held.withLock { $0[partition] } }
+
+    var all: [Int32: UInt64] { held.withLock { $0 } }
+
+    func add(_ leases: [Int32: UInt64]) { held.withLock { $0.merge(leases) { _, new in new } } }
+
+    func remove(_ partitions: some Sequence<Int32>) {
+        held.withLock { held in for partition in partitions { held[partition] = nil } }
+    }
+}
+
+/// Writes that were not applied because their partitions' leases are no longer this
+/// instance's (another instance claimed them): the rest of the batch was written.
+struct FencedWrite: Error, CustomStringConvertible {
+    var sessions: [String]
+    var partitions: Set<Int32>
+
+    var description: String {
+        "\(sessions.count) sessions of partitions \(partitions.sorted().map(String.init).joined(separator: ", ")) were not written: this instance no longer holds their leases (fenced)"
+    }
+}
