@@ -40,6 +40,9 @@ public final class NavigatorServer: Service, Sendable {
     private let ready = Atomic<Bool>(false)
     /// Sessions in the state file's quarantine table (rows that did not load).
     let quarantinedSessions: Int
+    /// Several instances (PostgreSQL store): the thread that keeps this instance's partition
+    /// leases; nil with SQLite.
+    let leaseKeeper: LeaseKeeper?
 
     enum Lifecycle {
         case initial
@@ -76,36 +79,66 @@ public final class NavigatorServer: Service, Sendable {
         var (resolver, source) = try Self.loadResolver(configuration)
         counters = ServiceCounters(workers: configuration.workers)
         let database: any StateDatabase
+        var cluster: PostgresStateDatabase? = nil
         switch configuration.store {
         case .sqlite:
             directoryLock = try DataDirectoryLock(directory: configuration.dataDirectory)
             database = try StateFile(directory: configuration.dataDirectory)
         case .postgresql(let url):
             directoryLock = nil
-            database = try PostgresStateDatabase(url: url)
+            cluster = try PostgresStateDatabase(url: url, instance: configuration.instanceID)
+            database = cluster!
         }
-        let (epoch, continued) = try database.beginRun()
+        // One instance: the run's epoch (continued after a clean stop). Several: each partition's
+        // lease epoch.
+        let (epoch, continued) = cluster == nil ? try database.beginRun() : (0, false)
         resolver.options.dedupKey = database.dedupKey
         resolvers = ResolverHolder(resolver, source: source)
         let holder = resolvers
-        store = SessionStore(shards: configuration.workers, epoch: epoch) { holder.resolver.initialState() }
+        store = SessionStore(shards: configuration.workers, epoch: epoch, ownership: cluster?.ownership) {
+            holder.resolver.initialState()
+        }
         persistence = Persistence(
             database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
-        let (restored, quarantined) = try persistence.restore()
-        for (session, reason) in quarantined {
-            logger.error(
-                "a stored session does not load; moved to the quarantine table of \(database.kind)",
-                metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
-        }
         quarantinedSessions = try database.quarantinedCount()
-        if restored > 0 {
+        if let cluster, case .postgresql(let url) = configuration.store {
+            // Sessions load as their partitions are claimed (``LeaseKeeper``).
+            let (store, persistence, bound) = (self.store, self.persistence, self.bound)
+            let instance = configuration.instanceID
+            leaseKeeper = LeaseKeeper(
+                leases: PartitionLeases(
+                    url: url, instance: instance, partitions: cluster.partitions,
+                    ttl: .seconds(configuration.leaseSeconds)),
+                database: cluster, store: store, persistence: persistence, logger: logger,
+                record: {
+                    let endpoints = bound.current
+                    return InstanceRecord(
+                        id: instance, clusterEndpoint: "", requestEndpoints: endpoints.requests,
+                        commandEndpoints: endpoints.commands)
+                })
             logger.info(
-                "restored \(restored) sessions from \(database.location)",
+                "sessions in \(database.location), shared by partition leases",
                 metadata: [
-                    "epoch": "\(epoch)",
-                    "seqs":
-                        "\(continued ? "continue (the last run stopped cleanly)" : "start a new epoch (the last run did not stop cleanly)")",
+                    "instance": "\(instance)", "partitions": "\(cluster.partitions)",
+                    "lease": "\(configuration.leaseSeconds) s",
                 ])
+        } else {
+            leaseKeeper = nil
+            let (restored, quarantined) = try persistence.restore()
+            for (session, reason) in quarantined {
+                logger.error(
+                    "a stored session does not load; moved to the quarantine table of \(database.kind)",
+                    metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
+            }
+            if restored > 0 {
+                logger.info(
+                    "restored \(restored) sessions from \(database.location)",
+                    metadata: [
+                        "epoch": "\(epoch)",
+                        "seqs":
+                            "\(continued ? "continue (the last run stopped cleanly)" : "start a new epoch (the last run did not stop cleanly)")",
+                    ])
+            }
         }
         // One I/O thread: secure mode's ConnectionLedger relies on it (a connection's accepted
         // event always before its disconnected event).
@@ -319,6 +352,14 @@ public final class NavigatorServer: Service, Sendable {
         Connection.ignoreBrokenPipes()
         var ended: (any Error)?
         do {
+            if let leaseKeeper {
+                // Partitions claimed and their sessions loaded before any worker runs.
+                try await DedicatedThread.run(name: "nav-leases") {
+                    try leaseKeeper.leases.join()
+                    try leaseKeeper.round()
+                }
+                leaseKeeper.start()
+            }
             try await group.run()
         } catch {
             ended = error
@@ -329,7 +370,13 @@ public final class NavigatorServer: Service, Sendable {
         persistence.stop()
         let complete = (try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }) ?? false
         let clean = complete && !shutdownRecord.wasCut && ended == nil && supervisor.failure == nil
-        if clean {
+        if let leaseKeeper {
+            // Every partition to the other instances at once, its changes written first.
+            _ = try? await DedicatedThread.run(name: "nav-handover") {
+                leaseKeeper.stop()
+                leaseKeeper.handOverAll()
+            }
+        } else if clean {
             // Every session is on disk: the next run continues this epoch's seqs.
             do {
                 try persistence.database.markCleanStop()
@@ -369,6 +416,10 @@ public final class NavigatorServer: Service, Sendable {
         case "/readyz":
             if let failure = supervisor.failure {
                 return HTTPReply(503, "not ready: \(failure.part) failed; navigatord is stopping\n")
+            }
+            if let leaseKeeper, !leaseKeeper.isCurrent {
+                return HTTPReply(
+                    503, "not ready: the partition leases could not be renewed (the database is not reachable)\n")
             }
             guard persistence.fileInPlace.load(ordering: .acquiring) else {
                 return HTTPReply(503, "not ready: the state file was deleted or replaced and is being written again\n")

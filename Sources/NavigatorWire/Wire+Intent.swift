@@ -128,6 +128,7 @@ extension Navigator_V1_RejectCode {
         case .expired: self = .expired
         case .limitExceeded: self = .limitExceeded
         case .staleEvent: self = .staleEvent
+        case .moved: self = .moved
         case .internalError: self = .internal
         }
     }
@@ -168,6 +169,7 @@ extension Navigator_V1_RejectCode {
         case .unavailable: "unavailable"
         case .overloaded: "overloaded"
         case .forbidden: "forbidden"
+        case .moved: "moved"
         case .UNRECOGNIZED(let value): "unrecognized_\(value)"
         }
     }

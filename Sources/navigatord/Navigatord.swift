@@ -83,6 +83,20 @@ struct Navigatord: AsyncParsableCommand {
         ))
     var store: String?
 
+    @Option(
+        help: help(
+            "instanceId",
+            "Several instances (PostgreSQL store): this instance's unique name; its partition leases carry it [default: the host name]"
+        ))
+    var instanceId: String?
+
+    @Option(
+        help: help(
+            "leaseSeconds",
+            "Several instances: how long a partition lease lasts unrenewed (renewed every fifth of it); a dead instance's sessions move to the others after this long [default: 5]"
+        ))
+    var leaseSeconds: String?
+
     @Option(help: help("routes", "Route map file, YAML or JSON (demo: the built-in map) [default: demo]"))
     var routes: String?
 
@@ -193,7 +207,8 @@ struct Navigatord: AsyncParsableCommand {
     func run() async throws {
         let flags: [String: [String]] = [
             "intents": intents, "requests": requests, "commands": commands, "metrics": one(metrics),
-            "dataDirectory": one(dataDirectory), "store": one(store), "routes": one(routes),
+            "dataDirectory": one(dataDirectory), "store": one(store), "instanceId": one(instanceId),
+            "leaseSeconds": one(leaseSeconds), "routes": one(routes),
             "workers": one(workers), "logLevel": one(logLevel),
             "maxMessageBytes": one(maxMessageBytes), "highWaterMark": one(highWaterMark),
             "handoffHighWaterMark": one(handoffHighWaterMark),

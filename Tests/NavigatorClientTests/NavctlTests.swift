@@ -146,7 +146,9 @@ struct NavctlTests {
                 $0.contains(#""rejection":{"#)
             }
             while try await connection.stats().subscribers < 3 { try await Task.sleep(for: .milliseconds(5)) }
-            let typo = try await navctl(["send", "--session", "g", "--id", "t1", "chta", "x=1"] + options)
+            // It returns as the rejection arrives; the long listen is for a machine under load.
+            let typo = try await navctl(
+                ["send", "--session", "g", "--id", "t1", "--listen", "15", "chta", "x=1"] + options)
             #expect(typo.status == 3)
             #expect(typo.output.contains("rejected (unknown_screen): screen chta is not in the route map"))
             #expect(try await watched.output.contains(#""intentId":"t1""#))

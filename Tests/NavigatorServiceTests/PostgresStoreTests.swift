@@ -30,12 +30,13 @@ struct PostgresStoreTests {
             let second = try Daemon(dataDirectory: directory, extra: ["--store", url])
             defer { second.reap() }
             let again = try await second.endpoints()
-            #expect(second.log.contains("restored 1 sessions from postgresql://navigator:***@127.0.0.1"))
-            #expect(second.log.contains("start a new epoch"))
+            #expect(second.log.contains("sessions in postgresql://navigator:***@127.0.0.1"))
+            #expect(second.log.contains("claimed partitions"))
             let snapshot = try await onThread {
                 try Client(again).request(.snapshot(.with { $0.session = "k" })).snapshot
             }
             #expect(snapshot.seq == 1)
+            #expect(snapshot.epoch != reply.resolved.batch.epoch)  // a new owner: shells resync
             #expect(try snapshot.tree.core().top.context == target)
             second.signal(SIGTERM)
             #expect(try await second.exitStatus() == 0)
@@ -53,7 +54,9 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("after a clean stop the epoch and the seqs continue")
+    @Test(
+        "a graceful stop hands the partitions over: the next instance serves the sessions at a new epoch, the seqs continuing"
+    )
     func cleanStop() async throws {
         try await TestPostgres.withDatabase { url in
             let directory = TestService.temporaryDirectory("navpg")
@@ -72,34 +75,64 @@ struct PostgresStoreTests {
             let snapshot = try await onThread {
                 try Client(second.endpoints).request(.snapshot(.with { $0.session = "s" })).snapshot
             }
-            #expect(snapshot.epoch == one.resolved.batch.epoch)
+            #expect(snapshot.epoch != one.resolved.batch.epoch)
             #expect(snapshot.seq == one.resolved.batch.seq)
             await second.stop()
         }
     }
 
-    @Test("a second instance on the same database is refused while the first runs")
-    func oneInstance() async throws {
+    @Test("two instances split the partitions; each refuses the other's sessions as MOVED, naming the owner")
+    func twoInstances() async throws {
         try await TestPostgres.withDatabase { url in
             let directory = TestService.temporaryDirectory("navpg")
             defer { try? FileManager.default.removeItem(at: directory) }
             var configuration = TestService.configuration(dataDirectory: directory)
             configuration.store = .postgresql(url: url)
+            configuration.leaseSeconds = 2
+            configuration.instanceID = "one"
             let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("pg1"))
             try await first.start()
             var other = configuration
-            other.dataDirectory = directory.path + "-other"
-            do {
-                _ = try NavigatorServer(configuration: other, logger: TestService.logger("pg2"))
-                Issue.record("a second instance was let in")
-            } catch {
-                #expect("\(error)".contains("is in use by another navigatord"))
-                #expect(!"\(error)".contains(String(url.split(separator: ":")[2].split(separator: "@")[0])))
-            }
-            await first.stop()
-            // Once the first has stopped, its lock is gone.
-            let second = try NavigatorServer(configuration: other, logger: TestService.logger("pg3"))
+            other.instanceID = "two"
+            let second = try NavigatorServer(configuration: other, logger: TestService.logger("pg2"))
             try await second.start()
+            // The first hands half over at its next round; waited for with a deadline.
+            let firstOwnership = try #require(first.store.ownership)
+            let secondOwnership = try #require(second.store.ownership)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while firstOwnership.served.count != 128 || secondOwnership.served.count != 128 {
+                guard ContinuousClock.now < deadline else {
+                    throw TestPostgresError(
+                        "the partitions were not split: \(firstOwnership.served.count) and \(secondOwnership.served.count)"
+                    )
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(firstOwnership.served.isDisjoint(with: secondOwnership.served))
+            let session = (0..<1000).map { "u\($0)" }.first {
+                secondOwnership.serves(secondOwnership.partition(of: $0))
+            }!
+            // The first learns who took it at its next round.
+            while !firstOwnership.whyNotServed(firstOwnership.partition(of: session), session: session).contains("two")
+            {
+                guard ContinuousClock.now < deadline else {
+                    throw TestPostgresError("the first never learned the owner")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let refused = try await onThread {
+                try Client(first.endpoints).request(
+                    .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
+            }
+            #expect(refused.rejected.code == .moved)
+            #expect(refused.rejected.message.contains("which instance two serves; this is one"))
+            let served = try await onThread {
+                try Client(second.endpoints).request(
+                    .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
+            }
+            #expect(served.resolved.batch.seq == 1)
+            #expect(served.resolved.batch.epoch == secondOwnership.epoch(of: secondOwnership.partition(of: session)))
+            await first.stop()
             await second.stop()
         }
     }

@@ -13,6 +13,8 @@ public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConv
         case expired = "expired"
         case limitExceeded = "limit_exceeded"
         case staleEvent = "stale_event"
+        /// The session is served by another instance (or its partition is changing hands).
+        case moved = "moved"
         case internalError = "internal"
     }
 

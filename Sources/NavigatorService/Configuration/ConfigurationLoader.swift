@@ -50,6 +50,22 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.store = try store(values[0])
         },
+        Setting(key: "instanceId", help: "this instance's unique name", isList: false) {
+            config, values throws(ConfigurationError) in
+            let id = values[0]
+            guard !id.isEmpty, id.utf8.count <= 128, !id.contains(","),
+                id.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
+            else {
+                throw ConfigurationError(
+                    "instanceId \"\(id)\" is not valid; expected 1 to 128 bytes without spaces, commas or control characters"
+                )
+            }
+            config.instanceID = id
+        },
+        Setting(key: "leaseSeconds", help: "partition lease time", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.leaseSeconds = try integer(values[0], "leaseSeconds", 1...600)
+        },
         Setting(key: "routes", help: "route map file", isList: false) { config, values throws(ConfigurationError) in
             config.routeMapPath = values[0].isEmpty || values[0] == "demo" ? nil : values[0]
         },

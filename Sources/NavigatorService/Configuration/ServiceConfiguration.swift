@@ -11,6 +11,14 @@ import Logging
 /// Everything `navigatord` can be told. The defaults are the embedded defaults: the demo route
 /// map, the endpoints of the README on 127.0.0.1, state in `./navigator-data`.
 public struct ServiceConfiguration: Hashable, Sendable {
+    /// This machine's host name (the default instance id).
+    public static var hostName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "navigatord" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "navigatord" : name
+    }
+
     /// Where producers PUSH intents (PULL binds here).
     public var intentEndpoints = ["tcp://127.0.0.1:7401"]
     /// Where clients send requests (ROUTER binds here).
@@ -32,6 +40,12 @@ public struct ServiceConfiguration: Hashable, Sendable {
     /// Which database keeps the sessions: the SQLite state file in ``dataDirectory`` (one
     /// instance, the default) or a PostgreSQL database.
     public var store = StoreSelection.sqlite
+    /// Several instances (PostgreSQL store): this instance's name among them, unique per
+    /// instance (its leases carry it).
+    public var instanceID = ServiceConfiguration.hostName
+    /// Several instances: how long a partition lease lasts without renewal (renewed every fifth
+    /// of it): an instance that dies loses its partitions to the others after this long.
+    public var leaseSeconds = 5
     /// A route map file (YAML or JSON); `nil` means the built-in demo map.
     public var routeMapPath: String? = nil
     /// Worker threads resolving intents; sessions are spread over them.

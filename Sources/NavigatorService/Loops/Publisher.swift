@@ -22,7 +22,8 @@ final class Publisher {
     /// have taken the XPUB descriptor's signal that egress waits on).
     private let egress: Socket
     private let counters: ServiceCounters
-    /// The epoch of this run's streams, in every header.
+    /// The epoch in the headers of rejections and audit records: the run's (0 with several
+    /// instances, where epochs are per partition). A batch's header carries the batch's own.
     private let epoch: UInt64
     private var header = [UInt8](repeating: 0, count: FrameHeader.size)
     /// Frames waiting for ``flush()``, three per message.
@@ -40,7 +41,8 @@ final class Publisher {
     /// A batch, encoded by hand (``Batch/encoded()``).
     func batch(_ batch: Batch, sentAt: Int64) throws {
         try send(
-            Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch.encoded())
+            Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch.encoded(),
+            epoch: batch.epoch)
         counters.batches.add()
     }
 
@@ -95,10 +97,11 @@ final class Publisher {
 
     private func send(
         _ topic: String, _ kind: FrameHeader.Kind, _ flags: FrameHeader.Flags, _ seq: UInt64, _ sentAt: Int64,
-        _ payload: [UInt8]
+        _ payload: [UInt8], epoch: UInt64? = nil
     ) throws {
         let frame = FrameHeader(
-            kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now(), epoch: epoch)
+            kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now(), epoch: epoch ?? self.epoch
+        )
         header.withUnsafeMutableBytes { frame.encode(into: $0) }
         pending.append(try ZeroMQ.Message(copying: topic))
         pending.append(try ZeroMQ.Message(copying: header))

@@ -1,6 +1,12 @@
 import Postgres
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// What an instance says about itself in `navigator_instances`: where peers forward to it and
 /// where clients and shells reach it.
 struct InstanceRecord: Hashable, Sendable {
@@ -26,6 +32,9 @@ final class PartitionLeases: Sendable {
     private let url: String
     private let location: String
     private let connection: Mutex<PostgresConnection?>
+    /// This process's mark in its instance row: a row of the same id with another token is
+    /// another process (a predecessor that died, or a second instance given the same id).
+    let token = Int64.random(in: 1...Int64.max)
 
     init(url: String, instance: String, partitions: Int, ttl: Duration) {
         self.url = url
@@ -69,15 +78,15 @@ final class PartitionLeases: Sendable {
         try using { connection in
             try connection.execute(
                 """
-                INSERT INTO navigator_instances (id, cluster_endpoint, request_endpoints, command_endpoints, expires_at)
-                    VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
-                ON CONFLICT (id) DO UPDATE SET cluster_endpoint = excluded.cluster_endpoint,
+                INSERT INTO navigator_instances (id, token, cluster_endpoint, request_endpoints, command_endpoints, expires_at)
+                    VALUES ($1, $6, $2, $3, $4, now() + $5 * interval '1 millisecond')
+                ON CONFLICT (id) DO UPDATE SET token = excluded.token, cluster_endpoint = excluded.cluster_endpoint,
                     request_endpoints = excluded.request_endpoints, command_endpoints = excluded.command_endpoints,
                     expires_at = excluded.expires_at
                 """,
                 [
                     .text(me.id), .text(me.clusterEndpoint), .text(me.requestEndpoints.joined(separator: ",")),
-                    .text(me.commandEndpoints.joined(separator: ",")), .int64(ttlMilliseconds),
+                    .text(me.commandEndpoints.joined(separator: ",")), .int64(ttlMilliseconds), .int64(token),
                 ])
             let rows = try connection.execute(
                 """
@@ -91,6 +100,46 @@ final class PartitionLeases: Sendable {
                     commandEndpoints: try rows[row, 3].text().split(separator: ",").map(String.init))
             }
         }
+    }
+
+    /// Before the first round: waits until no other live process uses this instance id (a
+    /// predecessor killed less than a lease ago: its row runs out), refusing if one keeps it
+    /// alive (a second instance with the same id); then releases the leases the id still holds
+    /// (the predecessor's sessions load anew, at new epochs, when claimed).
+    func join() throws {
+        let deadline = ContinuousClock.now + ttl + .seconds(2)
+        var lastExpiry: Int64? = nil
+        while true {
+            let live = try using { connection in
+                try connection.execute(
+                    """
+                    SELECT (extract(epoch FROM expires_at) * 1000)::bigint FROM navigator_instances
+                        WHERE id = $1 AND token <> $2 AND expires_at > now()
+                    """, [.text(instance), .int64(token)])
+            }
+            guard !live.isEmpty else { break }
+            let expiry = try live[0, 0].int64()
+            if let lastExpiry, expiry > lastExpiry {
+                throw ServiceError(
+                    "instance id \(instance) is in use by another running navigatord (its row in navigator_instances is being renewed); expected a unique --instance-id per instance"
+                )
+            }
+            lastExpiry = expiry
+            guard ContinuousClock.now < deadline else {
+                throw ServiceError("instance id \(instance): the previous process's row did not run out in time")
+            }
+            Self.pause(.milliseconds(100))
+        }
+        _ = try using { connection in
+            try connection.execute(
+                "UPDATE navigator_leases SET owner = NULL, expires_at = now() WHERE owner = $1", [.text(instance)])
+        }
+    }
+
+    private static func pause(_ duration: Duration) {
+        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        _ = nanosleep(&request, nil)
     }
 
     /// Extends the leases this instance holds that have not run out; returns them (partition ->
@@ -180,7 +229,13 @@ final class PartitionLeases: Sendable {
 final class PartitionOwnership: Sendable {
     let instance: String
     let partitions: Int
+    /// The leases held: partition -> epoch (what writes are fenced by).
     private let held = Mutex<[Int32: UInt64]>([:])
+    /// The partitions whose sessions this instance works on: held, loaded and not being
+    /// released.
+    private let serving = Mutex<Set<Int32>>([])
+    /// The owners of the partitions this instance does not serve, as last read (for messages).
+    private let others = Mutex<[Int32: String]>([:])
 
     init(instance: String, partitions: Int) {
         self.instance = instance
@@ -201,7 +256,29 @@ final class PartitionOwnership: Sendable {
     func add(_ leases: [Int32: UInt64]) { held.withLock { $0.merge(leases) { _, new in new } } }
 
     func remove(_ partitions: some Sequence<Int32>) {
+        let partitions = Set(partitions)
+        serving.withLock { $0.subtract(partitions) }
         held.withLock { held in for partition in partitions { held[partition] = nil } }
+    }
+
+    func serves(_ partition: Int32) -> Bool { serving.withLock { $0.contains(partition) } }
+
+    var served: Set<Int32> { serving.withLock { $0 } }
+
+    /// Starts (or stops) working on these partitions' sessions.
+    func serve(_ partitions: some Sequence<Int32>) { serving.withLock { $0.formUnion(partitions) } }
+    func stopServing(_ partitions: some Sequence<Int32>) { serving.withLock { $0.subtract(partitions) } }
+
+    /// Who owns the partitions this instance does not (from the lease thread's last reading).
+    func setOthers(_ owners: [Int32: String]) { others.withLock { $0 = owners } }
+
+    func whyNotServed(_ partition: Int32, session: String) -> String {
+        if let owner = others.withLock({ $0[partition] }), owner != instance {
+            return
+                "session \(session) is in partition \(partition), which instance \(owner) serves; this is \(instance). Nothing was changed: send it there, or retry"
+        }
+        return
+            "session \(session) is in partition \(partition), which is changing hands (no instance serves it right now). Nothing was changed: retry shortly"
     }
 }
 

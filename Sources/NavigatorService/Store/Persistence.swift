@@ -126,6 +126,13 @@ final class Persistence: Sendable {
                 }
             }
             return true
+        } catch let fenced as FencedWrite {
+            // Partitions another instance has claimed: their sessions are its to write now (the
+            // lease thread drops them here); the others were written.
+            logger.warning(
+                "changes of sessions whose partitions another instance has claimed were not written",
+                metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
+            return true
         } catch {
             shard.dirty.withLock { $0.formUnion(names) }
             logger.error(

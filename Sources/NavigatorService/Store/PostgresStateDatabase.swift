@@ -134,6 +134,7 @@ final class PostgresStateDatabase: StateDatabase {
                     """
                     CREATE TABLE navigator_instances (
                         id text PRIMARY KEY,
+                        token bigint NOT NULL,
                         cluster_endpoint text NOT NULL,
                         request_endpoints text NOT NULL,
                         command_endpoints text NOT NULL,

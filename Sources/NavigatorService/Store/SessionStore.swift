@@ -143,13 +143,72 @@ final class SessionStore: Sendable {
 
     let shards: [Shard]
     let initial: @Sendable () -> SessionState
-    /// The epoch every session's stream is in during this run (see ``StateFile/beginRun()``).
+    /// The epoch every session's stream is in during this run (see ``StateFile/beginRun()``),
+    /// with one instance; with several, each partition's lease epoch (``ownership``).
     let epoch: UInt64
+    /// Several instances (PostgreSQL store): the partitions this instance serves, and their
+    /// epochs; nil with one instance, which serves every session.
+    let ownership: PartitionOwnership?
 
-    init(shards count: Int, epoch: UInt64, initial: @escaping @Sendable () -> SessionState) {
+    init(
+        shards count: Int, epoch: UInt64, ownership: PartitionOwnership? = nil,
+        initial: @escaping @Sendable () -> SessionState
+    ) {
         shards = (0..<count).map { _ in Shard() }
         self.epoch = epoch
+        self.ownership = ownership
         self.initial = initial
+    }
+
+    /// The epoch of the session's stream: the run's, or its partition's lease epoch (0 while
+    /// this instance does not hold it).
+    func epoch(of session: String) -> UInt64 {
+        guard let ownership else { return epoch }
+        return ownership.epoch(of: ownership.partition(of: session)) ?? 0
+    }
+
+    /// Why this instance does not serve the session now (another instance does, or its
+    /// partition is changing hands), or nil when it does.
+    func notServed(_ session: String) -> String? {
+        guard let ownership else { return nil }
+        let partition = ownership.partition(of: session)
+        guard !ownership.serves(partition) else { return nil }
+        return ownership.whyNotServed(partition, session: session)
+    }
+
+    /// Forgets the sessions of these partitions (no longer this instance's): their records and
+    /// their changed marks. Returns how many were dropped.
+    @discardableResult
+    func drop(partitions: Set<Int32>) -> Int {
+        guard let ownership, !partitions.isEmpty else { return 0 }
+        var dropped = 0
+        for shard in shards {
+            let names = shard.records.withLock { records -> [String] in
+                let names = records.keys.filter { partitions.contains(ownership.partition(of: $0)) }
+                for name in names {
+                    if let record = records.removeValue(forKey: name), record.parkedCount != 0 {
+                        shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed)
+                    }
+                }
+                return names
+            }
+            shard.dirty.withLock { dirty in for name in names { dirty.remove(name) } }
+            count.subtract(names.count, ordering: .relaxed)
+            dropped += names.count
+        }
+        return dropped
+    }
+
+    /// The changed sessions of these partitions (to write before they are released).
+    func changed(in partitions: Set<Int32>) -> Set<String> {
+        guard let ownership else { return [] }
+        var names: Set<String> = []
+        for shard in shards {
+            shard.dirty.withLock { dirty in
+                for name in dirty where partitions.contains(ownership.partition(of: name)) { names.insert(name) }
+            }
+        }
+        return names
     }
 
     func shardIndex(of session: String) -> Int { Self.shardIndex(of: session, count: shards.count) }

@@ -166,6 +166,9 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
   /// could not be written: retry later with the same intent id
   /// (a duplicate id is answered IGNORED once it is durable)
   case forbidden // = 22
+
+  /// file) may not do this to this session; nothing was changed
+  case moved // = 23
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -197,6 +200,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 20: self = .staleEvent
     case 21: self = .unavailable
     case 22: self = .forbidden
+    case 23: self = .moved
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -226,6 +230,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .staleEvent: return 20
     case .unavailable: return 21
     case .forbidden: return 22
+    case .moved: return 23
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -255,6 +260,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .staleEvent,
     .unavailable,
     .forbidden,
+    .moved,
   ]
 
 }
@@ -996,7 +1002,7 @@ nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0\u{1}REJECT_CODE_MOVED\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {

@@ -9,7 +9,7 @@ extension RequestsLoop {
         return .with {
             $0.session = session
             $0.seq = record.seq
-            $0.epoch = store.epoch
+            $0.epoch = store.epoch(of: session)
             $0.tree = .init(record.state.tree)
             $0.conditions = record.state.conditions
             $0.recentlyExpired = record.state.recentlyExpired.map { expired in

@@ -202,7 +202,12 @@ struct RequestsLoop: SocketLoop {
             if try commands.processCommands()?.contains(.readable) == true {
                 _ = try sockets.egress.trySend(Internal.subscriptionsWaiting)  // full: egress is awake
             }
-            answer.snapshot = snapshot(wanted.session)
+            if let reason = store.notServed(wanted.session) {
+                counters.refused(.moved, intent: false)
+                answer.rejected = .rejection(.moved, reason)
+            } else {
+                answer.snapshot = snapshot(wanted.session)
+            }
             try reply(answer, to: frames[0], delimited: delimited, sockets)
         case .explain(let intent):
             explain(intent, into: &answer)

@@ -43,13 +43,13 @@ enum SessionWork {
     static func resolve(
         _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64
     ) -> IntentChange {
-        guard store.admits(intent.session, limit: maxSessions) else {
-            let resolution = Resolution(
-                intent: intent, outcome: .rejected(sessionLimit(store)), explanation: [], released: [])
+        let refusal = store.notServed(intent.session).map { ResolveError(.moved, $0) }
+        if let refusal = refusal ?? (store.admits(intent.session, limit: maxSessions) ? nil : sessionLimit(store)) {
+            let resolution = Resolution(intent: intent, outcome: .rejected(refusal), explanation: [], released: [])
             return IntentChange(
                 resolution: resolution, batches: [], own: nil, releasedBatches: [], parked: [], expiresAt: 0)
         }
-        let epoch = store.epoch
+        let epoch = store.epoch(of: intent.session)
         return store.update(intent.session) { record in
             let before = record.state.tree
             let resolution = resolver.resolve(intent, into: &record.state, now: now)
@@ -70,12 +70,13 @@ enum SessionWork {
         _ event: ClientEvent, session: String, lastSeq: UInt64, epoch: UInt64, store: SessionStore,
         resolver: Resolver, maxSessions: Int, now: Int64
     ) -> EventChange {
-        guard store.admits(session, limit: maxSessions) else {
+        let refusal = store.notServed(session).map { ResolveError(.moved, $0) }
+        if let refusal = refusal ?? (store.admits(session, limit: maxSessions) ? nil : sessionLimit(store)) {
             return EventChange(
-                result: EventResolution(echo: [], released: [], error: sessionLimit(store)), batches: [],
+                result: EventResolution(echo: [], released: [], error: refusal), batches: [],
                 releasedBatches: [], seq: 0, parked: [])
         }
-        let current = store.epoch
+        let current = store.epoch(of: session)
         return store.update(session) { record in
             if let stale = resolver.staleness(
                 of: event, lastSeq: lastSeq, epoch: epoch, session: record.state, seq: record.seq,

@@ -105,7 +105,7 @@ extension WorkerLoop {
             counters.refused(code, intent: false)
             let stale = error.code == .staleEvent
             reply.rejected = .rejection(
-                code, error.message, seq: stale ? change.seq : 0, epoch: stale ? store.epoch : 0)
+                code, error.message, seq: stale ? change.seq : 0, epoch: stale ? store.epoch(of: wire.session) : 0)
             return
         }
         state.noteParked(wire.session, change.parked, limit: resolver.options.maxParked)
@@ -114,7 +114,7 @@ extension WorkerLoop {
             released: change.result.released, change.releasedBatches, session: wire.session, client: client, sockets)
         reply.eventApplied = .with {
             $0.seq = change.seq
-            $0.epoch = store.epoch
+            $0.epoch = store.epoch(of: wire.session)
             $0.releasedIntentIds = change.result.released.filter { $0.rejection == nil }.map(\.intent.id)
         }
     }
