@@ -137,6 +137,83 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test(
+        "three instances: kill -9 one, five times; its sessions answer from the others within lease + 2 s, and no acknowledged intent is lost"
+    )
+    func failover() async throws {
+        try await TestPostgres.withDatabase { url in
+            let lease = 2
+            let directory = TestService.temporaryDirectory("navpg")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            func start(_ slot: Int) throws -> Daemon {
+                try Daemon(
+                    dataDirectory: directory.appendingPathComponent("n\(slot)"),
+                    extra: ["--store", url, "--instance-id", "n\(slot)", "--lease-seconds", "\(lease)"])
+            }
+            var daemons = try (0..<3).map(start)
+            defer { for daemon in daemons { daemon.reap() } }
+            var endpoints: [Endpoints?] = [nil, nil, nil]
+            for slot in 0..<3 { endpoints[slot] = try await daemons[slot].endpoints() }
+
+            /// Sends a request to each live instance in turn until one serves the session (the
+            /// others answer MOVED; one handing the session over answers UNAVAILABLE, and the
+            /// same request is sent again, as the protocol says), within `deadline`.
+            func request(
+                _ kind: Navigator_V1_Request.OneOf_Kind, session: String, until deadline: ContinuousClock.Instant
+            ) async throws -> Navigator_V1_Reply {
+                while true {
+                    for case let target? in endpoints {
+                        let reply = try? await onThread {
+                            try Client(target, sendTimeout: .seconds(1), receiveTimeout: .seconds(1), linger: .zero)
+                                .request(kind)
+                        }
+                        if let reply, reply.rejected.code != .moved, reply.rejected.code != .unavailable {
+                            return reply
+                        }
+                    }
+                    guard ContinuousClock.now < deadline else {
+                        throw TestPostgresError("no instance served session \(session) in time")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+
+            let sessions = (0..<24).map { "f\($0)" }
+            var expected: [String: ScreenContext] = [:]
+            for kill in 0..<5 {
+                // Acknowledged intents to every session, wherever it is served now.
+                for session in sessions {
+                    let target = ScreenContext("chat", ["conversationId": "\(kill * 100 + 1)"])
+                    let reply = try await request(
+                        .intent(wireIntent("k\(kill)-\(session)", [target], session: session)), session: session,
+                        until: .now + .seconds(30))
+                    // Resolved, or (a retry after UNAVAILABLE whose first try was written) a duplicate.
+                    #expect(
+                        reply.resolved.hasBatch || reply.ignored.reason.contains("duplicate"), "\(session): \(reply)")
+                    expected[session] = target
+                }
+                let slot = kill % 3
+                daemons[slot].signal(SIGKILL)
+                _ = try await daemons[slot].exitStatus()
+                endpoints[slot] = nil
+                let killedAt = ContinuousClock.now
+                // Every session answers, with its last acknowledged change, within lease + 2 s.
+                for session in sessions {
+                    let reply = try await request(
+                        .snapshot(.with { $0.session = session }), session: session,
+                        until: killedAt + .seconds(lease + 2))
+                    #expect(try reply.snapshot.tree.core().top.context == expected[session], "\(session)")
+                }
+                // The replacement joins (once its predecessor's row ran out) and takes its share.
+                daemons[slot].reap()
+                daemons[slot] = try start(slot)
+                endpoints[slot] = try await daemons[slot].endpoints()
+            }
+            for daemon in daemons { daemon.signal(SIGTERM) }
+            for daemon in daemons { #expect(try await daemon.exitStatus() == 0) }
+        }
+    }
+
     @Test("a database migrated by a newer navigatord is refused and left as it is")
     func newerSchema() async throws {
         try await TestPostgres.withDatabase { url in

@@ -112,7 +112,7 @@ struct FlushLoop: SocketLoop {
             reply.explanationSteps = []
             reply.rejected = .rejection(
                 .unavailable,
-                "the change was applied and published but is not yet durable (the state file could not be written: \(failure)); retry the same request later"
+                "the change was applied and published but is not yet durable (\(persistence.database.kind) could not be written: \(failure)); retry the same request later"
             )
             counters.refused(.unavailable, intent: false)  // its outcome was counted when it was applied
             try Internal.sendReply(

@@ -281,7 +281,14 @@ final class Persistence: Sendable {
             var rows: [(String, UInt64, [UInt8])] = []
             for session in sessions {
                 let shard = store.shards[store.shardIndex(of: session)]
-                guard let record = shard.records.withLock({ $0[session] }) else { continue }
+                guard let record = shard.records.withLock({ $0[session] }) else {
+                    // Several instances: its partition was handed over or lost between the
+                    // change and this write; the change is not durable here.
+                    if let reason = store.notServed(session) {
+                        throw ServiceError("the change was not written: \(reason)")
+                    }
+                    continue
+                }
                 rows.append((session, record.seq, try record.stored()))
             }
             try database.write(rows)
