@@ -38,6 +38,9 @@ extension WorkerLoop {
                     "reason": "\(LogText(rejected.message))",
                 ])
         }
+        if case .rejected(let rejected)? = reply.kind, rejected.code == .moved {
+            durableSession = nil  // another instance's session: nothing here to write
+        }
         try sockets.publisher.flush()  // the batch goes out no later than the reply
         // Durable before the reply (the client may act on it): the flush thread writes the
         // session, then sends the reply on. No SQLite wait happens on this thread.
