@@ -53,6 +53,9 @@ public final class PostgresConnection: @unchecked Sendable {
             PQfinish(connection)
             throw PostgresError("cannot connect to \(redactedURL): \(message)", connectionLost: true)
         }
+        // The server's notices (`relation … already exists, skipping`) are not errors: libpq
+        // would print them on stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
     }
 
