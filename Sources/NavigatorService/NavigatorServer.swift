@@ -100,8 +100,8 @@ public final class NavigatorServer: Service, Sendable {
         }
         persistence = Persistence(
             database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
-        quarantinedSessions = try database.quarantinedCount()
         if let cluster, case .postgresql(let url) = configuration.store {
+            quarantinedSessions = try database.quarantinedCount()
             // Sessions load as their partitions are claimed (``LeaseKeeper``).
             let (store, persistence, bound) = (self.store, self.persistence, self.bound)
             let instance = configuration.instanceID
@@ -110,11 +110,13 @@ public final class NavigatorServer: Service, Sendable {
                     url: url, instance: instance, partitions: cluster.partitions,
                     ttl: .seconds(configuration.leaseSeconds)),
                 database: cluster, store: store, persistence: persistence, logger: logger,
-                record: {
+                record: { [advertiseHost = configuration.advertiseHost] in
                     let endpoints = bound.current
                     return InstanceRecord(
-                        id: instance, clusterEndpoint: "", requestEndpoints: endpoints.requests,
-                        commandEndpoints: endpoints.commands)
+                        id: instance,
+                        clusterEndpoint: endpoints.cluster.map { Self.advertised($0, host: advertiseHost) } ?? "",
+                        requestEndpoints: endpoints.requests.map { Self.advertised($0, host: advertiseHost) },
+                        commandEndpoints: endpoints.commands.map { Self.advertised($0, host: advertiseHost) })
                 })
             logger.info(
                 "sessions in \(database.location), shared by partition leases",
@@ -130,6 +132,7 @@ public final class NavigatorServer: Service, Sendable {
                     "a stored session does not load; moved to the quarantine table of \(database.kind)",
                     metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
             }
+            quarantinedSessions = try database.quarantinedCount()
             if restored > 0 {
                 logger.info(
                     "restored \(restored) sessions from \(database.location)",
@@ -148,6 +151,16 @@ public final class NavigatorServer: Service, Sendable {
         readiness = Readiness(
             expected: (security == nil ? 0 : 1) + (configuration.metricsAddress == "off" ? 0 : 1) + 3
                 + configuration.workers)
+    }
+
+    /// A bound endpoint as other machines reach it: an endpoint bound to every interface
+    /// (`tcp://0.0.0.0:7404`) names `host` (the host name when empty) instead.
+    static func advertised(_ endpoint: String, host: String) -> String {
+        for any in ["tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"] where endpoint.hasPrefix(any) {
+            let name = host.isEmpty ? ServiceConfiguration.hostName : host
+            return "tcp://\(name):" + endpoint.dropFirst(any.count)
+        }
+        return endpoint
     }
 
     /// The endpoints bound, with real ports for `tcp://host:*` (known once started).
@@ -278,11 +291,13 @@ public final class NavigatorServer: Service, Sendable {
         // Worker 0 reads the intents socket: after the others in the group, so that it is asked to
         // stop (its intake) before them, even when requests has ended already; the others end
         // once intake and requests have sent them their stop markers.
+        // Several instances in plain mode forward what another instance serves (ClusterLink).
+        let forwards = store.ownership != nil && security == nil && configuration.clusterEndpoint != "off"
         let intake = Intake(
             endpoints: configuration.intentEndpoints, workers: configuration.workers,
             maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
             handoffHighWaterMark: configuration.handoffHighWaterMark, counters: counters, bound: bound,
-            security: security, logger: logger)
+            security: security, forwarding: forwards ? store.ownership : nil, logger: logger)
         let stopIntake: @Sendable () -> Void = { signalStop(context, Internal.ingressControl) }
         for index in (0..<configuration.workers).reversed() {
             let reader = index == Intake.reader
@@ -304,7 +319,8 @@ public final class NavigatorServer: Service, Sendable {
                     workers: configuration.workers,
                     maxMessageBytes: configuration.maxMessageBytes,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
-                    counters: counters, bound: bound, security: security, startedAt: startedAt, supervisor: supervisor,
+                    counters: counters, bound: bound, security: security, startedAt: startedAt,
+                    clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [], supervisor: supervisor,
                     logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)

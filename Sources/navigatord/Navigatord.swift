@@ -97,6 +97,20 @@ struct Navigatord: AsyncParsableCommand {
         ))
     var leaseSeconds: String?
 
+    @Option(
+        help: help(
+            "clusterEndpoint",
+            "Several instances: where peers forward intents and requests for this instance's sessions (plain mode), or off [default: tcp://127.0.0.1:7404]"
+        ))
+    var clusterEndpoint: String?
+
+    @Option(
+        help: help(
+            "advertiseHost",
+            "Several instances: the host peers reach this instance at when the cluster endpoint binds every interface [default: the host name]"
+        ))
+    var advertiseHost: String?
+
     @Option(help: help("routes", "Route map file, YAML or JSON (demo: the built-in map) [default: demo]"))
     var routes: String?
 
@@ -208,7 +222,8 @@ struct Navigatord: AsyncParsableCommand {
         let flags: [String: [String]] = [
             "intents": intents, "requests": requests, "commands": commands, "metrics": one(metrics),
             "dataDirectory": one(dataDirectory), "store": one(store), "instanceId": one(instanceId),
-            "leaseSeconds": one(leaseSeconds), "routes": one(routes),
+            "leaseSeconds": one(leaseSeconds), "clusterEndpoint": one(clusterEndpoint),
+            "advertiseHost": one(advertiseHost), "routes": one(routes),
             "workers": one(workers), "logLevel": one(logLevel),
             "maxMessageBytes": one(maxMessageBytes), "highWaterMark": one(highWaterMark),
             "handoffHighWaterMark": one(handoffHighWaterMark),

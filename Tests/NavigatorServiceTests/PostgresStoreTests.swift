@@ -16,7 +16,8 @@ struct PostgresStoreTests {
         try await TestPostgres.withDatabase { url in
             let directory = TestService.temporaryDirectory("navpg")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let first = try Daemon(dataDirectory: directory, extra: ["--store", url])
+            let first = try Daemon(
+                dataDirectory: directory, extra: ["--store", url, "--cluster-endpoint", "tcp://127.0.0.1:*"])
             defer { first.reap() }
             let endpoints = try await first.endpoints()
             let target = ScreenContext("thread", ["conversationId": "4", "threadId": "2"])
@@ -27,7 +28,8 @@ struct PostgresStoreTests {
             first.signal(SIGKILL)
             #expect(try await first.exitStatus() != 0)
 
-            let second = try Daemon(dataDirectory: directory, extra: ["--store", url])
+            let second = try Daemon(
+                dataDirectory: directory, extra: ["--store", url, "--cluster-endpoint", "tcp://127.0.0.1:*"])
             defer { second.reap() }
             let again = try await second.endpoints()
             #expect(second.log.contains("sessions in postgresql://navigator:***@127.0.0.1"))
@@ -81,8 +83,10 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("two instances split the partitions; each refuses the other's sessions as MOVED, naming the owner")
-    func twoInstances() async throws {
+    @Test(
+        "two instances split the partitions; either takes any session and forwards it to its owner (with forwarding off: MOVED, naming the owner)",
+        arguments: [true, false])
+    func twoInstances(forwarding: Bool) async throws {
         try await TestPostgres.withDatabase { url in
             let directory = TestService.temporaryDirectory("navpg")
             defer { try? FileManager.default.removeItem(at: directory) }
@@ -90,6 +94,7 @@ struct PostgresStoreTests {
             configuration.store = .postgresql(url: url)
             configuration.leaseSeconds = 2
             configuration.instanceID = "one"
+            if !forwarding { configuration.clusterEndpoint = "off" }
             let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("pg1"))
             try await first.start()
             var other = configuration
@@ -109,10 +114,11 @@ struct PostgresStoreTests {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(firstOwnership.served.isDisjoint(with: secondOwnership.served))
-            let session = (0..<1000).map { "u\($0)" }.first {
+            let sessions = (0..<1000).map { "u\($0)" }.filter {
                 secondOwnership.serves(secondOwnership.partition(of: $0))
-            }!
-            // The first learns who took it at its next round.
+            }
+            let session = sessions[0]
+            // The first learns who took it (and where it takes forwarded messages) at its next round.
             while !firstOwnership.whyNotServed(firstOwnership.partition(of: session), session: session).contains("two")
             {
                 guard ContinuousClock.now < deadline else {
@@ -120,18 +126,45 @@ struct PostgresStoreTests {
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            let refused = try await onThread {
+            let viaFirst = try await onThread {
                 try Client(first.endpoints).request(
                     .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
             }
-            #expect(refused.rejected.code == .moved)
-            #expect(refused.rejected.message.contains("which instance two serves; this is one"))
-            let served = try await onThread {
-                try Client(second.endpoints).request(
-                    .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
+            let partitionEpoch = secondOwnership.epoch(of: secondOwnership.partition(of: session))
+            if forwarding {
+                #expect(viaFirst.resolved.batch.seq == 1, "\(viaFirst)")
+                #expect(viaFirst.resolved.batch.epoch == partitionEpoch)
+                // A snapshot through the first comes from the owner too.
+                let snapshot = try await onThread {
+                    try Client(first.endpoints).request(.snapshot(.with { $0.session = session })).snapshot
+                }
+                #expect(snapshot.seq == 1 && snapshot.epoch == partitionEpoch)
+                // A fire-and-forget intent sent to the first reaches the owner.
+                let fireAndForget = sessions[1]
+                try await onThread {
+                    try Client(first.endpoints).send(
+                        wireIntent("f1", [ScreenContext("settings")], session: fireAndForget), session: fireAndForget)
+                }
+                while true {
+                    let snapshot = try await onThread {
+                        try Client(second.endpoints).request(.snapshot(.with { $0.session = fireAndForget })).snapshot
+                    }
+                    if snapshot.seq == 1 { break }
+                    guard ContinuousClock.now < deadline else {
+                        throw TestPostgresError("the forwarded intent never arrived")
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            } else {
+                #expect(viaFirst.rejected.code == .moved)
+                #expect(viaFirst.rejected.message.contains("which instance two serves; this is one"))
+                let served = try await onThread {
+                    try Client(second.endpoints).request(
+                        .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
+                }
+                #expect(served.resolved.batch.seq == 1)
+                #expect(served.resolved.batch.epoch == partitionEpoch)
             }
-            #expect(served.resolved.batch.seq == 1)
-            #expect(served.resolved.batch.epoch == secondOwnership.epoch(of: secondOwnership.partition(of: session)))
             await first.stop()
             await second.stop()
         }
@@ -148,7 +181,10 @@ struct PostgresStoreTests {
             func start(_ slot: Int) throws -> Daemon {
                 try Daemon(
                     dataDirectory: directory.appendingPathComponent("n\(slot)"),
-                    extra: ["--store", url, "--instance-id", "n\(slot)", "--lease-seconds", "\(lease)"])
+                    extra: [
+                        "--store", url, "--instance-id", "n\(slot)", "--lease-seconds", "\(lease)",
+                        "--cluster-endpoint", "tcp://127.0.0.1:*",
+                    ])
             }
             var daemons = try (0..<3).map(start)
             defer { for daemon in daemons { daemon.reap() } }

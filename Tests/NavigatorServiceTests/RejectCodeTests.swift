@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NavigatorCore
+import NavigatorTestSupport
 import NavigatorWire
 import SwiftProtobuf
 import Testing
@@ -28,11 +29,56 @@ struct RejectCodeTests {
             .show(ScreenContext("settings"), id: "bug"), into: &state, now: 1)
         var codes = seen
         codes[.forbidden] = try await Self.forbidden()
+        // MOVED needs several instances (PostgreSQL): without the test server it is left out.
+        if TestPostgres.enabled { codes[.moved] = try await Self.moved() } else { codes[.moved] = "not checked" }
         if let error = resolution.rejection { codes[Navigator_V1_RejectCode(error.code)] = error.message }
         for code in Navigator_V1_RejectCode.allCases where code != .unspecified {
             #expect(codes[code] != nil, "\(code.label) was never sent")
         }
         #expect(codes[.internal]?.contains("the planned commands do not apply") == true)
+    }
+
+    /// MOVED needs two instances on one database (forwarding off): a request for a session the
+    /// other one serves.
+    static func moved() async throws -> String? {
+        try await TestPostgres.withDatabase { url in
+            let directory = temporaryDirectory("navmoved")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            var configuration = TestService.configuration(dataDirectory: directory)
+            configuration.store = .postgresql(url: url)
+            configuration.clusterEndpoint = "off"
+            configuration.instanceID = "one"
+            let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("moved1"))
+            try await first.start()
+            configuration.instanceID = "two"
+            let second = try NavigatorServer(configuration: configuration, logger: TestService.logger("moved2"))
+            try await second.start()
+            func moved() async throws -> Navigator_V1_Reply? {
+                let ownership = try #require(second.store.ownership)
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ownership.served.isEmpty || first.store.ownership!.served.count == 256 {
+                    guard ContinuousClock.now < deadline else { return nil }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let session = (0..<1000).map { "m\($0)" }.first { ownership.serves(ownership.partition(of: $0)) }!
+                return try await onThread {
+                    try Client(first.endpoints).request(
+                        .intent(wireIntent("m", [ScreenContext("settings")], session: session)))
+                }
+            }
+            let reply: Navigator_V1_Reply?
+            do {
+                reply = try await moved()
+            } catch {
+                await first.stop()
+                await second.stop()
+                throw error
+            }
+            await first.stop()
+            await second.stop()
+            guard let reply else { return nil }
+            return reply.rejected.code == .moved ? reply.rejected.message : nil
+        }
     }
 
     /// FORBIDDEN needs secure mode: a producer asks for a session it does not own.

@@ -11,6 +11,7 @@ public enum TestService {
         configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
         configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
         configuration.metricsAddress = "off"
+        configuration.clusterEndpoint = "tcp://127.0.0.1:*"
         configuration.dataDirectory = dataDirectory.path
         configuration.workers = workers
         configuration.shutdownTimeoutSeconds = 5

@@ -66,6 +66,20 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.leaseSeconds = try integer(values[0], "leaseSeconds", 1...600)
         },
+        Setting(key: "clusterEndpoint", help: "cluster endpoint or off", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.clusterEndpoint = values[0] == "off" ? "off" : try endpoints(values, "clusterEndpoint")[0]
+        },
+        Setting(key: "advertiseHost", help: "host peers reach this instance at", isList: false) {
+            config, values throws(ConfigurationError) in
+            guard values[0].utf8.count <= 253, !values[0].contains(where: { $0 == "/" || $0 == " " || $0 == ":" })
+            else {
+                throw ConfigurationError(
+                    "advertiseHost \"\(values[0])\" is not a host name or IPv4 address; expected one (or empty: the host name)"
+                )
+            }
+            config.advertiseHost = values[0]
+        },
         Setting(key: "routes", help: "route map file", isList: false) { config, values throws(ConfigurationError) in
             config.routeMapPath = values[0].isEmpty || values[0] == "demo" ? nil : values[0]
         },
@@ -217,6 +231,8 @@ public enum ConfigurationLoader {
         let endpoints =
             config.intentEndpoints.map { ("intents", $0) } + config.requestEndpoints.map { ("requests", $0) }
             + config.commandEndpoints.map { ("commands", $0) }
+            + (config.store != .sqlite && config.clusterEndpoint != "off"
+                ? [("clusterEndpoint", config.clusterEndpoint)] : [])
         for (key, endpoint) in endpoints where !EndpointCheck.isLocal(endpoint) {
             throw ConfigurationError(
                 "\(key) endpoint \(endpoint) is not loopback, and security is off: anyone who reaches it could steer and watch every session; expected tcp://127.0.0.1:port, ipc:// or inproc:// — or configure security (--secret-key-file, --access-file), or pass --allow-insecure-remote"

@@ -46,6 +46,13 @@ public struct ServiceConfiguration: Hashable, Sendable {
     /// Several instances: how long a partition lease lasts without renewal (renewed every fifth
     /// of it): an instance that dies loses its partitions to the others after this long.
     public var leaseSeconds = 5
+    /// Several instances: where peers forward intents and requests for this instance's sessions
+    /// (a ROUTER binds here; advertised in the database); `off`: no forwarding (every instance
+    /// answers MOVED for the sessions it does not serve).
+    public var clusterEndpoint = "tcp://127.0.0.1:7404"
+    /// Several instances: the host peers reach this instance at, when the cluster endpoint binds
+    /// every interface (`tcp://0.0.0.0:7404`, `tcp://*:7404`); empty: the host name.
+    public var advertiseHost = ""
     /// A route map file (YAML or JSON); `nil` means the built-in demo map.
     public var routeMapPath: String? = nil
     /// Worker threads resolving intents; sessions are spread over them.

@@ -96,7 +96,11 @@ final class LeaseKeeper: Sendable {
                 ])
         }
         let owners = try leases.owners()
-        ownership.setOthers(owners.compactMapValues { $0.owner == leases.instance ? nil : $0.owner })
+        let endpoints = Dictionary(live.map { ($0.id, $0.clusterEndpoint) }) { first, _ in first }
+        ownership.setOthers(
+            owners.compactMapValues { owner in
+                owner.owner == leases.instance ? nil : (owner.owner, endpoints[owner.owner] ?? "")
+            })
         lastRound.store(MonotonicClock.now(), ordering: .relaxed)
     }
 

@@ -234,8 +234,9 @@ final class PartitionOwnership: Sendable {
     /// The partitions whose sessions this instance works on: held, loaded and not being
     /// released.
     private let serving = Mutex<Set<Int32>>([])
-    /// The owners of the partitions this instance does not serve, as last read (for messages).
-    private let others = Mutex<[Int32: String]>([:])
+    /// The owners of the partitions this instance does not serve, as last read, with where
+    /// they take forwarded messages ("" if they do not).
+    private let others = Mutex<[Int32: (owner: String, endpoint: String)]>([:])
 
     init(instance: String, partitions: Int) {
         self.instance = instance
@@ -270,10 +271,21 @@ final class PartitionOwnership: Sendable {
     func stopServing(_ partitions: some Sequence<Int32>) { serving.withLock { $0.subtract(partitions) } }
 
     /// Who owns the partitions this instance does not (from the lease thread's last reading).
-    func setOthers(_ owners: [Int32: String]) { others.withLock { $0 = owners } }
+    func setOthers(_ owners: [Int32: (owner: String, endpoint: String)]) { others.withLock { $0 = owners } }
+
+    /// Where to forward a message for `session`: its owner's cluster endpoint, if another
+    /// instance owns it and takes forwarded messages; nil when this instance serves it, or
+    /// nobody does right now.
+    func forwardEndpoint(of session: String) -> String? {
+        let partition = partition(of: session)
+        guard !serves(partition), let other = others.withLock({ $0[partition] }), other.owner != instance,
+            !other.endpoint.isEmpty
+        else { return nil }
+        return other.endpoint
+    }
 
     func whyNotServed(_ partition: Int32, session: String) -> String {
-        if let owner = others.withLock({ $0[partition] }), owner != instance {
+        if let owner = others.withLock({ $0[partition]?.owner }), owner != instance {
             return
                 "session \(session) is in partition \(partition), which instance \(owner) serves; this is \(instance). Nothing was changed: send it there, or retry"
         }

@@ -25,6 +25,9 @@ struct RequestsLoop: SocketLoop {
     /// Secure mode: each request's client (User-Id) must be allowed what it asks.
     let security: Security?
     let startedAt: Int64
+    /// Several instances, plain mode: where peers forward to this instance (empty: no
+    /// forwarding; see ``ClusterLink``).
+    var clusterEndpoints: [String] = []
     let supervisor: Supervisor
     let logger: Logger
 
@@ -39,6 +42,9 @@ struct RequestsLoop: SocketLoop {
         /// ``SharedSocket/processCommands()`` may have taken the signal egress waits on).
         let egress: Socket
         let limiter: LogLimiter
+        /// Several instances: the ROUTER peers forward to, and the DEALERs to the peers.
+        let cluster: Socket?
+        let peers: ClusterPeers
     }
 
     func open() throws -> Sockets {
@@ -59,21 +65,40 @@ struct RequestsLoop: SocketLoop {
         }
         let egress = try Socket(context, type: .push)
         try egress.connect(Internal.egress)
+        var cluster: Socket? = nil
+        if !clusterEndpoints.isEmpty, store.ownership != nil {
+            let socket = try Socket(context, type: .router)
+            try socket.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
+            try socket.set(.linger, .milliseconds(500))
+            bound.set(cluster: try bindAll(socket, clusterEndpoints, "cluster", security: nil).first)
+            cluster = socket
+        }
         return Sockets(
             router: router, replies: replies, control: control, workers: pushes, egress: egress,
-            limiter: LogLimiter(logger: logger))
+            limiter: LogLimiter(logger: logger), cluster: cluster, peers: ClusterPeers(context: context))
     }
 
     func run(_ sockets: Sockets) throws {
-        var poller = Poller()
-        poller.add(sockets.router)
-        poller.add(sockets.replies)
-        poller.add(sockets.control)
+        func makePoller() -> Poller {
+            var poller = Poller()
+            poller.add(sockets.router)
+            poller.add(sockets.replies)
+            poller.add(sockets.control)
+            if let cluster = sockets.cluster { poller.add(cluster) }
+            for peer in sockets.peers.sockets { poller.add(peer.socket) }
+            return poller
+        }
+        var poller = makePoller()
+        let firstPeer = sockets.cluster == nil ? 3 : 4
         var frames: [ZeroMQ.Message] = []
         var stopping = false
         var workersStopped = 0
         do {
             while workersStopped < workers {
+                if sockets.peers.added {
+                    sockets.peers.added = false
+                    poller = makePoller()
+                }
                 try poller.poll(timeout: nil)
                 try supervisor.checkInjected(name)
                 if poller.events(at: 2).contains(.readable) {
@@ -99,6 +124,24 @@ struct RequestsLoop: SocketLoop {
                         try handle(frames, count, stopping: stopping, sockets)
                     }
                 }
+                if let cluster = sockets.cluster, poller.events(at: 3).contains(.readable) {
+                    for _ in 0..<256 {
+                        guard let count = try cluster.receiveMultipart(into: &frames, wait: false, maxFrames: 6)
+                        else { break }
+                        try handleForwarded(frames, count, stopping: stopping, sockets)
+                    }
+                }
+                for (index, peer) in sockets.peers.sockets.enumerated()
+                where firstPeer + index < poller.count && poller.events(at: firstPeer + index).contains(.readable) {
+                    // [routing id][delimiter][Reply] from the owner: back to the client.
+                    while let count = try peer.socket.receiveMultipart(into: &frames, wait: false, maxFrames: 3) {
+                        guard count == 3 else {
+                            Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+                            continue
+                        }
+                        try route(reply: frames, sockets)
+                    }
+                }
             }
             logger.debug("requests stopped")
         } catch let error as ZeroMQError where error.code == .terminated {
@@ -106,8 +149,54 @@ struct RequestsLoop: SocketLoop {
         }
     }
 
-    /// `[routing id][delimiter][Reply]` from a worker: back to the client.
+    /// A message another instance forwarded here (``ClusterLink``): a request, handled as if
+    /// its client had sent it here (never forwarded again), or a fire-and-forget intent, handed
+    /// to its session's worker.
+    private func handleForwarded(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
+        let kind = count >= 2 ? frames[1].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 } : 0
+        if kind == ClusterLink.requestKind, count == 6 {
+            let routingID = try ZeroMQ.Message(
+                copying: ClusterLink.compoundID(peer: frames[0], routingID: frames[2]))
+            let delimited = frames[3].withUnsafeBytes { $0.first == 1 }
+            return try process(
+                routingID: routingID, delimited: delimited, payload: frames[4], forwarded: true, stopping: stopping,
+                sockets)
+        }
+        if kind == ClusterLink.intentKind, count == 5 {
+            let session = String(decoding: frames[2].bytes, as: UTF8.self)
+            guard SessionID.problem(with: session) == nil else {
+                counters.unexpectedInternal.add()
+                return
+            }
+            let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
+            guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3]], stride: 2) else {
+                // The worker's queue is full: the producer's instance cannot be held back from here.
+                counters.refused(.overloaded, intent: true)
+                if sockets.limiter.allow("cluster-overloaded") {
+                    logger.warning(
+                        "a forwarded intent was dropped: its worker's queue is full (handoffHighWaterMark)",
+                        metadata: ["session": "\(LogText(session))"])
+                }
+                return
+            }
+            counters.forwarded[worker].add()
+            return
+        }
+        Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+    }
+
+    /// `[routing id][delimiter][Reply]` from a worker (or from the owner of a request this
+    /// instance forwarded): back to the client — or, for a request another instance forwarded
+    /// here, back to that instance.
     private func route(reply frames: [ZeroMQ.Message], _ sockets: Sockets) throws {
+        if let cluster = sockets.cluster, let (peer, routingID) = ClusterLink.split(frames[0]) {
+            return try toClient { () throws(ZeroMQError) in
+                try cluster.send(peer, more: true)
+                try cluster.send(routingID, more: true)
+                try cluster.send(frames[1], more: true)
+                try cluster.send(frames[2])
+            }
+        }
         let delimited = frames[1].withUnsafeBytes { $0.first == 1 }
         try toClient { () throws(ZeroMQError) in
             try sockets.router.send(frames[0], more: true)
@@ -138,12 +227,24 @@ struct RequestsLoop: SocketLoop {
                     "request message has \(count - 1) frames after the routing id; expected [empty][Request]"),
                 to: frames[0], delimited: count >= 2 && frames[1].count == 0, sockets)
         }
-        let payload = frames[count - 1]
+        try process(
+            routingID: frames[0], delimited: delimited, payload: frames[count - 1], forwarded: false,
+            stopping: stopping,
+            sockets)
+    }
+
+    /// A request from a client (or `forwarded` by another instance, whose client it was):
+    /// answered here, handed to its session's worker, or forwarded to the instance that serves
+    /// its session.
+    private func process(
+        routingID: ZeroMQ.Message, delimited: Bool, payload: ZeroMQ.Message, forwarded: Bool, stopping: Bool,
+        _ sockets: Sockets
+    ) throws {
         guard payload.count <= maxMessageBytes else {
             counters.refused(.tooLarge, intent: false)
             return try reply(
                 .rejection(.tooLarge, "request is \(payload.count) bytes; expected at most \(maxMessageBytes)"),
-                to: frames[0], delimited: delimited, sockets)
+                to: routingID, delimited: delimited, sockets)
         }
         let request: Navigator_V1_Request
         do {
@@ -151,7 +252,7 @@ struct RequestsLoop: SocketLoop {
         } catch {
             counters.refused(.malformed, intent: false)
             return try reply(
-                .rejection(.malformed, "request is not a valid navigator.v1.Request message: \(error)"), to: frames[0],
+                .rejection(.malformed, "request is not a valid navigator.v1.Request message: \(error)"), to: routingID,
                 delimited: delimited, sockets)
         }
         var answer = Navigator_V1_Reply()
@@ -164,34 +265,48 @@ struct RequestsLoop: SocketLoop {
                 .invalidID,
                 "request_id \(request.requestID.isEmpty ? "is empty" : "has \(request.requestID.utf8.count) bytes"); expected 1 to 128 bytes"
             )
-            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
         if stopping {
             counters.refused(.shuttingDown, intent: isIntent)
             answer.rejected = .rejection(.shuttingDown, "the service is shutting down and takes no new requests")
-            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
         // The one check of the session id of requests: workers, snapshots and dry runs rely on it.
         if let session = request.session, let problem = SessionID.problem(with: session) {
             counters.refused(.invalidSession, intent: isIntent)
             answer.rejected = .rejection(.invalidSession, problem)
-            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
         // Secure mode: the sender's name (the User-Id its connection got from the ZAP handler).
         let client = security == nil ? nil : Security.clientName(of: payload)
         if let security, let action = request.action, let refusal = security.refusal(of: action, by: client) {
             counters.refused(.forbidden, intent: isIntent)
             answer.rejected = .rejection(.forbidden, refusal)
-            return try reply(answer, to: frames[0], delimited: delimited, sockets)
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        if !forwarded, let session = request.forwardableSession,
+            let endpoint = store.ownership?.forwardEndpoint(of: session), sockets.cluster != nil
+        {
+            // Another instance serves the session: the request goes there, its reply comes back.
+            let peer = try sockets.peers.socket(to: endpoint)
+            if try peer.trySend([ClusterLink.requestKind], more: true) {
+                try peer.send(routingID, more: true)
+                try peer.send([delimited ? 1 : 0] as [UInt8], more: true)
+                try peer.send(payload, more: true)
+                try peer.send(Array((client ?? "").utf8))
+                return
+            }
+            // The link to it is full (the peer is gone or overwhelmed): say where the session is.
         }
         switch request.kind {
         case .intent(let intent):
             try forward(
-                frames[0], delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
+                routingID, delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
                 client: client ?? "", sockets)
         case .clientEvent(let event):
             try forward(
-                frames[0], delimited, payload, session: event.session, requestID: request.requestID, intent: false,
+                routingID, delimited, payload, session: event.session, requestID: request.requestID, intent: false,
                 client: client ?? "", sockets)
         case .snapshot(let wanted):
             // A shell subscribes, then asks for a snapshot (the Clone pattern). Its subscription
@@ -208,27 +323,27 @@ struct RequestsLoop: SocketLoop {
             } else {
                 answer.snapshot = snapshot(wanted.session)
             }
-            try reply(answer, to: frames[0], delimited: delimited, sockets)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case .explain(let intent):
             explain(intent, into: &answer)
-            try reply(answer, to: frames[0], delimited: delimited, sockets)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case .stats:
             answer.stats = stats()
-            try reply(answer, to: frames[0], delimited: delimited, sockets)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case .routes:
             answer.routes = .with {
                 let current = resolvers.snapshot
                 $0.source = current.source
                 $0.yaml = RouteMapYAML.encode(current.resolver.map)
             }
-            try reply(answer, to: frames[0], delimited: delimited, sockets)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case nil:
             counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(
                 .unknownRequest,
                 "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats or routes"
             )
-            try reply(answer, to: frames[0], delimited: delimited, sockets)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         }
     }
 
@@ -269,6 +384,15 @@ struct RequestsLoop: SocketLoop {
                 ])
         }
         let bytes: [UInt8] = try reply.serializedBytes()
+        if let cluster = sockets.cluster, let (peer, original) = ClusterLink.split(routingID) {
+            // A request another instance forwarded: the answer goes back through it.
+            return try toClient { () throws(ZeroMQError) in
+                try cluster.send(peer, more: true)
+                try cluster.send(original, more: true)
+                try cluster.send([delimited ? 1 : 0] as [UInt8], more: true)
+                try cluster.send(bytes)
+            }
+        }
         try toClient { () throws(ZeroMQError) in
             try sockets.router.send(routingID, more: true)
             if delimited { try sockets.router.send([] as [UInt8], more: true) }
@@ -286,6 +410,17 @@ struct RequestsLoop: SocketLoop {
 }
 
 extension Navigator_V1_Request {
+    /// The session of a request its session's owner must answer (intents, client events,
+    /// snapshots); nil for the others, which any instance answers.
+    var forwardableSession: String? {
+        switch kind {
+        case .intent(let intent): intent.session
+        case .clientEvent(let event): event.session
+        case .snapshot(let snapshot): snapshot.session
+        case .explain, .stats, .routes, nil: nil
+        }
+    }
+
     /// The session the request concerns; nil for those about the service (stats, routes).
     var session: String? {
         switch action {

@@ -25,6 +25,9 @@ struct Intake: Sendable {
     let bound: BoundEndpoints
     /// Secure mode: each intent's client (User-Id) must be allowed to publish to its session.
     let security: Security?
+    /// Several instances, plain mode: intents for sessions another instance serves go there
+    /// (``ClusterLink``); nil: they are refused MOVED by the worker.
+    var forwarding: PartitionOwnership? = nil
     let logger: Logger
 
     /// The worker whose thread reads the intents socket.
@@ -37,6 +40,8 @@ struct Intake: Sendable {
         /// To each worker; nil for the reader itself.
         let workers: [Socket?]
         let limiter: LogLimiter
+        /// DEALERs to the instances intents are forwarded to.
+        let peers: ClusterPeers
     }
 
     /// An intent for the reader's own sessions: resolve it now.
@@ -107,7 +112,9 @@ struct Intake: Sendable {
             try push.connect(Internal.worker(index))
             return push
         }
-        return Sockets(pull: pull, control: control, workers: pushes, limiter: LogLimiter(logger: logger))
+        return Sockets(
+            pull: pull, control: control, workers: pushes, limiter: LogLimiter(logger: logger),
+            peers: ClusterPeers(context: context))
     }
 
     /// Reads what the PULL holds (at most `limit` messages, and nothing while a bundle waits for
@@ -176,6 +183,17 @@ struct Intake: Sendable {
             client = Security.clientName(of: frames[0])
             if let refusal = security.refusal(of: .publish(session: session), by: client) {
                 return try reject(session, .forbidden, refusal, frames[0], sockets, publisher)
+            }
+        }
+        if let forwarding, let endpoint = forwarding.forwardEndpoint(of: session) {
+            // Another instance serves the session. A full link (that instance gone or
+            // overwhelmed) leaves the intent to the worker, which refuses it MOVED.
+            let peer = try sockets.peers.socket(to: endpoint)
+            if try peer.trySend([ClusterLink.intentKind], more: true) {
+                try peer.send(frames[0], more: true)
+                try peer.send(frames[1], more: true)
+                try peer.send(Array((client ?? "").utf8))
+                return
             }
         }
         let worker = SessionStore.shardIndex(of: session, count: workers)
