@@ -36,7 +36,7 @@ final class LeaseKeeper: Sendable {
         logger: Logger, record: @escaping @Sendable () -> InstanceRecord
     ) {
         self.leases = leases
-        self.ownership = database.ownership!
+        self.ownership = database.ownership
         self.database = database
         self.store = store
         self.persistence = persistence
@@ -52,9 +52,15 @@ final class LeaseKeeper: Sendable {
         return MonotonicClock.now() - lastRound.load(ordering: .relaxed) < ttl
     }
 
+    /// What the last heartbeat advertised: a change (the endpoints bound after the first
+    /// round) brings the next round forward.
+    private let advertised = Mutex<InstanceRecord?>(nil)
+
     /// One round: heartbeat, renewal, losses, and a step towards an even share.
     func round() throws {
-        let live = try leases.heartbeat(record())
+        let me = record()
+        let live = try leases.heartbeat(me)
+        advertised.withLock { $0 = me }
         let renewed = try leases.renew()
         let lost = Set(ownership.all.keys).subtracting(renewed.keys)
         if !lost.isEmpty {
@@ -145,7 +151,9 @@ final class LeaseKeeper: Sendable {
                     }
                 }
                 let next = started + interval
-                while !stopping.load(ordering: .acquiring), ContinuousClock.now < next {
+                while !stopping.load(ordering: .acquiring), ContinuousClock.now < next,
+                    failing || advertised.withLock({ $0 }) == record()
+                {
                     Self.pause(min(next - ContinuousClock.now, .milliseconds(50)))
                 }
             }

@@ -10,8 +10,9 @@ import Synchronization
 /// `navigator_migrations`, applied under an advisory lock so instances starting together take
 /// turns) and refuses a database migrated by a newer navigatord.
 ///
-/// One instance per database for now: it holds a session-level advisory lock for as long as it
-/// runs, and a second instance on the same database is refused at start.
+/// Several instances share it: each serves the sessions of the partitions it holds by lease
+/// (``PartitionLeases``, ``LeaseKeeper``), and its writes are fenced by the lease epochs
+/// (``write(_:)``).
 final class PostgresStateDatabase: StateDatabase {
     let location: String
     var kind: String { "the PostgreSQL database" }
@@ -19,15 +20,12 @@ final class PostgresStateDatabase: StateDatabase {
     /// Partitions of the session space, fixed when the database was created.
     let partitions: Int
     private let url: String
-    /// Cluster mode: the partitions this instance holds, whose epochs fence its writes; nil: one
-    /// instance per database, guarded by the instance lock.
-    let ownership: PartitionOwnership?
+    /// The partitions this instance holds, whose epochs fence its writes.
+    let ownership: PartitionOwnership
     /// The connection the flush thread and the lifecycle use in turn; nil after it was lost
     /// (the next call connects again and takes the instance lock again).
     private let connection: Mutex<PostgresConnection?>
 
-    /// The advisory lock an instance holds while it uses the database.
-    static let instanceLock: Int64 = 0x6E61_7669_6761_7464  // "navigatd"
     /// The advisory lock migrations run under.
     static let migrationLock: Int64 = 0x6E61_7669_6D69_6772  // "navimigr"
     /// Partitions of a new database.
@@ -36,12 +34,11 @@ final class PostgresStateDatabase: StateDatabase {
     /// Connects, migrates the schema, takes the instance lock and reads the dedup key and the
     /// partition count. A server that cannot be reached, a database migrated by a newer
     /// navigatord or one another instance holds is refused with the reason.
-    init(url: String, instance: String? = nil) throws {
+    init(url: String, instance: String) throws {
         self.url = url
         location = Self.redact(url)
         let connection = try Self.connect(url)
         try Self.migrate(connection, location: location)
-        if instance == nil { try Self.lockInstance(connection, location: location) }
         let meta = try Self.meta(connection)
         guard let k0 = meta["dedup_key_0"], let k1 = meta["dedup_key_1"], let partitions = meta["partitions"],
             partitions > 0
@@ -53,7 +50,7 @@ final class PostgresStateDatabase: StateDatabase {
         dedupKey = DedupKey(k0: UInt64(bitPattern: k0), k1: UInt64(bitPattern: k1))
         self.partitions = Int(partitions)
         self.connection = Mutex(connection)
-        ownership = instance.map { PartitionOwnership(instance: $0, partitions: Int(partitions)) }
+        ownership = PartitionOwnership(instance: instance, partitions: Int(partitions))
     }
 
     static func redact(_ url: String) -> String { PostgresConnection.redact(url) }
@@ -66,8 +63,7 @@ final class PostgresStateDatabase: StateDatabase {
         }
     }
 
-    /// Runs `body` on the connection, connecting again (and taking the instance lock again)
-    /// if the last one was lost. A lost connection is dropped, so the next call starts afresh.
+    /// Runs `body` on the connection, connecting again if the last one was lost. A lost connection is dropped, so the next call starts afresh.
     private func using<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
         try connection.withLock { current in
             let connection: PostgresConnection
@@ -76,7 +72,6 @@ final class PostgresStateDatabase: StateDatabase {
             } else {
                 current = nil
                 connection = try Self.connect(url)
-                if ownership == nil { try Self.lockInstance(connection, location: location) }
                 current = connection
             }
             do {
@@ -191,15 +186,6 @@ final class PostgresStateDatabase: StateDatabase {
         }
     }
 
-    private static func lockInstance(_ connection: PostgresConnection, location: String) throws {
-        let locked = try connection.execute("SELECT pg_try_advisory_lock($1)", [.int64(instanceLock)])
-        guard try locked[0, 0].bool() else {
-            throw ServiceError(
-                "PostgreSQL database \(location) is in use by another navigatord (it holds the instance lock); expected one instance per database"
-            )
-        }
-    }
-
     private static func meta(_ connection: PostgresConnection) throws -> [String: Int64] {
         let rows = try connection.execute("SELECT key, value FROM navigator_meta")
         var meta: [String: Int64] = [:]
@@ -307,7 +293,7 @@ final class PostgresStateDatabase: StateDatabase {
             try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
                 var valid = [Bool](repeating: true, count: rows.count)
                 var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])
-                if let ownership {
+                do {
                     let wanted = Array(Set(partitionOf))
                     let leases = try connection.execute(
                         """
