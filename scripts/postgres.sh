@@ -66,6 +66,11 @@ start() {
   user="$(owner)"
   mkdir -p "$dir"
   chmod 700 "$dir"
+  if ! as_owner "$user" test -x "$(dirname "$dir")"; then
+    rmdir "$dir"
+    echo "postgres.sh: $user cannot enter $(dirname "$dir"); expected a directory it can reach (chmod o+x, or a path under /tmp)" >&2
+    return 1
+  fi
   password="$(/usr/bin/python3 -c 'import secrets; print(secrets.token_hex(16))')"
   (umask 077 && printf '%s\n' "$password" >"$dir/password")
   chown -R "$user" "$dir"
