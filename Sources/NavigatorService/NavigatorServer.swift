@@ -163,6 +163,19 @@ public final class NavigatorServer: Service, Sendable {
         return endpoint
     }
 
+    /// The live instances: with PostgreSQL as the lease thread last read them; with SQLite,
+    /// this one.
+    var instances: [InstanceRecord] {
+        if let leaseKeeper { return leaseKeeper.live }
+        let endpoints = bound.current
+        return [
+            InstanceRecord(
+                id: configuration.instanceID, clusterEndpoint: "",
+                requestEndpoints: endpoints.requests.map { Self.advertised($0, host: configuration.advertiseHost) },
+                commandEndpoints: endpoints.commands.map { Self.advertised($0, host: configuration.advertiseHost) })
+        ]
+    }
+
     /// The endpoints bound, with real ports for `tcp://host:*` (known once started).
     public var endpoints: Endpoints { bound.current }
 
@@ -320,7 +333,8 @@ public final class NavigatorServer: Service, Sendable {
                     maxMessageBytes: configuration.maxMessageBytes,
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
-                    clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [], supervisor: supervisor,
+                    clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
+                    instances: { [self] in instances }, instanceID: configuration.instanceID, supervisor: supervisor,
                     logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)

@@ -135,6 +135,12 @@ struct PostgresStoreTests {
             if forwarding {
                 #expect(viaFirst.resolved.batch.seq == 1, "\(viaFirst)")
                 #expect(viaFirst.resolved.batch.epoch == partitionEpoch)
+                // Either lists both instances, with the endpoints shells subscribe to.
+                let listed = try await onThread { try Client(first.endpoints).request(.instances(.init())) }
+                #expect(listed.instances.instances.map(\.id).sorted() == ["one", "two"])
+                #expect(listed.instances.instances.first { $0.answering }?.id == "one")
+                #expect(
+                    listed.instances.instances.first { $0.id == "two" }?.commandEndpoints == second.endpoints.commands)
                 // A snapshot through the first comes from the owner too.
                 let snapshot = try await onThread {
                     try Client(first.endpoints).request(.snapshot(.with { $0.session = session })).snapshot

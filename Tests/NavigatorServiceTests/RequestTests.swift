@@ -101,6 +101,18 @@ struct RequestTests {
         }
     }
 
+    @Test("instances: with SQLite, the one answering, with its bound endpoints")
+    func instances() async throws {
+        try await withService { _, endpoints in
+            let reply = try await onThread { try Client(endpoints).request(.instances(.init())) }
+            #expect(reply.instances.instances.count == 1)
+            let me = reply.instances.instances[0]
+            #expect(me.answering)
+            #expect(me.requestEndpoints == endpoints.requests)
+            #expect(me.commandEndpoints == endpoints.commands)
+        }
+    }
+
     @Test("client events apply, echo to shells, and release parked intents")
     func clientEvents() async throws {
         try await withService { _, endpoints in

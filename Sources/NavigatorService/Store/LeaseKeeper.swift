@@ -55,12 +55,16 @@ final class LeaseKeeper: Sendable {
     /// What the last heartbeat advertised: a change (the endpoints bound after the first
     /// round) brings the next round forward.
     private let advertised = Mutex<InstanceRecord?>(nil)
+    /// The live instances as the last round read them.
+    private let liveInstances = Mutex<[InstanceRecord]>([])
+    var live: [InstanceRecord] { liveInstances.withLock { $0 } }
 
     /// One round: heartbeat, renewal, losses, and a step towards an even share.
     func round() throws {
         let me = record()
         let live = try leases.heartbeat(me)
         advertised.withLock { $0 = me }
+        liveInstances.withLock { $0 = live }
         let renewed = try leases.renew()
         let lost = Set(ownership.all.keys).subtracting(renewed.keys)
         if !lost.isEmpty {

@@ -384,6 +384,16 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     set {kind = .routes(newValue)}
   }
 
+  /// The live instances and their endpoints (one, with the SQLite store): shells subscribe to
+  /// the commands socket of each, since a session's batches come from the instance serving it.
+  public var instances: Navigator_V1_InstancesRequest {
+    get {
+      if case .instances(let v)? = kind {return v}
+      return Navigator_V1_InstancesRequest()
+    }
+    set {kind = .instances(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -399,8 +409,21 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     case stats(Navigator_V1_StatsRequest)
     /// The loaded route map.
     case routes(Navigator_V1_RoutesRequest)
+    /// The live instances and their endpoints (one, with the SQLite store): shells subscribe to
+    /// the commands socket of each, since a session's batches come from the instance serving it.
+    case instances(Navigator_V1_InstancesRequest)
 
   }
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_InstancesRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -524,6 +547,14 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     set {_uniqueStorage()._kind = .routes(newValue)}
   }
 
+  public var instances: Navigator_V1_Instances {
+    get {
+      if case .instances(let v)? = _storage._kind {return v}
+      return Navigator_V1_Instances()
+    }
+    set {_uniqueStorage()._kind = .instances(newValue)}
+  }
+
   /// How the decision was reached, step by step (intents and explain).
   public var explanationSteps: [Navigator_V1_ExplanationStep] {
     get {_storage._explanationSteps}
@@ -542,6 +573,7 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     case stats(Navigator_V1_Stats)
     case eventApplied(Navigator_V1_EventApplied)
     case routes(Navigator_V1_RouteMap)
+    case instances(Navigator_V1_Instances)
 
   }
 
@@ -993,6 +1025,40 @@ public nonisolated struct Navigator_V1_Gap: Sendable {
   public init() {}
 }
 
+/// The live instances, as the instance that answers knows them (renewed every second).
+public nonisolated struct Navigator_V1_Instances: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var instances: [Navigator_V1_Instance] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_Instance: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// --instance-id.
+  public var id: String = String()
+
+  /// Where it takes requests and publishes command batches.
+  public var requestEndpoints: [String] = []
+
+  public var commandEndpoints: [String] = []
+
+  /// Whether this is the instance that answered.
+  public var answering: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "navigator.v1"
@@ -1011,7 +1077,7 @@ nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1098,6 +1164,19 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
           self.kind = .routes(v)
         }
       }()
+      case 16: try {
+        var v: Navigator_V1_InstancesRequest?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .instances(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .instances(v)
+        }
+      }()
       default: break
       }
     }
@@ -1136,6 +1215,10 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
       guard case .routes(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
     }()
+    case .instances?: try {
+      guard case .instances(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1144,6 +1227,25 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Navigator_V1_Request, rhs: Navigator_V1_Request) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_InstancesRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".InstancesRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_InstancesRequest, rhs: Navigator_V1_InstancesRequest) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1219,7 +1321,7 @@ nonisolated extension Navigator_V1_RoutesRequest: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{4}\u{c}explanation_steps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{4}\u{b}explanation_steps\0")
 
   fileprivate class _StorageClass {
     var _requestID: String = String()
@@ -1374,6 +1476,19 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
             _storage._kind = .routes(v)
           }
         }()
+        case 19: try {
+          var v: Navigator_V1_Instances?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .instances(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .instances(v)
+          }
+        }()
         case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._explanationSteps) }()
         default: break
         }
@@ -1426,6 +1541,10 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
       case .routes?: try {
         guard case .routes(let v)? = _storage._kind else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+      }()
+      case .instances?: try {
+        guard case .instances(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
       }()
       case nil: break
       }
@@ -2253,6 +2372,81 @@ nonisolated extension Navigator_V1_Gap: SwiftProtobuf.Message, SwiftProtobuf._Me
   public static func ==(lhs: Navigator_V1_Gap, rhs: Navigator_V1_Gap) -> Bool {
     if lhs.expected != rhs.expected {return false}
     if lhs.received != rhs.received {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_Instances: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Instances"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}instances\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.instances) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.instances.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.instances, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_Instances, rhs: Navigator_V1_Instances) -> Bool {
+    if lhs.instances != rhs.instances {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_Instance: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Instance"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{3}request_endpoints\0\u{3}command_endpoints\0\u{1}answering\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeRepeatedStringField(value: &self.requestEndpoints) }()
+      case 3: try { try decoder.decodeRepeatedStringField(value: &self.commandEndpoints) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.answering) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.requestEndpoints.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.requestEndpoints, fieldNumber: 2)
+    }
+    if !self.commandEndpoints.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.commandEndpoints, fieldNumber: 3)
+    }
+    if self.answering != false {
+      try visitor.visitSingularBoolField(value: self.answering, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_Instance, rhs: Navigator_V1_Instance) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.requestEndpoints != rhs.requestEndpoints {return false}
+    if lhs.commandEndpoints != rhs.commandEndpoints {return false}
+    if lhs.answering != rhs.answering {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -28,6 +28,9 @@ struct RequestsLoop: SocketLoop {
     /// Several instances, plain mode: where peers forward to this instance (empty: no
     /// forwarding; see ``ClusterLink``).
     var clusterEndpoints: [String] = []
+    /// The live instances (this one alone with SQLite), and this one's id.
+    var instances: @Sendable () -> [InstanceRecord] = { [] }
+    var instanceID = ""
     let supervisor: Supervisor
     let logger: Logger
 
@@ -330,6 +333,18 @@ struct RequestsLoop: SocketLoop {
         case .stats:
             answer.stats = stats()
             try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .instances:
+            answer.instances = .with { list in
+                list.instances = instances().map { record in
+                    .with {
+                        $0.id = record.id
+                        $0.requestEndpoints = record.requestEndpoints
+                        $0.commandEndpoints = record.commandEndpoints
+                        $0.answering = record.id == instanceID
+                    }
+                }
+            }
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case .routes:
             answer.routes = .with {
                 let current = resolvers.snapshot
@@ -341,7 +356,7 @@ struct RequestsLoop: SocketLoop {
             counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(
                 .unknownRequest,
-                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats or routes"
+                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes or instances"
             )
             try reply(answer, to: routingID, delimited: delimited, sockets)
         }
@@ -417,7 +432,7 @@ extension Navigator_V1_Request {
         case .intent(let intent): intent.session
         case .clientEvent(let event): event.session
         case .snapshot(let snapshot): snapshot.session
-        case .explain, .stats, .routes, nil: nil
+        case .explain, .stats, .routes, .instances, nil: nil
         }
     }
 
@@ -429,7 +444,8 @@ extension Navigator_V1_Request {
         }
     }
 
-    /// What the request does, in the access list's terms (nil: no kind, refused anyway).
+    /// What the request does, in the access list's terms (nil: no kind, refused anyway; or the
+    /// list of instances, which every admitted client may read: shells need it).
     var action: AccessList.Action? {
         switch kind {
         case .intent(let intent): .publish(session: intent.session)
@@ -437,7 +453,7 @@ extension Navigator_V1_Request {
         case .clientEvent(let event): .follow(session: event.session)
         case .snapshot(let snapshot): .follow(session: snapshot.session)
         case .stats, .routes: .inspect
-        case nil: nil
+        case .instances, nil: nil
         }
     }
 }
