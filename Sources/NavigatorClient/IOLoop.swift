@@ -56,7 +56,14 @@ struct IOLoop: Sendable {
     private enum Waiting {
         case caller(CheckedContinuation<Navigator_V1_Reply, any Error>)
         case snapshot(follower: Int)
+        /// The live instances, asked for by the loop itself.
+        case instances
     }
+
+    /// How often the loop asks for the live instances (several instances: a session's batches
+    /// come from the instance serving it, so the SUB connects to every instance's commands
+    /// socket, including instances that start later).
+    static let instancesInterval: Duration = .seconds(5)
 
     private struct PendingIntent {
         let frames: [[UInt8]]
@@ -99,9 +106,32 @@ struct IOLoop: Sendable {
             sendRequest(request.requestID, (try? request.serializedBytes()) ?? [], .snapshot(follower: follower.id))
         }
 
+        // Followers whose snapshot is asked for again at a time (the session changing instances).
+        var retries: [(follower: Int, at: ContinuousClock.Instant)] = []
+        // The commands endpoints the SUB is connected to; the instances list adds the others.
+        var connected: Set<String> = [endpoints.commands]
+        var nextInstances = clock.now
+
+        func askForInstances() {
+            nextInstances = clock.now + Self.instancesInterval
+            guard !requests.values.contains(where: { if case .instances = $0.waiting { true } else { false } }) else {
+                return
+            }
+            var request = Navigator_V1_Request()
+            request.requestID = shared.nextRequestID()
+            request.instances = .init()
+            sendRequest(request.requestID, (try? request.serializedBytes()) ?? [], .instances)
+        }
+
         while !closing {
+            if clock.now >= nextInstances, !followers.isEmpty { askForInstances() }
+            let due = retries.filter { $0.at <= clock.now }
+            retries.removeAll { $0.at <= clock.now }
+            for retry in due { if let follower = followers[retry.follower] { snapshot(for: follower) } }
             // Wake for the nearest deadline; retry unsent work every few milliseconds.
-            let deadlines = intents.map(\.deadline) + requests.values.map(\.deadline)
+            let deadlines =
+                intents.map(\.deadline) + requests.values.map(\.deadline) + retries.map(\.at)
+                + (followers.isEmpty ? [] : [nextInstances])
             var wait: Duration? = deadlines.min().map { max(.zero, $0 - clock.now) }
             if !intents.isEmpty || requests.values.contains(where: { $0.unsent != nil }) {
                 wait = min(wait ?? .milliseconds(5), .milliseconds(5))
@@ -153,7 +183,18 @@ struct IOLoop: Sendable {
                     continuation.resume(returning: reply)
                 case .snapshot(let id):
                     guard let follower = followers[id] else { continue }
-                    if follower.receive(snapshot: reply) == .resync { snapshot(for: follower) }
+                    switch follower.receive(snapshot: reply) {
+                    case .resync: snapshot(for: follower)
+                    case .retryLater: retries.append((id, clock.now + .milliseconds(200)))
+                    case .ok: break
+                    }
+                case .instances:
+                    // A service without the request (older) answers UNKNOWN_REQUEST: nothing to add.
+                    guard case .instances(let list)? = reply.kind else { continue }
+                    for endpoint in list.instances.flatMap(\.commandEndpoints) where !connected.contains(endpoint) {
+                        // A new connection's handshake makes the live mirrors resync (below).
+                        if (try? sockets.sub.connect(endpoint)) != nil { connected.insert(endpoint) }
+                    }
                 }
             }
 
@@ -198,6 +239,7 @@ struct IOLoop: Sendable {
                 switch pending.waiting {
                 case .caller(let continuation): continuation.resume(throwing: error)
                 case .snapshot(let id): followers.removeValue(forKey: id)?.fail(error)
+                case .instances: break  // asked again later
                 }
             }
         }
@@ -208,7 +250,7 @@ struct IOLoop: Sendable {
         for pending in requests.values {
             switch pending.waiting {
             case .caller(let continuation): continuation.resume(throwing: closed)
-            case .snapshot: break
+            case .snapshot, .instances: break
             }
         }
         for follower in followers.values { follower.finish() }

@@ -7,7 +7,11 @@ import SwiftProtobuf
 /// the rest in order; resync from a new snapshot on a gap, on a batch of another epoch, on a
 /// reconnect (``IOLoop`` calls for it) and on a batch that does not apply.
 final class SessionFollower {
-    enum Verdict { case ok, resync }
+    enum Verdict {
+        case ok, resync
+        /// Ask for the snapshot again shortly (the session is changing hands between instances).
+        case retryLater
+    }
 
     private enum State {
         /// Waiting for a snapshot; batches meanwhile are kept.
@@ -48,6 +52,12 @@ final class SessionFollower {
     }
 
     func receive(snapshot reply: Navigator_V1_Reply) -> Verdict {
+        if case .rejected(let rejected)? = reply.kind, rejected.code == .moved || rejected.code == .unavailable {
+            // Several instances: no instance serves the session this moment (a failover or a
+            // hand-over); it will shortly.
+            continuation.yield(.resync(reason: "the session is changing instances: \(rejected.message)"))
+            return .retryLater
+        }
         guard case .snapshot(let snapshot)? = reply.kind else {
             fail(NavigatorConnection.unexpected(reply, "a snapshot"))
             return .ok

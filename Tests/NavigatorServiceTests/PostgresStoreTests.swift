@@ -1,4 +1,5 @@
 import Foundation
+import NavigatorClient
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
@@ -254,6 +255,94 @@ struct PostgresStoreTests {
             }
             for daemon in daemons { daemon.signal(SIGTERM) }
             for daemon in daemons { #expect(try await daemon.exitStatus() == 0) }
+        }
+    }
+
+    @Test("a shell following a session through one instance converges across its owner's kill -9")
+    func followerConverges() async throws {
+        try await TestPostgres.withDatabase { url in
+            let directory = TestService.temporaryDirectory("navpg")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            func start(_ name: String) throws -> Daemon {
+                try Daemon(
+                    dataDirectory: directory.appendingPathComponent(name),
+                    extra: [
+                        "--store", url, "--instance-id", name, "--lease-seconds", "2", "--cluster-endpoint",
+                        "tcp://127.0.0.1:*",
+                    ])
+            }
+            let entry = try start("entry")
+            defer { entry.reap() }
+            let owner = try start("owner")
+            defer { owner.reap() }
+            let endpoints = try await entry.endpoints()
+            _ = try await owner.endpoints()
+            // A session the second instance serves, once the two have split the partitions.
+            let database = try PostgresConnection(url: url)
+            let deadline = ContinuousClock.now + .seconds(20)
+            var session: String? = nil
+            while session == nil {
+                let rows = try database.execute("SELECT partition FROM navigator_leases WHERE owner = 'owner'")
+                let owned = try Set((0..<rows.count).map { try rows[$0, 0].int32() })
+                if owned.count >= 100 {
+                    session = (0..<1000).map { "w\($0)" }.first {
+                        owned.contains(Int32(SessionStore.shardIndex(of: $0, count: 256)))
+                    }
+                } else {
+                    guard ContinuousClock.now < deadline else {
+                        throw TestPostgresError("the partitions were not split")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            let followed = session!
+            let connection = try await NavigatorConnection(
+                endpoints: ServiceEndpoints(
+                    intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0]),
+                timeout: .seconds(5))
+            var events = connection.follow(.session(followed)).makeAsyncIterator()
+
+            /// An acknowledged intent through the entry instance, retried on MOVED, UNAVAILABLE and
+            /// on no reply (forwarded to an owner that died before answering), as clients do.
+            func show(_ id: String, _ target: ScreenContext) async throws -> Navigator_V1_Reply {
+                while true {
+                    let reply = try? await connection.request(.intent(wireIntent(id, [target], session: followed)))
+                    if let reply, reply.rejected.code != .moved, reply.rejected.code != .unavailable { return reply }
+                    guard ContinuousClock.now < deadline + .seconds(20) else {
+                        throw TestPostgresError("no instance resolved \(id): \(String(describing: reply))")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            /// Reads events until the mirror shows `target` at the top.
+            func waitForMirror(_ target: ScreenContext) async throws {
+                while true {
+                    guard let event = try await events.next() else { throw TestPostgresError("the follower ended") }
+                    switch event {
+                    case .snapshot(_, _, _, let tree), .batch(_, _, let tree):
+                        if tree.top.context == target { return }
+                    default: continue
+                    }
+                }
+            }
+            let before = ScreenContext("chat", ["conversationId": "1"])
+            #expect(try await show("c1", before).resolved.hasBatch)
+            try await waitForMirror(before)
+
+            owner.signal(SIGKILL)
+            _ = try await owner.exitStatus()
+            let after = ScreenContext("chat", ["conversationId": "2"])
+            let reply = try await show("c2", after)
+            #expect(reply.resolved.hasBatch, "\(reply)")
+            // The entry instance serves the session now, at another epoch: the mirror resyncs and
+            // follows it.
+            try await waitForMirror(after)
+            let snapshot = try await connection.request(.snapshot(.with { $0.session = followed })).snapshot
+            #expect(try snapshot.tree.core().top.context == after)
+            #expect(snapshot.epoch == reply.resolved.batch.epoch)
+            await connection.close()
+            entry.signal(SIGTERM)
+            #expect(try await entry.exitStatus() == 0)
         }
     }
 

@@ -26,6 +26,13 @@ enum ClusterLink {
     static func dealer(_ context: Context, to endpoint: String) throws -> Socket {
         let socket = try Socket(context, type: .dealer)
         try socket.set(.linger, .zero)
+        // Queue only to a live connection: while the peer is down a send fails at once (the
+        // message is then handled here: MOVED), and nothing queued for a dead peer is delivered
+        // late when it comes back. Heartbeats notice a peer that vanished without closing.
+        try socket.set(.immediate, true)
+        try socket.set(.heartbeatInterval, .seconds(1))
+        try socket.set(.heartbeatTimeout, .seconds(3))
+        try socket.set(.heartbeatTTL, .seconds(3))
         try socket.set(.sendHighWaterMark, highWaterMark)
         try socket.set(.receiveHighWaterMark, highWaterMark)
         try socket.connect(endpoint)
@@ -57,6 +64,9 @@ final class ClusterPeers {
     /// A DEALER was added since the owner last looked (its poller needs it).
     var added = false
 
+    /// The longest a thread waits for a new peer connection (a peer that is down costs it once).
+    static let connectWait: Duration = .milliseconds(200)
+
     init(context: Context) { self.context = context }
 
     func socket(to endpoint: String) throws -> Socket {
@@ -64,6 +74,11 @@ final class ClusterPeers {
         let socket = try ClusterLink.dealer(context, to: endpoint)
         sockets.append((endpoint, socket))
         added = true
+        // A new DEALER takes messages only once connected (ZMQ_IMMEDIATE): give the connection
+        // a moment, once per peer, so that the first message to it is not refused for nothing.
+        var poller = Poller()
+        poller.add(socket, for: .writable)
+        _ = try poller.poll(timeout: Self.connectWait)
         return socket
     }
 }
