@@ -67,10 +67,22 @@ struct PartitionLeaseTests {
             }
             #expect(try a.claim(atMost: 256).count == 256)  // every partition: none is free
             // b gets them once they ran out (the database's clock decides); waited for with a deadline.
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             var taken: [Int32: UInt64] = [:]
             while taken.isEmpty {
-                guard ContinuousClock.now < deadline else { throw TestPostgresError("the leases never ran out") }
+                guard ContinuousClock.now < deadline else {
+                    // Seen once under the full suite's load: say what the rows were.
+                    let rows = try PostgresConnection(url: url).execute(
+                        """
+                        SELECT owner, count(*), min(extract(epoch FROM expires_at - now()))::text,
+                            max(extract(epoch FROM expires_at - now()))::text
+                        FROM navigator_leases GROUP BY owner
+                        """)
+                    let text = try (0..<rows.count).map {
+                        "\(try rows[$0, 0].isNull ? "none" : rows[$0, 0].text()): \(try rows[$0, 1].int64()) rows, expiring in \(try rows[$0, 2].text())...\(try rows[$0, 3].text()) s"
+                    }
+                    throw TestPostgresError("the leases never ran out: \(text.joined(separator: "; "))")
+                }
                 taken = try b.claim(atMost: 4)
                 if taken.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
             }
