@@ -53,18 +53,25 @@ func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throw
         defer { close(pipe.write) }
         try process.run()
     }
-    defer {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        output.waitForEndBlocking()
-    }
     let end = ContinuousClock.now + .seconds(20)
     while process.isRunning {
         if let until, until(output.text) { process.terminate() }
-        guard ContinuousClock.now < end else { throw ClientError(.timeout, "navctl \(arguments) did not finish") }
-        try await Task.sleep(for: .milliseconds(10))
+        guard ContinuousClock.now < end else {
+            process.terminate()
+            await process.exited()
+            await output.waitForEnd()
+            throw ClientError(.timeout, "navctl \(arguments) did not finish within 20 s; it printed:\n\(output.text)")
+        }
+        do {
+            try await Task.sleep(for: .milliseconds(10))
+        } catch {
+            process.terminate()
+            await process.exited()
+            await output.waitForEnd()
+            throw error
+        }
     }
-    process.waitUntilExit()
+    await process.exited()
     await output.waitForEnd()  // the last output
     return (process.terminationStatus, output.text)
 }

@@ -41,7 +41,8 @@ func tcpConnect(_ address: String) throws -> Int32 {
     target.sin_family = sa_family_t(AF_INET)
     target.sin_port = UInt16(parts[1])!.bigEndian
     inet_pton(AF_INET, String(parts[0]), &target.sin_addr)
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    // Close-on-exec: a child another test spawns must not keep this connection open.
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     let connected = withUnsafePointer(to: &target) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

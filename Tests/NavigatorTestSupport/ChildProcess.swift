@@ -30,13 +30,22 @@ public final class ChildProcess: @unchecked Sendable {
 
     public init() {}
 
+    /// Held while a pipe is made close-on-exec and while a child is spawned. pipe2 is not in
+    /// Swift's Glibc module, so a pipe is close-on-exec only once `fcntl` has run: a child
+    /// spawned by another test between the two would inherit both ends, keep the write end open
+    /// for its whole life, and the test reading that pipe would wait for an end of stream that
+    /// never comes (seen in CI: every test stalled ~10 s while two such waits held the
+    /// cooperative pool's threads).
+    static let spawning = Mutex<Void>(())
+
     /// A pipe, close-on-exec: the read end to read the child's output from (``ChildOutput``), the
     /// write end to give the child — close it once the child runs.
     public static func pipe() throws -> (read: FileHandle, write: Int32) {
         var ends: [Int32] = [-1, -1]
-        // (pipe2 is not in Swift's Glibc module: close-on-exec is set right after.)
-        guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        try spawning.withLock { _ in
+            guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
         return (FileHandle(fileDescriptor: ends[0], closeOnDealloc: true), ends[1])
     }
 
@@ -56,7 +65,7 @@ public final class ChildProcess: @unchecked Sendable {
             for pointer in envp { free(pointer) }
         }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let result = Self.spawning.withLock { _ in posix_spawn(&pid, path, &actions, nil, argv, envp) }
         guard result == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(result)))") }
         processIdentifier = pid
     }
@@ -81,6 +90,11 @@ public final class ChildProcess: @unchecked Sendable {
 
     public func waitUntilExit() {
         while processIdentifier != 0, reap() == nil { usleep(2_000) }
+    }
+
+    /// The same, for async callers: it does not hold one of the cooperative pool's threads.
+    public func exited() async {
+        while processIdentifier != 0, reap() == nil { try? await Task.sleep(for: .milliseconds(2)) }
     }
 
     /// The exit code, or the number of the signal that ended it (as Foundation's `Process`).
