@@ -15,6 +15,8 @@
 #
 # Environment: POSTGRES_FAST=1 turns fsync off (tests: nothing here outlives a test run, and
 # navigatord's durability tests kill navigatord, not PostgreSQL). Benchmarks leave it unset.
+# POSTGRES_OPTIONS: more server settings, as `-c name=value ...` (benchmarks load
+# pg_stat_statements to count statements).
 set -euo pipefail
 
 bindir() {
@@ -82,6 +84,7 @@ start() {
   fi
   local options="-c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=200"
   if [ "${POSTGRES_FAST:-}" = 1 ]; then options="$options -c fsync=off -c full_page_writes=off"; fi
+  options="$options ${POSTGRES_OPTIONS:-}"
   local port attempt
   for attempt in 1 2 3 4 5; do
     port="$(free_port)"

@@ -3,6 +3,9 @@ import NavigatorClient
 /// What one load run does.
 public struct LoadPlan: Hashable, Sendable {
     public var endpoints = ServiceEndpoints()
+    /// Where the producers send intents: every producer connects to each (ZeroMQ's PUSH takes
+    /// them in turn, like a load-balanced address). Empty: `endpoints.intents` alone.
+    public var intentEndpoints: [String] = []
     /// Intents per second, in all.
     public var rate: Double = 10_000
     /// Measured time, after the warm-up.
@@ -25,6 +28,9 @@ public struct LoadPlan: Hashable, Sendable {
     public var seed: UInt64 = 1
 
     public init() {}
+
+    /// The intents endpoints the producers connect to.
+    public var producerEndpoints: [String] { intentEndpoints.isEmpty ? [endpoints.intents] : intentEndpoints }
 
     public var measuredSessions: [String] {
         stride(from: 0, to: sessions, by: max(1, sample)).map { "load-\($0)" }
@@ -59,6 +65,9 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// resident memory after it.
     public var serviceCPU: Double?
     public var serviceRSSBytes: UInt64?
+    /// The navigatord instances the run followed (several on PostgreSQL: the `instances`
+    /// request's list): their batches, counters, CPU and memory are added up.
+    public var instances: Int = 1
     /// navload's own CPU use over the same time (it shares the machine).
     public var loadCPU: Double?
     /// Soak: navigatord's RSS and CPU (cores over the interval) every `soakInterval` seconds.

@@ -42,9 +42,12 @@ public enum LoadRunner {
         } catch {
             throw ClientError(.malformed, "the route map navigatord sent does not load: \(error)")
         }
-        let before = try await connection.stats()
-        let service = try (plan.servicePID ?? ProcessStats.service(listeningOn: plan.endpoints.intents))
-            .map(ProcessStats.init)
+        // Several instances (PostgreSQL): a session's batches come from its owner, so the run
+        // follows every instance — their commands sockets, counters, CPU and memory.
+        let cluster = try await Cluster.discover(connection, plan: plan)
+        defer { Task { await cluster.close() } }
+        let before = try await cluster.stats()
+        let service = try cluster.processes(plan)
         let cpuBefore = service?.cpuSeconds
         let navload = ProcessStats(pid: getpid())
         let ownBefore = navload.cpuSeconds
@@ -77,9 +80,11 @@ public enum LoadRunner {
             ? [Topic.allBatches, Topic.allRejections]
             : plan.measuredSessions.flatMap { [Topic.batches($0), Topic.rejections($0)] }
         let subscriber = try await startSubscriber(
-            plan.endpoints.commands, curve: plan.endpoints.curve, topics: topics, listener: listener)
+            cluster.commandEndpoints, curve: plan.endpoints.curve, topics: topics, listener: listener)
         let deadline = ContinuousClock.now + .seconds(plan.timeout)
-        while try await connection.stats().subscribers < before.subscribers + 1 {
+        while try await cluster.stats().subscribersEach.enumerated().contains(where: {
+            $0.element < before.subscribersEach[$0.offset] + 1
+        }) {
             guard ContinuousClock.now < deadline else {
                 listener.stop.store(true, ordering: .releasing)
                 throw ClientError(.timeout, "navigatord did not see navload's subscription within \(plan.timeout) s")
@@ -141,16 +146,16 @@ public enum LoadRunner {
         // a sample of sessions is measured.
         let drainEnd = ContinuousClock.now + .seconds(plan.timeout)
         var seen = listener.batches
-        var after = try await connection.stats()
-        func accounted(_ stats: Navigator_V1_Stats) -> UInt64 {
+        var after = try await cluster.stats()
+        func accounted(_ stats: Cluster.Counts) -> UInt64 {
             ["resolved", "refreshed", "ignored", "parked", "rejected"].reduce(0) { sum, key in
-                sum + ((stats.intentsByOutcome[key] ?? 0) &- (before.intentsByOutcome[key] ?? 0))
+                sum + ((stats.outcomes[key] ?? 0) &- (before.outcomes[key] ?? 0))
             }
         }
         var accountedAt: Int64?
         while ContinuousClock.now < drainEnd {
             try await Task.sleep(for: .milliseconds(100))
-            after = try await connection.stats()
+            after = try await cluster.stats()
             let now = listener.batches
             if accounted(after) >= UInt64(total) {
                 if accountedAt == nil { accountedAt = wallClock() }
@@ -166,7 +171,7 @@ public enum LoadRunner {
         listener.stop.store(true, ordering: .releasing)
         _ = try? await DedicatedThread.run(name: "navload-join") { subscriber.join() }
         func delta(_ key: String) -> UInt64 {
-            (after.intentsByOutcome[key] ?? 0) &- (before.intentsByOutcome[key] ?? 0)
+            (after.outcomes[key] ?? 0) &- (before.outcomes[key] ?? 0)
         }
         let sendSeconds = Double(max(1, finished - max(started, schedule.start))) / 1e9
         return LoadReport(
@@ -180,7 +185,7 @@ public enum LoadRunner {
             released: delta("released"),
             serviceRate: accountedAt.map { Double(total) / (Double(max(1, $0 - schedule.start)) / 1e9) },
             serviceCPU: cpuBefore.flatMap { start in cpuAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
-            serviceRSSBytes: service?.residentBytes,
+            serviceRSSBytes: service?.residentBytes, instances: cluster.count,
             loadCPU: ownBefore.flatMap { start in ownAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
             samples: samples.withLock { $0 },
             serviceCPUSeconds: cpuBefore.flatMap { start in cpuAfter.map { $0 - start } },
@@ -232,7 +237,7 @@ public enum LoadRunner {
     }
 
     static func startSubscriber(
-        _ endpoint: String, curve: CurveCredentials?, topics: [String], listener: Listener
+        _ endpoints: [String], curve: CurveCredentials?, topics: [String], listener: Listener
     ) async throws
         -> DedicatedThread
     {
@@ -247,9 +252,11 @@ public enum LoadRunner {
                     try sub.set(.receiveHighWaterMark, 0)
                     for topic in topics { try sub.subscribe(topic) }
                     try sub.secure(with: curve)
-                    try sub.connect(endpoint)
+                    for endpoint in endpoints { try sub.connect(endpoint) }
                 } catch {
-                    continuation.resume(throwing: ClientError(.socket, "cannot subscribe to \(endpoint): \(error)"))
+                    continuation.resume(
+                        throwing: ClientError(
+                            .socket, "cannot subscribe to \(endpoints.joined(separator: ", ")): \(error)"))
                     return
                 }
                 continuation.resume()
@@ -340,10 +347,11 @@ public enum LoadRunner {
                     try push.set(.linger, .seconds(plan.timeout))
                     try push.set(.sendTimeout, .seconds(plan.timeout))
                     try push.secure(with: plan.endpoints.curve)
-                    try push.connect(plan.endpoints.intents)
+                    for endpoint in plan.producerEndpoints { try push.connect(endpoint) }
                 } catch {
                     continuation.resume(
-                        throwing: ClientError(.socket, "cannot connect to \(plan.endpoints.intents): \(error)"))
+                        throwing: ClientError(
+                            .socket, "cannot connect to \(plan.producerEndpoints.joined(separator: ", ")): \(error)"))
                     return
                 }
                 continuation.resume()

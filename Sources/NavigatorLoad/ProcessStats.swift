@@ -127,6 +127,30 @@ struct ProcessStats {
     }
 }
 
+/// Several processes measured as one: the instances of a cluster on this machine (CPU and
+/// resident memory added up; unknown when any member's is).
+struct ProcessGroup {
+    let members: [ProcessStats]
+
+    var cpuSeconds: Double? {
+        var total = 0.0
+        for member in members {
+            guard let seconds = member.cpuSeconds else { return nil }
+            total += seconds
+        }
+        return members.isEmpty ? nil : total
+    }
+
+    var residentBytes: UInt64? {
+        var total: UInt64 = 0
+        for member in members {
+            guard let bytes = member.residentBytes else { return nil }
+            total += bytes
+        }
+        return members.isEmpty ? nil : total
+    }
+}
+
 extension String {
     fileprivate var trimmingNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
 }

@@ -16,10 +16,19 @@ struct RunCommand: AsyncParsableCommand {
             --warmup. The report ends with the service's throughput (how fast its counters \
             accounted for everything sent) and its CPU and memory.
 
+            Several instances (PostgreSQL): navload asks the instance at --requests for the live \
+            instances and follows them all (their commands sockets, counters, CPU and memory, \
+            added up); intents go to the --intents endpoints given, and an instance forwards \
+            those of sessions it does not serve to their owner.
+
             Example: navload --rate 10000 --duration 10
             """)
 
-    @Option(help: "navigatord's intents endpoint.") var intents = "tcp://127.0.0.1:7401"
+    @Option(
+        help:
+            "navigatord's intents endpoint; repeat it to spread the intents over several instances (each producer connects to all and sends to them in turn)."
+    )
+    var intents: [String] = ["tcp://127.0.0.1:7401"]
     @Option(help: "navigatord's requests endpoint.") var requests = "tcp://127.0.0.1:7402"
     @Option(help: "navigatord's commands endpoint.") var commands = "tcp://127.0.0.1:7403"
     @Option(help: "Seconds to wait for navigatord's answers.") var timeout: Double = 5
@@ -87,7 +96,9 @@ struct RunCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("navload: \(error)\n".utf8))
             throw ExitCode(error.exitStatus)
         }
-        plan.endpoints = ServiceEndpoints(intents: intents, requests: requests, commands: commands, curve: curve)
+        plan.endpoints = ServiceEndpoints(
+            intents: intents.first ?? "tcp://127.0.0.1:7401", requests: requests, commands: commands, curve: curve)
+        plan.intentEndpoints = intents
         plan.rate = rate
         plan.duration = duration
         plan.warmup = warmup
@@ -210,6 +221,7 @@ struct RunCommand: AsyncParsableCommand {
                     report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) } ?? "unknown"
                 ),
                 ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),
+                ("navigatord instances", report.instances == 1 ? "1" : "\(report.instances) (figures added up)"),
                 ("navload CPU", report.loadCPU.map { String(format: "%.2f cores (same machine)", $0) } ?? "unknown"),
             ]
         if !report.samples.isEmpty {

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import NavigatorClient
 import NavigatorCore
-import NavigatorService
 import NavigatorTestSupport
 import NavigatorWire
 import Synchronization
@@ -10,6 +9,7 @@ import Testing
 import ZeroMQ
 
 @testable import NavigatorLoad
+@testable import NavigatorService
 
 #if canImport(Glibc)
     import Glibc
@@ -189,5 +189,76 @@ struct LoadTests {
         let result = try await RelayFloor.measure(executable: navload, rate: 500, messageBytes: 80, seconds: 1)
         #expect(result.messages >= 400 && result.messages <= 600, "\(result.messages) messages in 1 s at 500/s")
         #expect(result.cores > 0, "the relay's CPU was not counted")
+    }
+
+    @Test(
+        "against two instances on PostgreSQL: intents to both, navload follows both and accounts for every one",
+        .enabled(if: TestPostgres.enabled))
+    func cluster() async throws {
+        try await TestPostgres.withDatabase { url in
+            let directory = TestService.temporaryDirectory("navload-pg")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            var configuration = TestService.configuration(dataDirectory: directory)
+            configuration.store = .postgresql(url: url)
+            configuration.leaseSeconds = 2
+            configuration.instanceID = "one"
+            let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("load-pg1"))
+            try await first.start()
+            var other = configuration
+            other.instanceID = "two"
+            let second: NavigatorServer
+            do {
+                second = try NavigatorServer(configuration: other, logger: TestService.logger("load-pg2"))
+                try await second.start()
+            } catch {
+                await first.stop()
+                throw error
+            }
+            do {
+                // Until the partitions are split and each instance knows where to forward the
+                // other's sessions.
+                let ownerships = [try #require(first.store.ownership), try #require(second.store.ownership)]
+                let deadline = ContinuousClock.now + .seconds(15)
+                while ownerships.contains(where: { $0.served.count != 128 })
+                    || (0..<40).contains(where: { i in
+                        ownerships.contains {
+                            !$0.serves($0.partition(of: "load-\(i)")) && $0.forwardEndpoint(of: "load-\(i)") == nil
+                        }
+                    })
+                {
+                    guard ContinuousClock.now < deadline else {
+                        throw TestPostgresError("the instances did not split the partitions and learn each other")
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                var plan = LoadPlan()
+                plan.endpoints = ServiceEndpoints(
+                    intents: first.endpoints.intents[0], requests: first.endpoints.requests[0],
+                    commands: first.endpoints.commands[0])
+                plan.intentEndpoints = [first.endpoints.intents[0], second.endpoints.intents[0]]
+                plan.rate = 400
+                plan.duration = 1
+                plan.warmup = 0.2
+                plan.sessions = 40
+                plan.servicePID = getpid()
+                let report = try await LoadRunner.run(plan)
+                #expect(report.instances == 2)
+                #expect(report.sent == 480)
+                #expect(report.accounted == 480, "\(report)")
+                #expect(report.batchesLost == 0)
+                // Batches of both instances' sessions reached the subscriber.
+                #expect(report.batchesMeasured > 0)
+                let served = [first, second].map {
+                    $0.counters.outcomes[Int(Navigator_V1_Outcome.resolved.rawValue)].load
+                }
+                #expect(served.allSatisfy { $0 > 0 }, "resolved per instance: \(served)")
+            } catch {
+                await first.stop()
+                await second.stop()
+                throw error
+            }
+            await first.stop()
+            await second.stop()
+        }
     }
 }
