@@ -48,6 +48,8 @@ let package = Package(
             name: "NavigatorService",
             dependencies: [
                 "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Postgres", "Yams",
+                // The HTTP API reaches the service's own sockets as a client does.
+                "NavigatorClient",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

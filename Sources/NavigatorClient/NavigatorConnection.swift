@@ -72,6 +72,14 @@ public final class NavigatorConnection: Sendable {
         }
     }
 
+    /// Publishes an intent already in its wire form (to the session it names).
+    public func send(_ intent: Navigator_V1_Intent) async throws {
+        let bytes: [UInt8] = try intent.serializedBytes()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            shared.enqueue(.intent(session: intent.session, bytes: bytes, continuation))
+        }
+    }
+
     /// Sends a request and returns its reply; a rejected reply is returned, not thrown.
     public func request(_ kind: Navigator_V1_Request.OneOf_Kind) async throws -> Navigator_V1_Reply {
         var request = Navigator_V1_Request()

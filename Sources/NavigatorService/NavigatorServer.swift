@@ -276,7 +276,10 @@ public final class NavigatorServer: Service, Sendable {
                         "/metrics": { [self] in respond(to: "/metrics") },
                         "/healthz": { [self] in respond(to: "/healthz") },
                         "/readyz": { [self] in respond(to: "/readyz") },
-                    ], logger: logger,
+                    ],
+                    api: HTTPAPI(
+                        bound: { [bound] in bound.current }, secure: security != nil,
+                        maxMessageBytes: configuration.maxMessageBytes), logger: logger,
                     onRunning: { [self] address in
                         bound.set(metrics: address)
                         opened()

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NavigatorWire
 import ServiceLifecycle
 import Synchronization
 
@@ -25,8 +26,17 @@ struct HTTPReply: Sendable {
         let reason =
             switch code {
             case 200: "OK"
+            case 202: "Accepted"
+            case 400: "Bad Request"
+            case 401: "Unauthorized"
+            case 403: "Forbidden"
             case 404: "Not Found"
             case 405: "Method Not Allowed"
+            case 409: "Conflict"
+            case 413: "Content Too Large"
+            case 415: "Unsupported Media Type"
+            case 429: "Too Many Requests"
+            case 500: "Internal Server Error"
             case 503: "Service Unavailable"
             default: ""
             }
@@ -42,6 +52,8 @@ struct HTTPPart: Service {
     /// `host:port`, `[ipv6]:port`, `localhost:port`; port 0 picks one.
     let address: String
     let routes: [String: @Sendable () -> HTTPReply]
+    /// The JSON API (``HTTPAPI``), nil to serve only the routes above.
+    var api: HTTPAPI? = nil
     let logger: Logger
     /// Told the address bound (with the port chosen for port 0) once the server runs.
     let onRunning: @Sendable (String) -> Void
@@ -51,10 +63,12 @@ struct HTTPPart: Service {
     func run() async throws {
         let (host, port) = try HTTPEndpoint.parse(address)
         let router = Router()
-        router.add(middleware: HTTPEndpoint.Fallback(paths: routes.keys.sorted()))
+        router.add(middleware: HTTPEndpoint.Fallback(paths: routes.keys.sorted(), api: api != nil))
         for (path, reply) in routes {
             router.get(RouterPath(path)) { _, _ in HTTPEndpoint.response(reply()) }
         }
+        api?.register(on: router)
+        defer { if let api { Task { await api.close() } } }
         let running = Atomic<Bool>(false)
         let onRunning = self.onRunning
         let application = Application(
@@ -105,10 +119,12 @@ enum HTTPEndpoint {
     }
 
     /// Answers what no route matched: 405 for a served path asked with another method, 404
-    /// otherwise, each listing what there is.
+    /// otherwise, each listing what there is (as JSON for the API's paths).
     struct Fallback: RouterMiddleware {
         typealias Context = BasicRequestContext
         let paths: [String]
+        /// Whether the JSON API is served.
+        let api: Bool
 
         func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
             async throws -> Response
@@ -116,6 +132,9 @@ enum HTTPEndpoint {
             do {
                 return try await next(request, context)
             } catch let error as HTTPError where error.status == .notFound {
+                if api, request.uri.path.hasPrefix("/v1/") {
+                    return apiFallback(request)
+                }
                 guard paths.contains(request.uri.path) else {
                     return HTTPEndpoint.response(
                         HTTPReply(404, "no such path; try \(paths.joined(separator: ", "))\n"))
@@ -125,6 +144,26 @@ enum HTTPEndpoint {
                 response.headers[.allow] = "GET, HEAD"
                 return response
             }
+        }
+
+        func apiFallback(_ request: Request) -> Response {
+            var reply = Navigator_V1_Reply()
+            let path = request.uri.path
+            guard let method = HTTPAPI.method(of: path) else {
+                reply.rejected = .with {
+                    $0.code = .unknownRequest
+                    $0.message =
+                        "no API path \(LogText(path)); expected one of \(HTTPAPI.paths.map { "\($0.method) \($0.pattern)" }.joined(separator: ", "))"
+                }
+                return HTTPAPI.response(404, reply)
+            }
+            reply.rejected = .with {
+                $0.code = .unknownRequest
+                $0.message = "\(request.method) is not served on \(LogText(path)); use \(method)"
+            }
+            var response = HTTPAPI.response(405, reply)
+            response.headers[.allow] = method
+            return response
         }
     }
 }

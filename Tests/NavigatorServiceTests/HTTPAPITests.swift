@@ -1,0 +1,183 @@
+import Foundation
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Testing
+
+@testable import NavigatorService
+
+/// One API call over a plain socket: the status code, the response's head and its body (a
+/// `navigator.v1.Reply` in JSON whenever the API answers).
+func api(
+    _ address: String, _ method: String, _ path: String, body: String? = nil,
+    contentType: String? = "application/json"
+) throws -> (status: Int, head: String, reply: Navigator_V1_Reply) {
+    var request = "\(method) \(path) HTTP/1.1\r\nHost: test\r\n"
+    if let body {
+        if let contentType { request += "Content-Type: \(contentType)\r\n" }
+        request += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    } else {
+        request += "\r\n"
+    }
+    let (statusLine, body) = try http(address, request)
+    let status = Int(statusLine.split(separator: " ")[1]) ?? 0
+    var options = JSONDecodingOptions()
+    options.ignoreUnknownFields = false
+    let reply = try Navigator_V1_Reply(jsonString: body, options: options)
+    return (status, statusLine, reply)
+}
+
+@Suite("HTTP JSON API")
+struct HTTPAPITests {
+    static let configure: @Sendable (inout ServiceConfiguration) -> Void = { $0.metricsAddress = "127.0.0.1:0" }
+
+    @Test("an acknowledged intent, a snapshot, explain and a client event, in protobuf's JSON mapping")
+    func calls() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            try await onThread {
+                let intent = #"{"id":"h1","session":"web-1","path":[{"screen":"chat","info":{"conversationId":"42"}}]}"#
+                let resolved = try api(address, "POST", "/v1/intents?wait=true", body: intent)
+                #expect(resolved.status == 200)
+                #expect(resolved.reply.resolved.outcome == .resolved)
+                #expect(resolved.reply.resolved.batch.seq == 1)
+                let chat = try #require(resolved.reply.resolved.batch.commands.last?.push.screen)
+                #expect(chat.context.screen == "chat" && chat.context.info["conversationId"] == "42")
+
+                // The same id again is a duplicate, ignored.
+                let again = try api(address, "POST", "/v1/intents?wait=true", body: intent)
+                #expect(again.status == 200 && again.reply.ignored.reason.contains("duplicate"), "\(again.reply)")
+
+                let snapshot = try api(address, "GET", "/v1/sessions/web-1")
+                #expect(snapshot.status == 200)
+                #expect(snapshot.reply.snapshot.seq == 1)
+                #expect(snapshot.reply.snapshot.tree.root.tabBar.selected == "chats")
+
+                // Explain changes nothing.
+                let explained = try api(
+                    address, "POST", "/v1/explain",
+                    body: #"{"id":"h2","session":"web-1","path":[{"screen":"settings"}]}"#)
+                #expect(explained.status == 200 && explained.reply.explanation.outcome == .resolved)
+                #expect(try api(address, "GET", "/v1/sessions/web-1").reply.snapshot.seq == 1)
+
+                // Back to the chat list, as a shell reports it.
+                let listID = snapshot.reply.snapshot.tree.root.tabBar.tabs.first { $0.name == "chats" }?.stack.first?.id
+                let back = try api(
+                    address, "POST", "/v1/sessions/web-1/events",
+                    body: #"{"lastSeq":"1","poppedTo":{"screenId":"\#(try #require(listID))"}}"#)
+                #expect(back.status == 200 && back.reply.eventApplied.seq == 2, "\(back.reply)")
+                let after = try api(address, "GET", "/v1/sessions/web-1").reply.snapshot
+                #expect(after.tree.root.tabBar.tabs.first { $0.name == "chats" }?.stack.count == 1)
+            }
+        }
+    }
+
+    @Test("a fire-and-forget intent is accepted (202) and reaches the session")
+    func fireAndForget() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let accepted = try await onThread {
+                try api(
+                    address, "POST", "/v1/intents",
+                    body: #"{"id":"f1","session":"web-2","path":[{"screen":"settings"}]}"#)
+            }
+            #expect(accepted.status == 202)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await onThread({ try api(address, "GET", "/v1/sessions/web-2").reply.snapshot.seq }) != 1 {
+                guard ContinuousClock.now < deadline else { throw TestFailure("the intent never reached web-2") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    @Test("mistakes get the reject code, the fitting status and a message, and change nothing")
+    func mistakes() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            try await onThread {
+                let first = #"{"id":"m1","session":"web-3","path":[{"screen":"settings"}]}"#
+                #expect(try api(address, "POST", "/v1/intents?wait=true", body: first).status == 200)
+                let cases: [(String, String, String?, String?, Int, Navigator_V1_RejectCode, String)] = [
+                    (
+                        "POST", "/v1/intents?wait=true", #"{"id":"m2","session":"web-3","path":[{"screen":"nope"}]}"#,
+                        "application/json", 400, .unknownScreen, "not in the route map"
+                    ),
+                    (
+                        "POST", "/v1/intents?wait=true", #"{"id":"m3","session":"web-3","path":[{"screen":"chat"}]}"#,
+                        "application/json", 400, .missingInfo, "conversationId"
+                    ),
+                    ("POST", "/v1/intents", "{not json", "application/json", 400, .malformed, "JSON mapping"),
+                    ("POST", "/v1/intents", #"{"idd":"x"}"#, "application/json", 400, .malformed, "JSON mapping"),
+                    ("POST", "/v1/intents", "{}", "text/plain", 415, .malformed, "expected application/json"),
+                    (
+                        "POST", "/v1/intents?wait=true", #"{"id":"m4","session":"a/b","path":[{"screen":"home"}]}"#,
+                        "application/json", 400, .invalidSession, "\"/\""
+                    ),
+                    (
+                        "POST", "/v1/intents", String(repeating: " ", count: 300_000), "application/json", 413,
+                        .tooLarge, "at most"
+                    ),
+                    (
+                        "POST", "/v1/sessions/web-3/events", #"{"lastSeq":"0","poppedTo":{"screenId":"1"}}"#,
+                        "application/json", 409, .staleEvent, "stale"
+                    ),
+                    (
+                        "POST", "/v1/sessions/web-3/events", #"{"session":"other","ready":{}}"#, "application/json",
+                        400, .sessionMismatch, "differs"
+                    ),
+                    ("GET", "/v1/sessions/a%2Fb", nil, nil, 400, .invalidSession, "\"/\""),
+                    ("GET", "/v1/nothing", nil, nil, 404, .unknownRequest, "POST /v1/intents"),
+                    ("DELETE", "/v1/intents", nil, nil, 405, .unknownRequest, "use POST"),
+                ]
+                for (method, path, body, type, status, code, message) in cases {
+                    let answer = try api(address, method, path, body: body, contentType: type)
+                    #expect(answer.status == status, "\(method) \(path): \(answer.head)")
+                    #expect(answer.reply.rejected.code == code, "\(method) \(path): \(answer.reply)")
+                    #expect(answer.reply.rejected.message.contains(message), "\(method) \(path): \(answer.reply)")
+                }
+                // Nothing changed: web-3 is where the first intent left it, no other session exists.
+                let snapshot = try api(address, "GET", "/v1/sessions/web-3").reply.snapshot
+                #expect(snapshot.seq == 1)
+                let stats = try Client(endpoints).request(.stats(.init())).stats
+                #expect(stats.sessions == 1)
+            }
+        }
+    }
+
+    @Test("secure mode: the API refuses every call with 401 (no tokens yet) and nothing reaches the service")
+    func secureMode() async throws {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        try await withService({ configuration in
+            Self.configure(&configuration)
+            setup.configure(&configuration)
+        }) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            try await onThread {
+                let refused = try api(
+                    address, "POST", "/v1/intents?wait=true",
+                    body: #"{"id":"s1","session":"s1","path":[{"screen":"settings"}]}"#)
+                #expect(refused.status == 401)
+                #expect(refused.reply.rejected.code == .forbidden)
+                #expect(refused.reply.rejected.message.contains("secure mode"))
+                #expect(try api(address, "GET", "/v1/sessions/s1").status == 401)
+                let stats = try setup.client(setup.admin, endpoints).request(.stats(.init())).stats
+                #expect(stats.sessions == 0)
+            }
+        }
+    }
+
+    @Test("reject codes map to HTTP statuses")
+    func statuses() {
+        #expect(HTTPAPI.status(of: .unknownScreen) == 400)
+        #expect(HTTPAPI.status(of: .forbidden) == 403)
+        #expect(HTTPAPI.status(of: .tooLarge) == 413)
+        #expect(HTTPAPI.status(of: .overloaded) == 429)
+        #expect(HTTPAPI.status(of: .staleEvent) == 409)
+        #expect(HTTPAPI.status(of: .moved) == 503 && HTTPAPI.status(of: .unavailable) == 503)
+        #expect(HTTPAPI.method(of: "/v1/sessions/x/events") == "POST")
+        #expect(HTTPAPI.method(of: "/v1/sessions/") == nil)
+        #expect(HTTPAPI.connectable(["inproc://x", "tcp://0.0.0.0:7402"]) == "tcp://127.0.0.1:7402")
+        #expect(HTTPAPI.connectable(["inproc://x"]) == nil)
+    }
+}
