@@ -148,10 +148,11 @@ struct HTTPAPITests {
     func secureMode() async throws {
         let setup = try SecureSetup()
         defer { setup.remove() }
-        try await withService({ configuration in
+        let configure: @Sendable (inout ServiceConfiguration) -> Void = { configuration in
             Self.configure(&configuration)
             setup.configure(&configuration)
-        }) { _, endpoints in
+        }
+        try await withService(configure) { _, endpoints in
             let address = try #require(endpoints.metrics)
             try await onThread {
                 let refused = try api(
