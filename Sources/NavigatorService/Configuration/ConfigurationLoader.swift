@@ -242,7 +242,7 @@ public enum ConfigurationLoader {
             !EndpointCheck.isLoopback(host)
         {
             throw ConfigurationError(
-                "metrics address \(config.metricsAddress) is not loopback, and security is off; expected 127.0.0.1:port or [::1]:port — or configure security, or pass --allow-insecure-remote"
+                "metrics address \(config.metricsAddress) is not loopback, and security is off: anyone who reaches its JSON API could steer and watch every session; expected 127.0.0.1:port or [::1]:port — or configure security, or pass --allow-insecure-remote"
             )
         }
     }
