@@ -69,7 +69,9 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
-            "metrics", "HTTP host:port ([ipv6]:port) for /metrics, /healthz, /readyz and the JSON API (/v1/...), or off [default: 127.0.0.1:7480]")
+            "metrics",
+            "HTTP host:port ([ipv6]:port) for /metrics, /healthz, /readyz and the JSON API (/v1/...), or off [default: 127.0.0.1:7480]"
+        )
     )
     var metrics: String?
 
