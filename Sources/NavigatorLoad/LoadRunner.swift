@@ -165,6 +165,17 @@ public enum LoadRunner {
         }
         let cpuTo = wallClock()
         let cpuAfter = service?.cpuSeconds
+        // Soak: a last sample once everything is accounted for, so the report ends with the
+        // state after the run however the interval fell.
+        sampler.cancel()
+        await sampler.value
+        if plan.soakInterval != nil, let cpuAfter, let cpuBefore, let rss = service?.residentBytes {
+            let sample = LoadReport.Sample(
+                seconds: Double(cpuTo - cpuFrom) / 1e9, rssBytes: rss,
+                cpu: (cpuAfter - cpuBefore) / max(Double(cpuTo - cpuFrom) / 1e9, 0.001))
+            samples.withLock { $0.append(sample) }
+            soakProgress?(sample)
+        }
         let ownAfter = navload.cpuSeconds
         sampler.cancel()
         reporter.cancel()

@@ -109,8 +109,10 @@ struct LoadTests {
             plan.soakInterval = 0.5
             let samples = Mutex(0)
             let report = try await LoadRunner.run(plan, soakProgress: { _ in samples.withLock { $0 += 1 } })
-            // Soak samples every 0.5 s of the ~1.2 s run and its drain; navload's own CPU too.
-            #expect(report.samples.count >= 2 && report.samples.count == samples.withLock { $0 })
+            // Soak samples every 0.5 s of the ~1.2 s run and its drain (how many depends on how
+            // the machine's load delays the sampler), and one more at the end; each is reported
+            // as it is taken. navload's own CPU too.
+            #expect(report.samples.count >= 1 && report.samples.count == samples.withLock { $0 })
             #expect(report.samples.allSatisfy { $0.rssBytes > 0 && $0.cpu >= 0 })
             #expect(report.loadCPU != nil)
             #expect((report.cpuMicrosecondsPerIntent ?? 0) > 0)
@@ -196,25 +198,8 @@ struct LoadTests {
         .enabled(if: TestPostgres.enabled))
     func cluster() async throws {
         try await TestPostgres.withDatabase { url in
-            let directory = TestService.temporaryDirectory("navload-pg")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            var configuration = TestService.configuration(dataDirectory: directory)
-            configuration.store = .postgresql(url: url)
-            configuration.leaseSeconds = 2
-            configuration.instanceID = "one"
-            let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("load-pg1"))
-            try await first.start()
-            var other = configuration
-            other.instanceID = "two"
-            let second: NavigatorServer
-            do {
-                second = try NavigatorServer(configuration: other, logger: TestService.logger("load-pg2"))
-                try await second.start()
-            } catch {
-                await first.stop()
-                throw error
-            }
-            do {
+            try await TestService.withInstances(["one", "two"], url: url, { $0.leaseSeconds = 2 }) { servers in
+                let (first, second) = (servers[0], servers[1])
                 // Until the partitions are split and each instance knows where to forward the
                 // other's sessions.
                 let ownerships = [try #require(first.store.ownership), try #require(second.store.ownership)]
@@ -248,17 +233,9 @@ struct LoadTests {
                 #expect(report.batchesLost == 0)
                 // Batches of both instances' sessions reached the subscriber.
                 #expect(report.batchesMeasured > 0)
-                let served = [first, second].map {
-                    $0.counters.outcomes[Int(Navigator_V1_Outcome.resolved.rawValue)].load
-                }
+                let served = servers.map { $0.counters.outcomes[Int(Navigator_V1_Outcome.resolved.rawValue)].load }
                 #expect(served.allSatisfy { $0 > 0 }, "resolved per instance: \(served)")
-            } catch {
-                await first.stop()
-                await second.stop()
-                throw error
             }
-            await first.stop()
-            await second.stop()
         }
     }
 }

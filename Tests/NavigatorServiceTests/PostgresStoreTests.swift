@@ -89,92 +89,88 @@ struct PostgresStoreTests {
         arguments: [true, false])
     func twoInstances(forwarding: Bool) async throws {
         try await TestPostgres.withDatabase { url in
-            let directory = TestService.temporaryDirectory("navpg")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            var configuration = TestService.configuration(dataDirectory: directory)
-            configuration.store = .postgresql(url: url)
-            configuration.leaseSeconds = 2
-            configuration.instanceID = "one"
-            if !forwarding { configuration.clusterEndpoint = "off" }
-            let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("pg1"))
-            try await first.start()
-            var other = configuration
-            other.instanceID = "two"
-            let second = try NavigatorServer(configuration: other, logger: TestService.logger("pg2"))
-            try await second.start()
-            // The first hands half over at its next round; waited for with a deadline.
-            let firstOwnership = try #require(first.store.ownership)
-            let secondOwnership = try #require(second.store.ownership)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while firstOwnership.served.count != 128 || secondOwnership.served.count != 128 {
-                guard ContinuousClock.now < deadline else {
-                    throw TestPostgresError(
-                        "the partitions were not split: \(firstOwnership.served.count) and \(secondOwnership.served.count)"
-                    )
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            let configure: (inout ServiceConfiguration) -> Void = { configuration in
+                configuration.leaseSeconds = 2
+                if !forwarding { configuration.clusterEndpoint = "off" }
             }
-            #expect(firstOwnership.served.isDisjoint(with: secondOwnership.served))
-            let sessions = (0..<1000).map { "u\($0)" }.filter {
-                secondOwnership.serves(secondOwnership.partition(of: $0))
-            }
-            let session = sessions[0]
-            // The first learns who took it (and where it takes forwarded messages) at its next round.
-            while !firstOwnership.whyNotServed(firstOwnership.partition(of: session), session: session).contains("two")
-                || (forwarding && firstOwnership.forwardEndpoint(of: session) == nil)
-            {
-                guard ContinuousClock.now < deadline else {
-                    throw TestPostgresError("the first never learned the owner")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            let viaFirst = try await onThread {
-                try Client(first.endpoints).request(
-                    .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
-            }
-            let partitionEpoch = secondOwnership.epoch(of: secondOwnership.partition(of: session))
-            if forwarding {
-                #expect(viaFirst.resolved.batch.seq == 1, "\(viaFirst)")
-                #expect(viaFirst.resolved.batch.epoch == partitionEpoch)
-                // Either lists both instances, with the endpoints shells subscribe to.
-                let listed = try await onThread { try Client(first.endpoints).request(.instances(.init())) }
-                #expect(listed.instances.instances.map(\.id).sorted() == ["one", "two"])
-                #expect(listed.instances.instances.first { $0.answering }?.id == "one")
-                #expect(
-                    listed.instances.instances.first { $0.id == "two" }?.commandEndpoints == second.endpoints.commands)
-                // A snapshot through the first comes from the owner too.
-                let snapshot = try await onThread {
-                    try Client(first.endpoints).request(.snapshot(.with { $0.session = session })).snapshot
-                }
-                #expect(snapshot.seq == 1 && snapshot.epoch == partitionEpoch)
-                // A fire-and-forget intent sent to the first reaches the owner.
-                let fireAndForget = sessions[1]
-                try await onThread {
-                    try Client(first.endpoints).send(
-                        wireIntent("f1", [ScreenContext("settings")], session: fireAndForget), session: fireAndForget)
-                }
-                while true {
-                    let snapshot = try await onThread {
-                        try Client(second.endpoints).request(.snapshot(.with { $0.session = fireAndForget })).snapshot
-                    }
-                    if snapshot.seq == 1 { break }
+            try await TestService.withInstances(["one", "two"], url: url, configure) { servers in
+                let (first, second) = (servers[0], servers[1])
+                // The first hands half over at its next round; waited for with a deadline.
+                let firstOwnership = try #require(first.store.ownership)
+                let secondOwnership = try #require(second.store.ownership)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while firstOwnership.served.count != 128 || secondOwnership.served.count != 128 {
                     guard ContinuousClock.now < deadline else {
-                        throw TestPostgresError("the forwarded intent never arrived")
+                        throw TestPostgresError(
+                            "the partitions were not split: \(firstOwnership.served.count) and \(secondOwnership.served.count)"
+                        )
                     }
                     try await Task.sleep(for: .milliseconds(20))
                 }
-            } else {
-                #expect(viaFirst.rejected.code == .moved)
-                #expect(viaFirst.rejected.message.contains("which instance two serves; this is one"))
-                let served = try await onThread {
-                    try Client(second.endpoints).request(
+                #expect(firstOwnership.served.isDisjoint(with: secondOwnership.served))
+                let sessions = (0..<1000).map { "u\($0)" }.filter {
+                    secondOwnership.serves(secondOwnership.partition(of: $0))
+                }
+                let session = sessions[0]
+                // The first learns who took it (and where it takes forwarded messages) at its next round.
+                while !firstOwnership.whyNotServed(firstOwnership.partition(of: session), session: session).contains(
+                    "two")
+                    || (forwarding && firstOwnership.forwardEndpoint(of: session) == nil)
+                {
+                    guard ContinuousClock.now < deadline else {
+                        throw TestPostgresError("the first never learned the owner")
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let viaFirst = try await onThread {
+                    try Client(first.endpoints).request(
                         .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
                 }
-                #expect(served.resolved.batch.seq == 1)
-                #expect(served.resolved.batch.epoch == partitionEpoch)
+                let partitionEpoch = secondOwnership.epoch(of: secondOwnership.partition(of: session))
+                if forwarding {
+                    #expect(viaFirst.resolved.batch.seq == 1, "\(viaFirst)")
+                    #expect(viaFirst.resolved.batch.epoch == partitionEpoch)
+                    // Either lists both instances, with the endpoints shells subscribe to.
+                    let listed = try await onThread { try Client(first.endpoints).request(.instances(.init())) }
+                    #expect(listed.instances.instances.map(\.id).sorted() == ["one", "two"])
+                    #expect(listed.instances.instances.first { $0.answering }?.id == "one")
+                    #expect(
+                        listed.instances.instances.first { $0.id == "two" }?.commandEndpoints
+                            == second.endpoints.commands)
+                    // A snapshot through the first comes from the owner too.
+                    let snapshot = try await onThread {
+                        try Client(first.endpoints).request(.snapshot(.with { $0.session = session })).snapshot
+                    }
+                    #expect(snapshot.seq == 1 && snapshot.epoch == partitionEpoch)
+                    // A fire-and-forget intent sent to the first reaches the owner.
+                    let fireAndForget = sessions[1]
+                    try await onThread {
+                        try Client(first.endpoints).send(
+                            wireIntent("f1", [ScreenContext("settings")], session: fireAndForget),
+                            session: fireAndForget)
+                    }
+                    while true {
+                        let snapshot = try await onThread {
+                            try Client(second.endpoints).request(.snapshot(.with { $0.session = fireAndForget }))
+                                .snapshot
+                        }
+                        if snapshot.seq == 1 { break }
+                        guard ContinuousClock.now < deadline else {
+                            throw TestPostgresError("the forwarded intent never arrived")
+                        }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                } else {
+                    #expect(viaFirst.rejected.code == .moved)
+                    #expect(viaFirst.rejected.message.contains("which instance two serves; this is one"))
+                    let served = try await onThread {
+                        try Client(second.endpoints).request(
+                            .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))
+                    }
+                    #expect(served.resolved.batch.seq == 1)
+                    #expect(served.resolved.batch.epoch == partitionEpoch)
+                }
             }
-            await first.stop()
-            await second.stop()
         }
     }
 

@@ -42,18 +42,9 @@ struct RejectCodeTests {
     /// other one serves.
     static func moved() async throws -> String? {
         try await TestPostgres.withDatabase { url in
-            let directory = temporaryDirectory("navmoved")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            var configuration = TestService.configuration(dataDirectory: directory)
-            configuration.store = .postgresql(url: url)
-            configuration.clusterEndpoint = "off"
-            configuration.instanceID = "one"
-            let first = try NavigatorServer(configuration: configuration, logger: TestService.logger("moved1"))
-            try await first.start()
-            configuration.instanceID = "two"
-            let second = try NavigatorServer(configuration: configuration, logger: TestService.logger("moved2"))
-            try await second.start()
-            func moved() async throws -> Navigator_V1_Reply? {
+            let reply = try await TestService.withInstances(["one", "two"], url: url, { $0.clusterEndpoint = "off" }) {
+                servers -> Navigator_V1_Reply? in
+                let (first, second) = (servers[0], servers[1])
                 let ownership = try #require(second.store.ownership)
                 let deadline = ContinuousClock.now + .seconds(20)
                 while ownership.served.isEmpty || first.store.ownership!.served.count == 256 {
@@ -66,16 +57,6 @@ struct RejectCodeTests {
                         .intent(wireIntent("m", [ScreenContext("settings")], session: session)))
                 }
             }
-            let reply: Navigator_V1_Reply?
-            do {
-                reply = try await moved()
-            } catch {
-                await first.stop()
-                await second.stop()
-                throw error
-            }
-            await first.stop()
-            await second.stop()
             guard let reply else { return nil }
             return reply.rejected.code == .moved ? reply.rejected.message : nil
         }

@@ -29,3 +29,35 @@ public enum TestService {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
     }
 }
+
+extension TestService {
+    /// Several instances on one PostgreSQL database, in this process: one navigatord per id
+    /// (ephemeral ports, a data directory of its own), started in order, handed to `body`, and
+    /// all stopped afterwards — also when `body` throws or a later instance cannot start.
+    public static func withInstances<R>(
+        _ ids: [String], url: String, _ configure: (inout ServiceConfiguration) -> Void = { _ in },
+        _ body: ([NavigatorServer]) async throws -> R
+    ) async throws -> R {
+        let directory = temporaryDirectory("navpg")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var servers: [NavigatorServer] = []
+        func stopAll() async { for server in servers.reversed() { await server.stop() } }
+        do {
+            for id in ids {
+                var configuration = Self.configuration(dataDirectory: directory.appendingPathComponent(id))
+                configuration.store = .postgresql(url: url)
+                configuration.instanceID = id
+                configure(&configuration)
+                let server = try NavigatorServer(configuration: configuration, logger: logger("navigatord-\(id)"))
+                try await server.start()
+                servers.append(server)
+            }
+            let result = try await body(servers)
+            await stopAll()
+            return result
+        } catch {
+            await stopAll()
+            throw error
+        }
+    }
+}
