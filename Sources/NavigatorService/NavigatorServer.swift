@@ -31,7 +31,9 @@ public final class NavigatorServer: Service, Sendable {
     /// This process's claim on the data directory (SQLite store), from `init` to the end of
     /// `stop()`; nil with PostgreSQL, whose instance lock is the database's.
     let directoryLock: DataDirectoryLock?
-    let bound = BoundEndpoints()
+    let bound: BoundEndpoints
+    /// The JSON API and session streams of the HTTP server; nil when HTTP is off.
+    let httpAPI: HTTPAPI?
     /// Hears of any thread that fails; `run()` then stops the service and throws.
     let supervisor: Supervisor
     let startedAt = WallClock.now()
@@ -64,6 +66,8 @@ public final class NavigatorServer: Service, Sendable {
     public init(configuration: ServiceConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        let bound = BoundEndpoints()
+        self.bound = bound
         supervisor = Supervisor { [logger] failure in
             logger.critical(
                 "a part of navigatord failed; navigatord stops (state is flushed) and exits non-zero",
@@ -75,6 +79,12 @@ public final class NavigatorServer: Service, Sendable {
         } else {
             security = nil
         }
+        httpAPI =
+            configuration.metricsAddress == "off"
+            ? nil
+            : HTTPAPI(
+                bound: { bound.current }, secure: security != nil, maxMessageBytes: configuration.maxMessageBytes,
+                streams: configuration.streamSettings, logger: logger)
         // The route map first: a map that does not load is refused before any file is touched.
         var (resolver, source) = try Self.loadResolver(configuration)
         counters = ServiceCounters(workers: configuration.workers)
@@ -277,9 +287,7 @@ public final class NavigatorServer: Service, Sendable {
                         "/healthz": { [self] in respond(to: "/healthz") },
                         "/readyz": { [self] in respond(to: "/readyz") },
                     ],
-                    api: HTTPAPI(
-                        bound: { [bound] in bound.current }, secure: security != nil,
-                        maxMessageBytes: configuration.maxMessageBytes), logger: logger,
+                    api: httpAPI, logger: logger,
                     onRunning: { [self] address in
                         bound.set(metrics: address)
                         opened()

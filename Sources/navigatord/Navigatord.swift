@@ -178,6 +178,29 @@ struct Navigatord: AsyncParsableCommand {
     var maxSubscriptionsPerPeer: String?
 
     @Option(
+        help: help("streamHistorySize", "HTTP streams: batches kept per streamed session for resuming [default: 64]"))
+    var streamHistorySize: String?
+
+    @Option(
+        help: help(
+            "streamHistorySeconds",
+            "HTTP streams: seconds a batch is kept for resuming, and a session followed after its last stream [default: 120]"
+        ))
+    var streamHistorySeconds: String?
+
+    @Option(
+        help: help(
+            "streamQueueSize",
+            "HTTP streams: events queued per connection before a slow one gets a snapshot [default: 64]"))
+    var streamQueueSize: String?
+
+    @Option(help: help("maxStreams", "HTTP streams open at once on this instance [default: 100000]"))
+    var maxStreams: String?
+
+    @Option(help: help("streamHeartbeatSeconds", "HTTP streams: seconds idle before a heartbeat [default: 15]"))
+    var streamHeartbeatSeconds: String?
+
+    @Option(
         help: help(
             "sessionIdleExpirySeconds",
             "Seconds a session may stay unchanged before it is forgotten, in memory and in the state file; 0: never [default: 2592000, 30 days]"
@@ -241,6 +264,11 @@ struct Navigatord: AsyncParsableCommand {
             "maxConditions": one(maxConditions),
             "maxConditionKeyBytes": one(maxConditionKeyBytes),
             "maxSubscriptionsPerPeer": one(maxSubscriptionsPerPeer),
+            "streamHistorySize": one(streamHistorySize),
+            "streamHistorySeconds": one(streamHistorySeconds),
+            "streamQueueSize": one(streamQueueSize),
+            "maxStreams": one(maxStreams),
+            "streamHeartbeatSeconds": one(streamHeartbeatSeconds),
             "sessionIdleExpirySeconds": one(sessionIdleExpirySeconds),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),

@@ -149,6 +149,26 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.maxSubscriptionsPerPeer = try integer(values[0], "maxSubscriptionsPerPeer", 1...10_000_000)
         },
+        Setting(key: "streamHistorySize", help: "batches kept per streamed session", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.streamHistorySize = try integer(values[0], "streamHistorySize", 0...4096)
+        },
+        Setting(key: "streamHistorySeconds", help: "seconds a streamed batch is kept", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.streamHistorySeconds = try integer(values[0], "streamHistorySeconds", 1...86_400)
+        },
+        Setting(key: "streamQueueSize", help: "events queued per stream connection", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.streamQueueSize = try integer(values[0], "streamQueueSize", 1...65_536)
+        },
+        Setting(key: "maxStreams", help: "stream connections open at once", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxStreams = try integer(values[0], "maxStreams", 1...10_000_000)
+        },
+        Setting(key: "streamHeartbeatSeconds", help: "seconds before an idle stream's heartbeat", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.streamHeartbeatSeconds = try integer(values[0], "streamHeartbeatSeconds", 1...3600)
+        },
         Setting(key: "maxConditionKeyBytes", help: "bytes per condition name", isList: false) {
             config, values throws(ConfigurationError) in
             config.maxConditionKeyBytes = try integer(values[0], "maxConditionKeyBytes", 8...1024)

@@ -91,6 +91,26 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var maxConditionKeyBytes = 64
     /// Topics one subscriber connection (commands socket) may hold; one more drops the connection.
     public var maxSubscriptionsPerPeer = 10_000
+    /// HTTP session streams: batches kept per streamed session for resuming.
+    public var streamHistorySize = 64
+    /// HTTP session streams: how long a batch is kept for resuming, and a session followed
+    /// after its last stream closed.
+    public var streamHistorySeconds = 120
+    /// HTTP session streams: events queued per connection before a slow reader gets a snapshot.
+    public var streamQueueSize = 64
+    /// HTTP session streams: connections open at once on this instance.
+    public var maxStreams = 100_000
+    /// HTTP session streams: a heartbeat goes to a stream idle for this long.
+    public var streamHeartbeatSeconds = 15
+
+    /// The stream settings as the HTTP API uses them.
+    var streamSettings: StreamSettings {
+        StreamSettings(
+            historySize: streamHistorySize, historySeconds: streamHistorySeconds, queueSize: streamQueueSize,
+            maxStreams: maxStreams, heartbeatSeconds: streamHeartbeatSeconds,
+            // 3 topics a session, and room for a few more.
+            sessionsPerConnection: max(1, (maxSubscriptionsPerPeer - 10) / 3))
+    }
     /// How long a session may stay unchanged before it is forgotten (memory and state file);
     /// 0 keeps sessions forever.
     public var sessionIdleExpirySeconds = 2_592_000

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import NavigatorClient
 import NavigatorWire
@@ -25,17 +26,23 @@ final class HTTPAPI: Sendable {
     /// The largest request body taken, in bytes (JSON of at most `maxMessageBytes` of protobuf).
     let maxBodyBytes: Int
     private let connection = Mutex<Task<NavigatorConnection, any Error>?>(nil)
+    /// The session streams (SSE and WebSocket).
+    let hub: StreamHub
 
-    init(bound: @escaping @Sendable () -> Endpoints, secure: Bool, maxMessageBytes: Int) {
+    init(
+        bound: @escaping @Sendable () -> Endpoints, secure: Bool, maxMessageBytes: Int, streams: StreamSettings,
+        logger: Logger
+    ) {
         self.bound = bound
         self.secure = secure
         self.maxBodyBytes = maxMessageBytes * 4
+        self.hub = StreamHub(settings: streams, logger: logger) { try Self.serviceEndpoints(bound()) }
     }
 
     /// The paths the API serves, with their methods (404 and 405 answers list them).
     static let paths: [(pattern: String, method: String)] = [
         ("/v1/intents", "POST"), ("/v1/explain", "POST"), ("/v1/sessions/{id}", "GET"),
-        ("/v1/sessions/{id}/events", "POST"),
+        ("/v1/sessions/{id}/events", "POST"), ("/v1/sessions/{id}/stream", "GET"),
     ]
 
     /// The method a path is served with, if it is one of the API's.
@@ -50,6 +57,7 @@ final class HTTPAPI: Sendable {
     }
 
     func register(on router: Router<BasicRequestContext>) {
+        registerStreams(on: router)
         router.post("/v1/intents") { [self] request, _ in
             try await handle(request) { body in
                 let intent = try Self.decode(Navigator_V1_Intent.self, body)
@@ -113,6 +121,28 @@ final class HTTPAPI: Sendable {
             self.message = message
             self.status = status
         }
+
+        /// The refusal as a response: a Reply with `rejected`, the status of its code.
+        var response: Response {
+            var reply = Navigator_V1_Reply()
+            reply.rejected = .with {
+                $0.code = code
+                $0.message = message
+            }
+            var response = HTTPAPI.response(status ?? HTTPAPI.status(of: code), reply)
+            if status == 401 { response.headers[.wwwAuthenticate] = "Bearer realm=\"navigatord\"" }
+            return response
+        }
+    }
+
+    /// Secure mode: every call is refused until bearer tokens exist.
+    func checkAccess() throws {
+        guard !secure else {
+            throw APIError(
+                .forbidden,
+                "navigatord runs in secure mode and its HTTP API takes no bearer tokens yet; use the ZeroMQ sockets with a CURVE key",
+                status: 401)
+        }
     }
 
     /// Reads the body (bounded), runs `work`, and answers its reply as JSON with its status;
@@ -121,12 +151,7 @@ final class HTTPAPI: Sendable {
         _ request: Request, body: Bool = true, _ work: ([UInt8]) async throws -> (Int, Navigator_V1_Reply)
     ) async throws -> Response {
         do {
-            guard !secure else {
-                throw APIError(
-                    .forbidden,
-                    "navigatord runs in secure mode and its HTTP API takes no bearer tokens yet; use the ZeroMQ sockets with a CURVE key",
-                    status: 401)
-            }
+            try checkAccess()
             var bytes: [UInt8] = []
             if body {
                 if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
@@ -148,16 +173,7 @@ final class HTTPAPI: Sendable {
             }
             return Self.response(status, reply)
         } catch let error as APIError {
-            var reply = Navigator_V1_Reply()
-            reply.rejected = .with {
-                $0.code = error.code
-                $0.message = error.message
-            }
-            var response = Self.response(error.status ?? Self.status(of: error.code), reply)
-            if error.status == 401 {
-                response.headers[.wwwAuthenticate] = "Bearer realm=\"navigatord\""
-            }
-            return response
+            return error.response
         } catch let error as ClientError {
             // The service did not answer in time, or is stopping.
             var reply = Navigator_V1_Reply()
@@ -225,19 +241,7 @@ final class HTTPAPI: Sendable {
             if let current { return current }
             let bound = self.bound
             let task = Task { () throws -> NavigatorConnection in
-                let endpoints = bound()
-                guard let requests = Self.connectable(endpoints.requests),
-                    let intents = Self.connectable(endpoints.intents),
-                    let commands = Self.connectable(endpoints.commands)
-                else {
-                    throw APIError(
-                        .unavailable,
-                        "navigatord has no tcp or ipc intents, requests and commands endpoints bound (yet) for its HTTP API to use",
-                        status: 503)
-                }
-                return try await NavigatorConnection(
-                    endpoints: ServiceEndpoints(intents: intents, requests: requests, commands: commands),
-                    timeout: .seconds(5))
+                try await NavigatorConnection(endpoints: try Self.serviceEndpoints(bound()), timeout: .seconds(5))
             }
             current = task
             return task
@@ -248,6 +252,19 @@ final class HTTPAPI: Sendable {
             connection.withLock { $0 = nil }  // tried again on the next call
             throw error
         }
+    }
+
+    /// Where the API's client connections reach this process's sockets.
+    static func serviceEndpoints(_ endpoints: Endpoints) throws -> ServiceEndpoints {
+        guard let requests = connectable(endpoints.requests), let intents = connectable(endpoints.intents),
+            let commands = connectable(endpoints.commands)
+        else {
+            throw APIError(
+                .unavailable,
+                "navigatord has no tcp or ipc intents, requests and commands endpoints bound (yet) for its HTTP API to use",
+                status: 503)
+        }
+        return ServiceEndpoints(intents: intents, requests: requests, commands: commands)
     }
 
     /// An endpoint this process can connect to: tcp or ipc (a client connection has its own

@@ -80,7 +80,18 @@ struct HTTPPart: Service {
             },
             logger: logger)
         do {
-            try await application.run()
+            try await withGracefulShutdownHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    if let api { group.addTask { await api.hub.maintain() } }
+                    group.addTask { try await application.run() }
+                    // The application ends first (the streams' upkeep runs until cancelled).
+                    try await group.next()
+                    group.cancelAll()
+                }
+            } onGracefulShutdown: { [api] in
+                // Open streams would hold the server's graceful shutdown until they end.
+                api?.hub.shutDown()
+            }
         } catch {
             if running.load(ordering: .acquiring) { onFailure(error) }
             throw ServiceError("cannot serve HTTP on \(address): \(error)")

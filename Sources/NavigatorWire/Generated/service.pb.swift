@@ -990,6 +990,18 @@ public nonisolated struct Navigator_V1_StreamEvent: Sendable {
     set {kind = .audit(newValue)}
   }
 
+  /// HTTP streams: a reconnect that named its position (Last-Event-ID or ?since=epoch:seq) was
+  /// resumed from there; the batches it missed follow (none when it had missed nothing), and no
+  /// snapshot is sent. When the service no longer has what was missed, the stream starts with a
+  /// snapshot instead.
+  public var recovered: Navigator_V1_Recovered {
+    get {
+      if case .recovered(let v)? = kind {return v}
+      return Navigator_V1_Recovered()
+    }
+    set {kind = .recovered(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -1005,8 +1017,31 @@ public nonisolated struct Navigator_V1_StreamEvent: Sendable {
     case rejection(Navigator_V1_Rejection)
     /// A decision about the session.
     case audit(Navigator_V1_AuditRecord)
+    /// HTTP streams: a reconnect that named its position (Last-Event-ID or ?since=epoch:seq) was
+    /// resumed from there; the batches it missed follow (none when it had missed nothing), and no
+    /// snapshot is sent. When the service no longer has what was missed, the stream starts with a
+    /// snapshot instead.
+    case recovered(Navigator_V1_Recovered)
 
   }
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_Recovered: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The position the stream resumes from: the client's last batch.
+  public var epoch: UInt64 = 0
+
+  public var seq: UInt64 = 0
+
+  /// How many batches follow to bring the client to the session's position now.
+  public var missed: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -2214,7 +2249,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StreamEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0\u{1}recovered\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2295,6 +2330,19 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
           self.kind = .audit(v)
         }
       }()
+      case 7: try {
+        var v: Navigator_V1_Recovered?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .recovered(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .recovered(v)
+        }
+      }()
       default: break
       }
     }
@@ -2330,6 +2378,10 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
       guard case .audit(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
     }()
+    case .recovered?: try {
+      guard case .recovered(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -2337,6 +2389,46 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
 
   public static func ==(lhs: Navigator_V1_StreamEvent, rhs: Navigator_V1_StreamEvent) -> Bool {
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_Recovered: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Recovered"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}epoch\0\u{1}seq\0\u{1}missed\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.missed) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 1)
+    }
+    if self.seq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.seq, fieldNumber: 2)
+    }
+    if self.missed != 0 {
+      try visitor.visitSingularUInt32Field(value: self.missed, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_Recovered, rhs: Navigator_V1_Recovered) -> Bool {
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.seq != rhs.seq {return false}
+    if lhs.missed != rhs.missed {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,398 @@
+import Logging
+import NavigatorClient
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Synchronization
+
+/// Settings of the HTTP session streams.
+struct StreamSettings: Sendable {
+    /// Batches kept per streamed session for resuming, at most.
+    var historySize = 64
+    /// How long a batch is kept for resuming, and how long a session stays followed after its
+    /// last stream closed (a client that reconnects within it gets only what it missed).
+    var historySeconds = 120
+    /// Events queued per connection; a reader that falls further behind gets a snapshot.
+    var queueSize = 64
+    /// Stream connections open at once, on this instance.
+    var maxStreams = 100_000
+    /// A heartbeat is written to a stream idle for this long.
+    var heartbeatSeconds = 15
+    /// Sessions one client connection to the service follows (3 topics each: the service's
+    /// `maxSubscriptionsPerPeer` bounds it).
+    var sessionsPerConnection = 3_000
+}
+
+/// The HTTP session streams of this instance: for each session streamed, one follower of the
+/// session through the service's own commands socket (a mirror kept by the Clone pattern, so it
+/// follows the session across restarts, failovers and to the instance that serves it), a short
+/// history of its batches, and the connections streaming it. Batches are encoded once per
+/// session, whatever the number of connections.
+final class StreamHub: Sendable {
+    let settings: StreamSettings
+    let logger: Logger
+    private let endpoints: @Sendable () async throws -> ServiceEndpoints
+    private let pool: FollowerPool
+    private let channels = Mutex<[String: Channel]>([:])
+    private let open = Atomic<Int>(0)
+
+    init(settings: StreamSettings, logger: Logger, endpoints: @escaping @Sendable () async throws -> ServiceEndpoints) {
+        self.settings = settings
+        self.logger = logger
+        self.endpoints = endpoints
+        self.pool = FollowerPool(capacity: settings.sessionsPerConnection, endpoints: endpoints)
+    }
+
+    private let closing = Atomic<Bool>(false)
+
+    /// Ends every stream and takes no new one (the service is stopping).
+    func shutDown() {
+        closing.store(true, ordering: .releasing)
+        let all = channels.withLock { channels -> [Channel] in
+            defer { channels = [:] }
+            return Array(channels.values)
+        }
+        for channel in all { channel.fail("navigatord is stopping") }
+    }
+
+    /// Stream connections open now.
+    var connections: Int { open.load(ordering: .relaxed) }
+
+    /// Opens a stream of `session`, resuming from `since` if given. The queue's first items are
+    /// a snapshot, or `recovered` and the batches missed.
+    func subscribe(_ session: String, since: (epoch: UInt64, seq: UInt64)?) async throws -> StreamSubscription {
+        guard !closing.load(ordering: .acquiring) else {
+            throw HTTPAPI.APIError(.shuttingDown, "navigatord is stopping and opens no new stream; retry")
+        }
+        guard open.add(1, ordering: .relaxed).newValue <= settings.maxStreams else {
+            open.subtract(1, ordering: .relaxed)
+            throw HTTPAPI.APIError(
+                .overloaded,
+                "this instance streams \(settings.maxStreams) connections already (maxStreams); expected fewer — retry later or on another instance"
+            )
+        }
+        let queue = StreamQueue(capacity: settings.queueSize)
+        let (channel, fresh) = channels.withLock { channels -> (Channel, Bool) in
+            if let channel = channels[session] { return (channel, false) }
+            let channel = Channel(session: session, settings: settings)
+            channels[session] = channel
+            return (channel, true)
+        }
+        let id = channel.join(queue, since: since)
+        if fresh {
+            do {
+                let (connection, slot) = try await pool.take()
+                channel.follow(connection, release: { [pool] in pool.give(back: slot) }) { [weak self] reason in
+                    self?.ended(session, channel, reason)
+                }
+            } catch {
+                channels.withLock { if $0[session] === channel { $0[session] = nil } }
+                channel.fail("navigatord's sockets cannot be reached: \(error)")
+                open.subtract(1, ordering: .relaxed)
+                throw error
+            }
+        }
+        return StreamSubscription(hub: self, channel: channel, id: id, queue: queue)
+    }
+
+    fileprivate func leave(_ channel: Channel, id: Int) {
+        channel.leave(id)
+        open.subtract(1, ordering: .relaxed)
+    }
+
+    /// A channel's follower ended (the service could not give a snapshot in time, or the hub is
+    /// closing): its connections are closed (clients reconnect) and it is forgotten.
+    private func ended(_ session: String, _ channel: Channel, _ reason: String) {
+        channels.withLock { if $0[session] === channel { $0[session] = nil } }
+        logger.notice(
+            "a session stream's follower ended; its streams are closed and their clients reconnect",
+            metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
+    }
+
+    /// Heartbeats to idle streams, and sessions nobody has streamed for `historySeconds`
+    /// forgotten; runs until cancelled, then closes every stream.
+    func maintain() async {
+        let period = Duration.seconds(max(1, settings.heartbeatSeconds))
+        var nextHeartbeat = ContinuousClock.now + period
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(min(1000, Int(period.components.seconds) * 1000)))
+            let now = ContinuousClock.now
+            let all = channels.withLock { Array($0.values) }
+            if now >= nextHeartbeat {
+                for channel in all { channel.heartbeat() }
+                nextHeartbeat = now + period
+            }
+            let idleFor = Duration.seconds(settings.historySeconds)
+            for channel in all where channel.idle(since: now - idleFor) {
+                let removed = channels.withLock { channels -> Bool in
+                    guard channels[channel.session] === channel, channel.idle(since: now - idleFor) else {
+                        return false
+                    }
+                    channels[channel.session] = nil
+                    return true
+                }
+                if removed { channel.stop() }
+            }
+        }
+        shutDown()
+        await pool.close()
+    }
+}
+
+/// One open stream: its queue, and leaving the channel when it ends.
+final class StreamSubscription: Sendable {
+    private let hub: StreamHub
+    private let channel: Channel
+    private let id: Int
+    let queue: StreamQueue
+    private let left = Atomic<Bool>(false)
+
+    fileprivate init(hub: StreamHub, channel: Channel, id: Int, queue: StreamQueue) {
+        self.hub = hub
+        self.channel = channel
+        self.id = id
+        self.queue = queue
+    }
+
+    /// The next frame to write: what was queued, or the snapshot for a reader that fell behind.
+    func next() async -> StreamFrame? {
+        switch await queue.next() {
+        case .frame(let frame): return frame
+        case .snapshotNow: return channel.snapshotFor(queue)
+        case nil: return nil
+        }
+    }
+
+    func close() {
+        guard !left.exchange(true, ordering: .relaxed) else { return }
+        queue.close()
+        hub.leave(channel, id: id)
+    }
+
+    deinit { close() }
+}
+
+/// One streamed session.
+final class Channel: Sendable {
+    let session: String
+    let settings: StreamSettings
+
+    private struct Live {
+        var tree: ScreenTree
+        var epoch: UInt64
+        var seq: UInt64
+    }
+
+    private struct State {
+        var live: Live?
+        /// Batches of the live epoch, in seq order, contiguous, ending at `live.seq`.
+        var history: [StreamFrame] = []
+        var connections: [Int: (queue: StreamQueue, since: (epoch: UInt64, seq: UInt64)?)] = [:]
+        var nextID = 0
+        var emptySince: ContinuousClock.Instant?
+        var follower: Task<Void, Never>?
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+
+    init(session: String, settings: StreamSettings) {
+        self.session = session
+        self.settings = settings
+    }
+
+    /// Adds a connection; if the session's position is known, its first items are queued now,
+    /// else when the first snapshot comes.
+    func join(_ queue: StreamQueue, since: (epoch: UInt64, seq: UInt64)?) -> Int {
+        state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.connections[id] = (queue, since)
+            state.emptySince = nil
+            if state.ended {
+                queue.close()
+            } else if state.live != nil {
+                start(queue, since: since, &state)
+            }
+            return id
+        }
+    }
+
+    func leave(_ id: Int) {
+        state.withLock { state in
+            state.connections[id] = nil
+            if state.connections.isEmpty { state.emptySince = .now }
+        }
+    }
+
+    /// Whether nobody has streamed the session since `instant`.
+    func idle(since instant: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in state.emptySince.map { $0 <= instant } ?? false }
+    }
+
+    /// Starts following the session on `connection`.
+    func follow(
+        _ connection: NavigatorConnection, release: @escaping @Sendable () -> Void,
+        ended: @escaping @Sendable (String) -> Void
+    ) {
+        let task = Task { [self] in
+            var reason = "the follower stopped"
+            do {
+                for try await event in connection.follow(.session(session)) { receive(event) }
+            } catch {
+                reason = "\(error)"
+            }
+            release()
+            if !Task.isCancelled { ended(reason) }
+            fail(reason)
+        }
+        state.withLock { $0.follower = task }
+    }
+
+    private func receive(_ event: SessionEvent) {
+        switch event {
+        case .snapshot(let session, let seq, let epoch, let tree):
+            let frame = Self.snapshotFrame(session: session, epoch: epoch, seq: seq, tree: tree)
+            state.withLock { state in
+                let first = state.live == nil
+                state.live = Live(tree: tree, epoch: epoch, seq: seq)
+                // A resync may have skipped batches: the history no longer reaches the present.
+                state.history = []
+                for (_, connection) in state.connections {
+                    if first {
+                        start(connection.queue, since: connection.since, &state)
+                    } else {
+                        connection.queue.push(.frame(frame))
+                    }
+                }
+            }
+        case .batch(let batch, let header, let tree):
+            var event = Navigator_V1_StreamEvent()
+            event.batch = batch
+            let frame = StreamFrame(
+                .batch, position: (header.epoch, header.seq), json: (try? event.jsonUTF8Bytes()) ?? [])
+            state.withLock { state in
+                state.live = Live(tree: tree, epoch: header.epoch, seq: header.seq)
+                state.history.append(frame)
+                trim(&state.history)
+                for (_, connection) in state.connections { connection.queue.push(.frame(frame)) }
+            }
+        case .rejection:
+            let frame = StreamFrame(.rejection, position: nil, json: (try? event.streamEvent.jsonUTF8Bytes()) ?? [])
+            state.withLock { state in
+                for (_, connection) in state.connections { connection.queue.push(.frame(frame)) }
+            }
+        case .gap, .resync, .audit, .published:
+            break  // a snapshot follows a gap or resync; audit records are not streamed
+        }
+    }
+
+    /// Queues a new connection's first items: `recovered` and what it missed when `since` is
+    /// still covered, else a snapshot. Called with the state locked and `live` set.
+    private func start(_ queue: StreamQueue, since: (epoch: UInt64, seq: UInt64)?, _ state: inout State) {
+        guard let live = state.live else { return }
+        if let since, since.epoch == live.epoch, since.seq <= live.seq {
+            let missed = state.history.filter { ($0.position?.seq ?? 0) > since.seq }
+            // Covered when nothing was missed, or the history holds every batch after `since`.
+            if since.seq == live.seq || missed.first?.position?.seq == since.seq + 1 {
+                var event = Navigator_V1_StreamEvent()
+                event.recovered = .with {
+                    $0.epoch = since.epoch
+                    $0.seq = since.seq
+                    $0.missed = UInt32(missed.count)
+                }
+                queue.push(
+                    .frame(
+                        StreamFrame(.recovered, position: since, json: (try? event.jsonUTF8Bytes()) ?? [])))
+                for frame in missed { queue.push(.frame(frame)) }
+                return
+            }
+        }
+        queue.push(.frame(Self.snapshotFrame(session: session, epoch: live.epoch, seq: live.seq, tree: live.tree)))
+    }
+
+    /// The snapshot for a reader that fell behind: the session as it is now; batches still
+    /// queued that it already holds are dropped.
+    func snapshotFor(_ queue: StreamQueue) -> StreamFrame? {
+        state.withLock { state -> StreamFrame? in
+            guard let live = state.live else { return nil }
+            queue.dropCovered(epoch: live.epoch, seq: live.seq)
+            return Self.snapshotFrame(session: session, epoch: live.epoch, seq: live.seq, tree: live.tree)
+        }
+    }
+
+    func heartbeat() {
+        let queues = state.withLock { $0.connections.values.map(\.queue) }
+        for queue in queues { queue.pushHeartbeat() }
+    }
+
+    /// Ends the follower and every stream.
+    func fail(_ reason: String) {
+        let (queues, follower) = state.withLock { state in
+            state.ended = true
+            return (state.connections.values.map(\.queue), state.follower)
+        }
+        follower?.cancel()
+        for queue in queues { queue.close() }
+    }
+
+    /// Stops following (nobody streams the session any more).
+    func stop() { fail("nobody streams the session") }
+
+    private func trim(_ history: inout [StreamFrame]) {
+        if history.count > settings.historySize { history.removeFirst(history.count - settings.historySize) }
+        let oldest = ContinuousClock.now - .seconds(settings.historySeconds)
+        if let keep = history.firstIndex(where: { $0.at >= oldest }), keep > 0 { history.removeFirst(keep) }
+    }
+
+    static func snapshotFrame(session: String, epoch: UInt64, seq: UInt64, tree: ScreenTree) -> StreamFrame {
+        var event = Navigator_V1_StreamEvent()
+        event.snapshot = .with {
+            $0.session = session
+            $0.seq = seq
+            $0.epoch = epoch
+            $0.tree = Navigator_V1_ScreenTree(tree)
+        }
+        return StreamFrame(.snapshot, position: (epoch, seq), json: (try? event.jsonUTF8Bytes()) ?? [])
+    }
+}
+
+/// Client connections to the service's own sockets for the followers, each following at most
+/// `capacity` sessions (the service drops a subscriber holding more than
+/// `maxSubscriptionsPerPeer` topics).
+final class FollowerPool: Sendable {
+    let capacity: Int
+    private let endpoints: @Sendable () async throws -> ServiceEndpoints
+    private let slots = Mutex<[(connection: NavigatorConnection, used: Int)]>([])
+
+    init(capacity: Int, endpoints: @escaping @Sendable () async throws -> ServiceEndpoints) {
+        self.capacity = max(1, capacity)
+        self.endpoints = endpoints
+    }
+
+    /// A connection with room for one more follower, and its slot to give back.
+    func take() async throws -> (NavigatorConnection, Int) {
+        while true {
+            let found = slots.withLock { slots -> (NavigatorConnection, Int)? in
+                guard let index = slots.firstIndex(where: { $0.used < capacity }) else { return nil }
+                slots[index].used += 1
+                return (slots[index].connection, index)
+            }
+            if let found { return found }
+            let connection = try await NavigatorConnection(endpoints: try await endpoints(), timeout: .seconds(5))
+            slots.withLock { $0.append((connection, 0)) }
+        }
+    }
+
+    func give(back slot: Int) {
+        slots.withLock { slots in if slot < slots.count { slots[slot].used -= 1 } }
+    }
+
+    func close() async {
+        let all = slots.withLock { slots -> [NavigatorConnection] in
+            defer { slots = [] }
+            return slots.map(\.connection)
+        }
+        for connection in all { await connection.close() }
+    }
+}

@@ -1,0 +1,299 @@
+import Foundation
+import NavigatorCore
+import NavigatorWire
+import SwiftProtobuf
+import Synchronization
+import Testing
+
+@testable import NavigatorService
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A Server-Sent Events client on a plain socket: sends the request, reads on a thread of its
+/// own and parses events as they come.
+final class SSEClient: Sendable {
+    struct Event: Sendable {
+        var id: String?
+        var event: String
+        var data: String
+        var streamEvent: Navigator_V1_StreamEvent? { try? Navigator_V1_StreamEvent(jsonString: data) }
+    }
+
+    private struct State {
+        var text = ""
+        var events: [Event] = []
+        var comments = 0
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+    let fd: Int32
+
+    init(_ address: String, _ path: String, headers: [String: String] = [:]) throws {
+        fd = try tcpConnect(address)
+        var request = "GET \(path) HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        request += "\r\n"
+        var bytes = Array(request.utf8)
+        _ = write(fd, &bytes, bytes.count)
+        let thread = Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                state.withLock { state in
+                    state.text += String(decoding: buffer[0..<count], as: UTF8.self)
+                    Self.parse(&state)
+                }
+            }
+            state.withLock { $0.ended = true }
+        }
+        thread.start()
+    }
+
+    /// Takes whole events (ended by a blank line) off the text read so far, after the head.
+    private static func parse(_ state: inout State) {
+        guard let head = state.text.range(of: "\r\n\r\n") else { return }
+        var body = String(state.text[head.upperBound...])
+        // Chunked transfer: drop the chunk-size lines (hex digits alone on a line).
+        body = body.split(separator: "\r\n", omittingEmptySubsequences: false)
+            .filter { line in !(line.allSatisfy(\.isHexDigit) && !line.isEmpty) }.joined()
+        var events: [Event] = []
+        var comments = 0
+        for block in body.components(separatedBy: "\n\n").dropLast() {
+            var event = Event(id: nil, event: "message", data: "")
+            var isComment = true
+            for line in block.split(separator: "\n") {
+                if line.hasPrefix(":") { continue }
+                isComment = false
+                if line.hasPrefix("id: ") { event.id = String(line.dropFirst(4)) }
+                if line.hasPrefix("event: ") { event.event = String(line.dropFirst(7)) }
+                if line.hasPrefix("data: ") { event.data += String(line.dropFirst(6)) }
+            }
+            if isComment {
+                comments += 1
+            } else if event.event != "message" || !event.data.isEmpty {
+                events.append(event)
+            }
+        }
+        state.events = events
+        state.comments = comments
+    }
+
+    var head: String { state.withLock { String($0.text.prefix { _ in true }.components(separatedBy: "\r\n\r\n")[0]) } }
+    var events: [Event] { state.withLock { $0.events } }
+    var heartbeats: Int { state.withLock { $0.comments } }
+    var ended: Bool { state.withLock { $0.ended } }
+
+    /// Waits (bounded) until the events satisfy `condition`.
+    @discardableResult
+    func wait(_ what: String, timeout: Duration = .seconds(10), until condition: ([Event]) -> Bool) async throws
+        -> [Event]
+    {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let events = self.events
+            if condition(events) { return events }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("the stream never showed \(what); it read:\n\(state.withLock { $0.text })")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    deinit { Glibc.close(fd) }
+}
+
+@Suite("HTTP session streams (SSE)")
+struct StreamTests {
+    static func configure(_ configuration: inout ServiceConfiguration) {
+        configuration.metricsAddress = "127.0.0.1:0"
+        configuration.streamHeartbeatSeconds = 1
+    }
+
+    @Test("a snapshot first, then each batch with its epoch:seq id and the session's rejections; heartbeats when idle")
+    func follows() async throws {
+        try await withService({ Self.configure(&$0) }) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let stream = try SSEClient(address, "/v1/sessions/sse-1/stream")
+            defer { stream.close() }
+            let first = try await stream.wait("a snapshot") { !$0.isEmpty }
+            #expect(first[0].event == "snapshot")
+            let snapshot = try #require(first[0].streamEvent?.snapshot)
+            #expect(snapshot.session == "sse-1" && snapshot.seq == 0)
+            #expect(first[0].id == "\(snapshot.epoch):0")
+            #expect(stream.head.contains("Content-Type: text/event-stream"))
+            #expect(stream.head.contains("Cache-Control: no-cache"))
+            #expect(stream.head.contains("X-Accel-Buffering: no"))
+
+            // An intent over ZeroMQ, then a bad one.
+            try await onThread {
+                let client = try Client(endpoints)
+                _ = try client.request(.intent(wireIntent("i1", [ScreenContext("settings")], session: "sse-1")))
+                try client.send(wireIntent("i2", [ScreenContext("nope")], session: "sse-1"), session: "sse-1")
+            }
+            let events = try await stream.wait("the batch and the rejection") { events in
+                events.contains { $0.event == "batch" } && events.contains { $0.event == "rejection" }
+            }
+            let batch = try #require(events.first { $0.event == "batch" })
+            #expect(batch.id == "\(snapshot.epoch):1")
+            #expect(batch.streamEvent?.batch.intentID == "i1")
+            let rejection = try #require(events.first { $0.event == "rejection" })
+            #expect(rejection.id == nil)
+            #expect(rejection.streamEvent?.rejection.code == .unknownScreen)
+            // Idle: heartbeat comments (every second here).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while stream.heartbeats < 2 {
+                guard ContinuousClock.now < deadline else { throw TestFailure("no heartbeats on an idle stream") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    @Test("a reconnect with Last-Event-ID or ?since= gets recovered and only what it missed, else a snapshot")
+    func resume() async throws {
+        try await withService({
+            Self.configure(&$0)
+            $0.streamHistorySize = 3
+        }) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let first = try SSEClient(address, "/v1/sessions/sse-2/stream")
+            let snapshot = try #require(try await first.wait("a snapshot") { !$0.isEmpty }[0].streamEvent?.snapshot)
+            let epoch = snapshot.epoch
+            func intent(_ id: String, _ screen: String) async throws {
+                _ = try await onThread {
+                    try Client(endpoints).request(.intent(wireIntent(id, [ScreenContext(screen)], session: "sse-2")))
+                }
+            }
+            try await intent("r1", "settings")
+            try await first.wait("batch 1") { $0.contains { $0.id == "\(epoch):1" } }
+            first.close()
+            // Missed while away: two batches.
+            try await intent("r2", "search")
+            try await intent("r3", "home")
+
+            let resumed = try SSEClient(address, "/v1/sessions/sse-2/stream", headers: ["Last-Event-ID": "\(epoch):1"])
+            defer { resumed.close() }
+            let events = try await resumed.wait("recovered and two batches") { $0.count >= 3 }
+            #expect(events.map(\.event) == ["recovered", "batch", "batch"])
+            let recovered = try #require(events[0].streamEvent?.recovered)
+            #expect(recovered.epoch == epoch && recovered.seq == 1 && recovered.missed == 2)
+            #expect(events[1].id == "\(epoch):2" && events[2].id == "\(epoch):3")
+
+            // Up to date: recovered with nothing missed.
+            let current = try SSEClient(address, "/v1/sessions/sse-2/stream?since=\(epoch):3")
+            defer { current.close() }
+            let now = try await current.wait("recovered") { !$0.isEmpty }
+            #expect(now[0].event == "recovered" && now[0].streamEvent?.recovered.missed == 0)
+
+            // Beyond the history (3 batches kept, 4 missed since seq 0), another epoch, or a
+            // position ahead of the session's: a snapshot.
+            try await intent("r4", "settings")
+            for since in ["\(epoch):0", "\(epoch &+ 1):1", "\(epoch):99"] {
+                let stale = try SSEClient(address, "/v1/sessions/sse-2/stream", headers: ["Last-Event-ID": since])
+                defer { stale.close() }
+                let got = try await stale.wait("a snapshot for \(since)") { !$0.isEmpty }
+                #expect(got[0].event == "snapshot", "since \(since)")
+                #expect(got[0].streamEvent?.snapshot.seq == 4, "since \(since)")
+            }
+            // Not a position: refused.
+            let bad = try await onThread {
+                try http(address, "GET /v1/sessions/sse-2/stream?since=1-2 HTTP/1.1\r\n\r\n")
+            }
+            #expect(bad.status == "HTTP/1.1 400 Bad Request")
+            #expect(bad.body.contains("REJECT_CODE_MALFORMED"))
+        }
+    }
+
+    @Test("a reader that falls behind its queue gets a snapshot instead of the batches it missed")
+    func slowReader() async throws {
+        try await withService({
+            Self.configure(&$0)
+            $0.streamQueueSize = 4
+        }) { server, endpoints in
+            let api = try #require(server.httpAPI)
+            let subscription = try await api.hub.subscribe("sse-3", since: nil)
+            defer { subscription.close() }
+            let first = try #require(await subscription.next())
+            #expect(first.kind == .snapshot)
+            // Ten batches while the reader reads nothing.
+            try await onThread {
+                let client = try Client(endpoints)
+                for k in 1...10 {
+                    let screen = k.isMultiple(of: 2) ? "settings" : "search"
+                    _ = try client.request(.intent(wireIntent("s\(k)", [ScreenContext(screen)], session: "sse-3")))
+                }
+            }
+            // The follower publishes to the queue a moment after the reply: wait for it to overflow.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while subscription.queue.overflows == 0 {
+                guard ContinuousClock.now < deadline else { throw TestFailure("the queue never overflowed") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let next = try #require(await subscription.next())
+            #expect(next.kind == .snapshot)
+            let snapshot = try Navigator_V1_StreamEvent(jsonUTF8Bytes: next.json).snapshot
+            // The snapshot has every batch so far; what follows (if anything) is newer.
+            #expect(snapshot.seq >= 4)
+            #expect(api.hub.connections == 1)
+        }
+    }
+
+    @Test("beyond maxStreams a stream is refused with 429; a closed one frees its place")
+    func limit() async throws {
+        try await withService({
+            Self.configure(&$0)
+            $0.maxStreams = 1
+        }) { server, endpoints in
+            let address = try #require(endpoints.metrics)
+            let api = try #require(server.httpAPI)
+            let first = try SSEClient(address, "/v1/sessions/sse-4/stream")
+            try await first.wait("a snapshot") { !$0.isEmpty }
+            let refused = try await onThread {
+                try http(address, "GET /v1/sessions/sse-5/stream HTTP/1.1\r\n\r\n")
+            }
+            #expect(refused.status == "HTTP/1.1 429 Too Many Requests")
+            #expect(refused.body.contains("maxStreams"))
+            first.close()
+            // The server notices at its next write (the heartbeat, every second here).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while api.hub.connections > 0 {
+                guard ContinuousClock.now < deadline else { throw TestFailure("the closed stream kept its place") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let second = try SSEClient(address, "/v1/sessions/sse-5/stream")
+            defer { second.close() }
+            try await second.wait("a snapshot") { !$0.isEmpty }
+        }
+    }
+
+    @Test("the queue: beyond its capacity what it holds becomes one snapshot marker; a closed queue ends")
+    func queue() async {
+        let queue = StreamQueue(capacity: 2)
+        for seq in 1...3 {
+            queue.push(.frame(StreamFrame(.batch, position: (7, UInt64(seq)), json: [])))
+        }
+        #expect(queue.overflows == 1)
+        guard case .snapshotNow? = await queue.next() else {
+            Issue.record("expected the snapshot marker")
+            return
+        }
+        queue.push(.frame(StreamFrame(.batch, position: (7, 4), json: [])))
+        queue.push(.frame(StreamFrame(.batch, position: (7, 5), json: [])))
+        queue.dropCovered(epoch: 7, seq: 4)
+        guard case .frame(let frame)? = await queue.next() else {
+            Issue.record("expected a frame")
+            return
+        }
+        #expect(frame.position?.seq == 5)
+        queue.close()
+        #expect(await queue.next() == nil)
+        #expect(StreamFrame.position("12:34")! == (12, 34))
+        #expect(StreamFrame.position("12") == nil && StreamFrame.position("a:1") == nil)
+    }
+}
