@@ -111,14 +111,14 @@ final class SSEClient: Sendable {
 
 @Suite("HTTP session streams (SSE)")
 struct StreamTests {
-    static func configure(_ configuration: inout ServiceConfiguration) {
+    @Sendable static func configure(_ configuration: inout ServiceConfiguration) {
         configuration.metricsAddress = "127.0.0.1:0"
         configuration.streamHeartbeatSeconds = 1
     }
 
     @Test("a snapshot first, then each batch with its epoch:seq id and the session's rejections; heartbeats when idle")
     func follows() async throws {
-        try await withService({ Self.configure(&$0) }) { _, endpoints in
+        try await withService(Self.configure) { _, endpoints in
             let address = try #require(endpoints.metrics)
             let stream = try SSEClient(address, "/v1/sessions/sse-1/stream")
             defer { stream.close() }
@@ -157,10 +157,11 @@ struct StreamTests {
 
     @Test("a reconnect with Last-Event-ID or ?since= gets recovered and only what it missed, else a snapshot")
     func resume() async throws {
-        try await withService({
+        let configure: @Sendable (inout ServiceConfiguration) -> Void = {
             Self.configure(&$0)
             $0.streamHistorySize = 3
-        }) { _, endpoints in
+        }
+        try await withService(configure) { _, endpoints in
             let address = try #require(endpoints.metrics)
             let first = try SSEClient(address, "/v1/sessions/sse-2/stream")
             let snapshot = try #require(try await first.wait("a snapshot") { !$0.isEmpty }[0].streamEvent?.snapshot)
@@ -212,10 +213,11 @@ struct StreamTests {
 
     @Test("a reader that falls behind its queue gets a snapshot instead of the batches it missed")
     func slowReader() async throws {
-        try await withService({
+        let configure: @Sendable (inout ServiceConfiguration) -> Void = {
             Self.configure(&$0)
             $0.streamQueueSize = 4
-        }) { server, endpoints in
+        }
+        try await withService(configure) { server, endpoints in
             let api = try #require(server.httpAPI)
             let subscription = try await api.hub.subscribe("sse-3", since: nil)
             defer { subscription.close() }
@@ -246,10 +248,11 @@ struct StreamTests {
 
     @Test("beyond maxStreams a stream is refused with 429; a closed one frees its place")
     func limit() async throws {
-        try await withService({
+        let configure: @Sendable (inout ServiceConfiguration) -> Void = {
             Self.configure(&$0)
             $0.maxStreams = 1
-        }) { server, endpoints in
+        }
+        try await withService(configure) { server, endpoints in
             let address = try #require(endpoints.metrics)
             let api = try #require(server.httpAPI)
             let first = try SSEClient(address, "/v1/sessions/sse-4/stream")

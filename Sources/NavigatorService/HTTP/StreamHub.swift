@@ -82,9 +82,9 @@ final class StreamHub: Sendable {
         if fresh {
             do {
                 let (connection, slot) = try await pool.take()
-                channel.follow(connection, release: { [pool] in pool.give(back: slot) }) { [weak self] reason in
-                    self?.ended(session, channel, reason)
-                }
+                channel.follow(
+                    connection, release: { [pool] in pool.give(back: slot) },
+                    ended: { [weak self] reason in self?.ended(session, channel, reason) })
             } catch {
                 channels.withLock { if $0[session] === channel { $0[session] = nil } }
                 channel.fail("navigatord's sockets cannot be reached: \(error)")
