@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // navigatord's HTTP side: /metrics, /healthz, /readyz now; apps and browsers later.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Session streams over WebSocket (the same path as SSE; the upgrade decides).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
@@ -58,6 +60,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ]
         ),
         .target(

@@ -299,4 +299,51 @@ struct StreamTests {
         #expect(StreamFrame.position("12:34")! == (12, 34))
         #expect(StreamFrame.position("12") == nil && StreamFrame.position("a:1") == nil)
     }
+
+    @Test("over WebSocket (the same path, upgraded): the same events, and client events answered on the socket")
+    func webSocket() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let socket = try WebSocketClient(address, "/v1/sessions/ws-1/stream")
+            defer { socket.close() }
+            let first = try await socket.wait("a snapshot") { !$0.isEmpty }
+            #expect(socket.head.hasPrefix("HTTP/1.1 101"))
+            let snapshot = try Navigator_V1_StreamEvent(jsonString: first[0]).snapshot
+            #expect(snapshot.session == "ws-1" && snapshot.seq == 0)
+            _ = try await onThread {
+                try Client(endpoints).request(
+                    .intent(wireIntent("w1", [ScreenContext("chat", ["conversationId": "7"])], session: "ws-1")))
+            }
+            let messages = try await socket.wait("the batch") { $0.count >= 2 }
+            let batch = try Navigator_V1_StreamEvent(jsonString: messages[1]).batch
+            #expect(batch.seq == 1 && batch.intentID == "w1")
+            // Back to the chat list, reported on the socket; its outcome comes back with the id.
+            let chatList = try #require(
+                snapshot.tree.root.tabBar.tabs.first { $0.name == "chats" }?.stack.first?.id)
+            socket.send(
+                text: #"{"requestId":"b1","clientEvent":{"lastSeq":"1","poppedTo":{"screenId":"\#(chatList)"}}}"#)
+            socket.send(text: #"{"requestId":"b2","stats":{}}"#)
+            socket.send(text: "not json")
+            let received = try await socket.wait("three replies") { messages in
+                messages.filter { $0.hasPrefix(#"{"reply""#) }.count >= 3
+            }
+            let replies = received.filter { $0.hasPrefix(#"{"reply""#) }.map {
+                (try? Navigator_V1_StreamEvent(jsonString: $0)) ?? Navigator_V1_StreamEvent()
+            }
+            let applied = try #require(replies.first { $0.reply.requestID == "b1" })
+            #expect(applied.reply.eventApplied.seq == 2, "\(applied)")
+            let refused = try #require(replies.first { $0.reply.requestID == "b2" })
+            #expect(refused.reply.rejected.code == .unknownRequest)
+            #expect(replies.contains { $0.reply.rejected.code == .malformed })
+            // The event's own batch comes on the stream too.
+            try await socket.wait("batch 2") { messages in
+                messages.contains { (try? Navigator_V1_StreamEvent(jsonString: $0))?.batch.seq == 2 }
+            }
+            // Resuming over WebSocket: ?since= the last batch, nothing missed.
+            let resumed = try WebSocketClient(address, "/v1/sessions/ws-1/stream?since=\(snapshot.epoch):2")
+            defer { resumed.close() }
+            let again = try await resumed.wait("recovered") { !$0.isEmpty }
+            #expect(try Navigator_V1_StreamEvent(jsonString: again[0]).recovered.missed == 0)
+        }
+    }
 }

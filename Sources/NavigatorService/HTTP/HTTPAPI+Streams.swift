@@ -1,4 +1,6 @@
+import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import NIOCore
 import NavigatorWire
 
@@ -51,5 +53,119 @@ extension HTTPAPI {
             )
         }
         return position
+    }
+}
+
+extension HTTPAPI {
+    /// The session and resume position of a WebSocket upgrade request for
+    /// `/v1/sessions/{id}/stream`; nil when it is not one this API can serve (the request then
+    /// goes on as plain HTTP, and the SSE route answers it — with the error, if there is one).
+    func webSocketTarget(path: String, lastEventID: String?) -> (session: String, since: (epoch: UInt64, seq: UInt64)?)?
+    {
+        guard !secure else { return nil }
+        let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let segments = parts[0].split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == 5, segments[1] == "v1", segments[2] == "sessions", segments[4] == "stream",
+            let session = String(segments[3]).removingPercentEncoding, SessionID.problem(with: session) == nil
+        else { return nil }
+        var sinceText = lastEventID
+        if sinceText == nil, parts.count == 2 {
+            for pair in parts[1].split(separator: "&") where pair.hasPrefix("since=") {
+                sinceText = String(pair.dropFirst(6)).removingPercentEncoding
+            }
+        }
+        guard let sinceText, !sinceText.isEmpty else { return (session, nil) }
+        guard let since = StreamFrame.position(sinceText) else { return nil }
+        return (session, since)
+    }
+
+    /// A WebSocket stream: the same events as SSE, one `StreamEvent` in JSON per text message
+    /// (heartbeats are WebSocket pings); the client may send `navigator.v1.Request`s in JSON —
+    /// a client event or a snapshot of this session — each answered by a `StreamEvent.reply`.
+    func serveWebSocket(
+        session: String, since: (epoch: UInt64, seq: UInt64)?, inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter
+    ) async throws {
+        let subscription: StreamSubscription
+        do {
+            subscription = try await hub.subscribe(session, since: since)
+        } catch let error as APIError {
+            // 1013: try again later (the stream limit, a stopping service).
+            try await outbound.close(.init(codeNumber: 1013), reason: String(error.message.prefix(120)))
+            return
+        }
+        defer { subscription.close() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while let frame = await subscription.next() {
+                    guard frame.kind != .heartbeat else { continue }
+                    try await outbound.writeTextMessage(String(decoding: frame.json, as: UTF8.self))
+                }
+            }
+            group.addTask { [self] in
+                for try await message in inbound.messages(maxSize: maxBodyBytes) {
+                    let reply = await answer(message, session: session)
+                    var event = Navigator_V1_StreamEvent()
+                    event.reply = reply
+                    let frame = StreamFrame(.reply, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [])
+                    guard await subscription.queue.pushReply(frame) else { return }
+                }
+            }
+            // Either side ending ends the stream: the client closed, or the stream was closed.
+            try await group.next()
+            group.cancelAll()
+            subscription.close()
+        }
+    }
+
+    /// The answer to one message a WebSocket client sent: a Request in JSON whose kind is a
+    /// client event or a snapshot of the streamed session.
+    func answer(_ message: WebSocketMessage, session: String) async -> Navigator_V1_Reply {
+        var reply = Navigator_V1_Reply()
+        func refuse(_ code: Navigator_V1_RejectCode, _ text: String) -> Navigator_V1_Reply {
+            reply.rejected = .with {
+                $0.code = code
+                $0.message = text
+            }
+            return reply
+        }
+        guard case .text(let text) = message else {
+            return refuse(.malformed, "a binary message; expected text: a navigator.v1.Request in JSON")
+        }
+        var request: Navigator_V1_Request
+        do {
+            request = try Self.decode(Navigator_V1_Request.self, Array(text.utf8))
+        } catch let error as APIError {
+            return refuse(error.code, error.message)
+        } catch {
+            return refuse(.malformed, "\(error)")
+        }
+        reply.requestID = request.requestID
+        switch request.kind {
+        case .clientEvent(var event):
+            if !event.session.isEmpty && event.session != session {
+                return refuse(
+                    .sessionMismatch,
+                    "the event's session \(LogText(event.session)) differs from the stream's \(LogText(session)); leave it out"
+                )
+            }
+            event.session = session
+            request.clientEvent = event
+        case .snapshot(var snapshot):
+            snapshot.session = session
+            request.snapshot = snapshot
+        default:
+            return refuse(
+                .unknownRequest,
+                "a WebSocket stream takes requests of kind client_event or snapshot for its own session; use the HTTP API or the requests socket for others"
+            )
+        }
+        do {
+            var answered = try await client().request(request.kind!)
+            answered.requestID = request.requestID
+            return answered
+        } catch {
+            return refuse(.unavailable, "navigatord did not answer: \(error); retry")
+        }
     }
 }

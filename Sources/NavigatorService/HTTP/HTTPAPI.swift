@@ -236,7 +236,7 @@ final class HTTPAPI: Sendable {
     }
 
     /// The API's connection to this process's sockets, made on first use.
-    private func client() async throws -> NavigatorConnection {
+    func client() async throws -> NavigatorConnection {
         let task = connection.withLock { current in
             if let current { return current }
             let bound = self.bound

@@ -1,4 +1,6 @@
 import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NavigatorWire
@@ -71,8 +73,30 @@ struct HTTPPart: Service {
         defer { if let api { Task { await api.close() } } }
         let running = Atomic<Bool>(false)
         let onRunning = self.onRunning
+        let server: HTTPServerBuilder
+        if let api {
+            // The same path serves SSE and WebSocket: an upgrade request for a stream becomes a
+            // WebSocket; anything else (including an upgrade this API would refuse) is HTTP.
+            let heartbeat = Duration.seconds(max(1, api.hub.settings.heartbeatSeconds))
+            server = .http1WebSocketUpgrade(
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(30)),
+                    ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: heartbeat))),
+                shouldUpgrade: { request, _, _ in
+                    let lastEventID = request.headerFields[HTTPAPI.lastEventID]
+                    guard let path = request.path,
+                        let (session, since) = api.webSocketTarget(path: path, lastEventID: lastEventID)
+                    else { return .dontUpgrade }
+                    return .upgrade([:]) { inbound, outbound, _ in
+                        try await api.serveWebSocket(
+                            session: session, since: since, inbound: inbound, outbound: outbound)
+                    }
+                })
+        } else {
+            server = .http1(configuration: .init(idleTimeout: .seconds(30)))
+        }
         let application = Application(
-            router: router, server: .http1(configuration: .init(idleTimeout: .seconds(30))),
+            router: router, server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 running.store(true, ordering: .releasing)

@@ -5,6 +5,8 @@ import Synchronization
 struct StreamFrame: Sendable {
     enum Kind: String, Sendable {
         case snapshot, batch, rejection, recovered, heartbeat
+        /// WebSocket: the answer to a request the client sent (never dropped for a snapshot).
+        case reply
     }
 
     let kind: Kind
@@ -81,7 +83,8 @@ final class StreamQueue: Sendable {
                 return waiter
             }
             if state.items.count >= capacity {
-                state.items = [.snapshotNow]
+                // Replies to the client's own requests are kept (at most `maxReplies` wait).
+                state.items = state.items.filter(Self.isReply) + [.snapshotNow] + (Self.isReply(item) ? [item] : [])
                 state.overflows += 1
             } else {
                 state.items.append(item)
@@ -89,6 +92,29 @@ final class StreamQueue: Sendable {
             return nil
         }
         waiter?.resume(returning: item)
+    }
+
+    /// Replies waiting to be written, at most: a client that sends requests but reads nothing
+    /// is not read from further (``pushReply(_:)`` waits).
+    static let maxReplies = 8
+
+    static func isReply(_ item: Item) -> Bool {
+        if case .frame(let frame) = item { frame.kind == .reply } else { false }
+    }
+
+    /// Queues the answer to a request, waiting while `maxReplies` are not written yet; false
+    /// once the queue is closed.
+    func pushReply(_ frame: StreamFrame) async -> Bool {
+        while true {
+            let (room, closed) = state.withLock { state in
+                (state.items.count { Self.isReply($0) } < Self.maxReplies, state.closed)
+            }
+            if closed { return false }
+            if room { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        push(.frame(frame))
+        return true
     }
 
     /// A heartbeat, only when nothing else is waiting to be written.

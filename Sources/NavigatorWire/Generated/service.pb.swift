@@ -1002,6 +1002,16 @@ public nonisolated struct Navigator_V1_StreamEvent: Sendable {
     set {kind = .recovered(newValue)}
   }
 
+  /// WebSocket streams: the answer to a Request the client sent on the socket (a client event
+  /// or a snapshot), with the request's id.
+  public var reply: Navigator_V1_Reply {
+    get {
+      if case .reply(let v)? = kind {return v}
+      return Navigator_V1_Reply()
+    }
+    set {kind = .reply(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -1022,6 +1032,9 @@ public nonisolated struct Navigator_V1_StreamEvent: Sendable {
     /// snapshot is sent. When the service no longer has what was missed, the stream starts with a
     /// snapshot instead.
     case recovered(Navigator_V1_Recovered)
+    /// WebSocket streams: the answer to a Request the client sent on the socket (a client event
+    /// or a snapshot), with the request's id.
+    case reply(Navigator_V1_Reply)
 
   }
 
@@ -2249,7 +2262,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StreamEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0\u{1}recovered\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0\u{1}recovered\0\u{1}reply\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2343,6 +2356,19 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
           self.kind = .recovered(v)
         }
       }()
+      case 8: try {
+        var v: Navigator_V1_Reply?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .reply(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .reply(v)
+        }
+      }()
       default: break
       }
     }
@@ -2381,6 +2407,10 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
     case .recovered?: try {
       guard case .recovered(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .reply?: try {
+      guard case .reply(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     }()
     case nil: break
     }
