@@ -1,5 +1,6 @@
 import Foundation
 import NavigatorCore
+import NavigatorTestSupport
 import NavigatorWire
 import SwiftProtobuf
 import Synchronization
@@ -344,6 +345,74 @@ struct StreamTests {
             defer { resumed.close() }
             let again = try await resumed.wait("recovered") { !$0.isEmpty }
             #expect(try Navigator_V1_StreamEvent(jsonString: again[0]).recovered.missed == 0)
+        }
+    }
+
+    @Test(
+        "several instances: a stream opened on one follows a session another serves, and across its hand-over",
+        .enabled(if: TestPostgres.enabled))
+    func acrossInstances() async throws {
+        try await TestPostgres.withDatabase { url in
+            let configure: (inout ServiceConfiguration) -> Void = {
+                Self.configure(&$0)
+                $0.leaseSeconds = 2
+            }
+            try await TestService.withInstances(["one", "two"], url: url, configure) { servers in
+                let (first, second) = (servers[0], servers[1])
+                let address = try #require(first.endpoints.metrics)
+                let ownership = try #require(second.store.ownership)
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ownership.served.count != 128 || first.store.ownership!.served.count != 128 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the partitions were not split") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let session = (0..<1000).map { "x\($0)" }.first { ownership.serves(ownership.partition(of: $0)) }!
+                // The first learns where the second takes forwarded messages at its next round.
+                while first.store.ownership!.forwardEndpoint(of: session) == nil {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the first never learned the owner") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let stream = try SSEClient(address, "/v1/sessions/\(session)/stream")
+                defer { stream.close() }
+                let opened = try await stream.wait("a snapshot") { !$0.isEmpty }
+                let before = try #require(opened[0].streamEvent?.snapshot)
+                #expect(before.epoch == ownership.epoch(of: ownership.partition(of: session)))
+                func intent(_ id: String, _ screen: String) async throws {
+                    _ = try await onThread {
+                        try Client(first.endpoints).request(
+                            .intent(wireIntent(id, [ScreenContext(screen)], session: session)))
+                    }
+                }
+                try await intent("a1", "settings")
+                try await stream.wait("the batch from the second") { $0.contains { $0.id == "\(before.epoch):1" } }
+
+                // The second stops: it hands its partitions over; the first serves the session at
+                // a new epoch, and the stream says so with a snapshot of that epoch.
+                await second.stop()
+                var reply = Navigator_V1_Reply()
+                while true {
+                    reply = try await onThread {
+                        try Client(first.endpoints).request(
+                            .intent(wireIntent("a2", [ScreenContext("search")], session: session)))
+                    }
+                    if case .resolved = reply.kind { break }
+                    guard ContinuousClock.now < deadline + .seconds(20) else {
+                        throw TestFailure("the first never took the session over: \(reply)")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                let epoch = reply.resolved.batch.epoch
+                #expect(epoch != before.epoch)
+                let events = try await stream.wait("the new epoch's batch") { events in
+                    events.contains { $0.id == "\(epoch):\(reply.resolved.batch.seq)" }
+                }
+                let snapshotAt = try #require(
+                    events.lastIndex { $0.event == "snapshot" && $0.id?.hasPrefix("\(epoch):") == true })
+                let batchAt = try #require(events.firstIndex { $0.id == "\(epoch):\(reply.resolved.batch.seq)" })
+                // A snapshot of the new epoch comes before its batch, or has it already.
+                #expect(
+                    snapshotAt < batchAt || events[snapshotAt].streamEvent!.snapshot.seq >= reply.resolved.batch.seq)
+            }
         }
     }
 }
