@@ -168,6 +168,20 @@ struct HTTPAPITests {
         }
     }
 
+    @Test("the OpenAPI document is served, is JSON, and names every path the API serves")
+    func openAPI() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let (status, body) = try await onThread { try http(address, "GET /v1/openapi.json HTTP/1.1\r\n\r\n") }
+            #expect(status == "HTTP/1.1 200 OK")
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+            let paths = try #require(document["paths"] as? [String: [String: Any]])
+            for (pattern, method) in HTTPAPI.paths where pattern != "/v1/openapi.json" {
+                #expect(paths[pattern]?[method.lowercased()] != nil, "\(method) \(pattern) is not in the document")
+            }
+        }
+    }
+
     @Test("reject codes map to HTTP statuses")
     func statuses() {
         #expect(HTTPAPI.status(of: .unknownScreen) == 400)

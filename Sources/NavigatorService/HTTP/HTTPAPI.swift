@@ -42,7 +42,7 @@ final class HTTPAPI: Sendable {
     /// The paths the API serves, with their methods (404 and 405 answers list them).
     static let paths: [(pattern: String, method: String)] = [
         ("/v1/intents", "POST"), ("/v1/explain", "POST"), ("/v1/sessions/{id}", "GET"),
-        ("/v1/sessions/{id}/events", "POST"), ("/v1/sessions/{id}/stream", "GET"),
+        ("/v1/sessions/{id}/events", "POST"), ("/v1/sessions/{id}/stream", "GET"), ("/v1/openapi.json", "GET"),
     ]
 
     /// The method a path is served with, if it is one of the API's.
@@ -58,10 +58,18 @@ final class HTTPAPI: Sendable {
 
     func register(on router: Router<BasicRequestContext>) {
         registerStreams(on: router)
+        router.get("/v1/openapi.json") { _, _ in
+            HTTPEndpoint.response(HTTPReply(200, "application/json", Array(OpenAPIDocument.json.utf8)))
+        }
         router.post("/v1/intents") { [self] request, _ in
             try await handle(request) { body in
                 let intent = try Self.decode(Navigator_V1_Intent.self, body)
-                guard request.uri.queryParameters["wait"].map({ $0 == "true" || $0 == "1" }) ?? false else {
+                let wait = request.uri.queryParameters["wait"].map(String.init)
+                guard wait == nil || ["true", "false", "1", "0"].contains(wait!) else {
+                    throw APIError(
+                        .malformed, "wait=\(LogText(wait!)) is not a yes or no; expected true, false, 1 or 0")
+                }
+                guard wait == "true" || wait == "1" else {
                     // Fire and forget: the intents socket; its outcome goes to the session's shells
                     // (a rejection to r/<session>/).
                     try await self.client().send(intent)

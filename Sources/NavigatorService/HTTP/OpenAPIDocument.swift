@@ -1,0 +1,338 @@
+/// The OpenAPI 3.0 document of the HTTP API, served at `/v1/openapi.json`. Bodies are the
+/// protos' messages in protobuf's canonical JSON mapping; the schemas below describe that
+/// mapping for the messages the API takes and answers (proto/navigator/v1 is the schema of
+/// record: 64-bit integers are strings, enums are their names, a oneof is one of its fields).
+/// A test runs schemathesis against a real navigatord with it.
+enum OpenAPIDocument {
+    static let json = #"""
+        {
+          "openapi": "3.0.3",
+          "info": {
+            "title": "Navigator HTTP API",
+            "version": "1",
+            "description": "Intents, explain, snapshots, client events and session streams of navigatord. Bodies are navigator.v1 messages in protobuf's canonical JSON mapping; every response body of the JSON calls is a navigator.v1.Reply, errors included (rejected.code is the reject code)."
+          },
+          "paths": {
+            "/v1/intents": {
+              "post": {
+                "summary": "Send an intent: fire and forget (202), or with wait=true its outcome, durable before the answer",
+                "operationId": "sendIntent",
+                "parameters": [
+                  {"name": "wait", "in": "query", "required": false, "schema": {"type": "string", "enum": ["true", "false", "1", "0"]}}
+                ],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Intent"}}}},
+                "responses": {
+                  "200": {"$ref": "#/components/responses/Reply"},
+                  "202": {"$ref": "#/components/responses/Reply"},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "409": {"$ref": "#/components/responses/Rejected"},
+                  "413": {"$ref": "#/components/responses/Rejected"},
+                  "415": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
+            "/v1/explain": {
+              "post": {
+                "summary": "What an intent would do now; nothing changes",
+                "operationId": "explainIntent",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Intent"}}}},
+                "responses": {
+                  "200": {"$ref": "#/components/responses/Reply"},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "413": {"$ref": "#/components/responses/Rejected"},
+                  "415": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
+            "/v1/sessions/{id}": {
+              "get": {
+                "summary": "The session's snapshot: tree, seq, epoch, conditions, parked intents",
+                "operationId": "getSnapshot",
+                "parameters": [{"$ref": "#/components/parameters/Session"}],
+                "responses": {
+                  "200": {"$ref": "#/components/responses/Reply"},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
+            "/v1/sessions/{id}/events": {
+              "post": {
+                "summary": "Report what a client shell did on its tree",
+                "operationId": "sendClientEvent",
+                "parameters": [{"$ref": "#/components/parameters/Session"}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ClientEvent"}}}},
+                "responses": {
+                  "200": {"$ref": "#/components/responses/Reply"},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "409": {"$ref": "#/components/responses/Rejected"},
+                  "413": {"$ref": "#/components/responses/Rejected"},
+                  "415": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
+            "/v1/sessions/{id}/stream": {
+              "get": {
+                "summary": "Follow the session: Server-Sent Events, or a WebSocket when the request is an upgrade",
+                "description": "Events: snapshot, batch, recovered, rejection (data: a navigator.v1.StreamEvent in JSON; id: epoch:seq), and ': heartbeat' comments. Resume with Last-Event-ID or since=epoch:seq. The stream does not end by itself.",
+                "operationId": "streamSession",
+                "parameters": [
+                  {"$ref": "#/components/parameters/Session"},
+                  {"name": "since", "in": "query", "required": false, "schema": {"type": "string", "pattern": "^[0-9]+:[0-9]+$"}},
+                  {"name": "Last-Event-ID", "in": "header", "required": false, "schema": {"type": "string", "pattern": "^[0-9]+:[0-9]+$"}}
+                ],
+                "responses": {
+                  "200": {"description": "the stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            }
+          },
+          "components": {
+            "parameters": {
+              "Session": {"name": "id", "in": "path", "required": true, "description": "The session id: 1 to 128 bytes, no '/' and no control characters", "schema": {"type": "string"}}
+            },
+            "responses": {
+              "Reply": {"description": "a navigator.v1.Reply", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Reply"}}}},
+              "Rejected": {"description": "a navigator.v1.Reply with rejected", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RejectedReply"}}}}
+            },
+            "schemas": {
+              "Uint64": {"type": "string", "pattern": "^[0-9]+$", "description": "a 64-bit number, as protobuf's JSON mapping writes it"},
+              "ScreenContext": {
+                "type": "object",
+                "properties": {
+                  "screen": {"type": "string"},
+                  "info": {"type": "object", "additionalProperties": {"type": "string"}}
+                },
+                "additionalProperties": false
+              },
+              "Intent": {
+                "type": "object",
+                "description": "navigator.v1.Intent",
+                "properties": {
+                  "id": {"type": "string", "description": "idempotency key, 1 to 128 bytes"},
+                  "session": {"type": "string"},
+                  "path": {"type": "array", "items": {"$ref": "#/components/schemas/ScreenContext"}},
+                  "url": {"type": "string", "description": "a deep link the route map turns into a path"},
+                  "animated": {"type": "boolean"},
+                  "source": {"type": "string"},
+                  "priority": {"type": "string", "enum": ["PRIORITY_NORMAL", "PRIORITY_HIGH", "PRIORITY_CRITICAL"]},
+                  "ttlMs": {"type": "integer", "minimum": 0, "maximum": 4294967295},
+                  "sentAtUnixNanos": {"type": "string", "pattern": "^-?[0-9]+$"},
+                  "waitForReady": {"type": "boolean"},
+                  "setConditions": {"type": "object", "additionalProperties": {"type": "boolean"}}
+                },
+                "additionalProperties": false
+              },
+              "ClientEvent": {
+                "description": "navigator.v1.ClientEvent: the position it was made at (lastSeq, epoch) and exactly one kind",
+                "oneOf": [
+                  {
+                    "type": "object",
+                    "required": ["ready"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "ready": {"type": "object", "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["suspended"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "suspended": {"type": "object", "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["poppedTo"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "poppedTo": {"type": "object", "properties": {"screenId": {"$ref": "#/components/schemas/Uint64"}}, "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["dismissedTo"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "dismissedTo": {"type": "object", "properties": {"modalId": {"$ref": "#/components/schemas/Uint64"}}, "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["tabSelected"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "tabSelected": {"type": "object", "properties": {"tab": {"type": "string"}}, "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["pushed"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "pushed": {"type": "object", "description": "stack (StackRef) and screen (Screen, an id in the client namespace >= 2^63)"}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["presented"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "presented": {"type": "object", "description": "modal (Modal)"}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["sync"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "sync": {"type": "object", "description": "tree (ScreenTree)"}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["ack"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "ack": {"type": "object", "properties": {"seq": {"$ref": "#/components/schemas/Uint64"}}, "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  },
+                  {
+                    "type": "object",
+                    "required": ["conditions"],
+                    "properties": {
+                      "session": {"type": "string"},
+                      "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                      "epoch": {"$ref": "#/components/schemas/Uint64"},
+                      "conditions": {"type": "object", "properties": {"set": {"type": "object", "additionalProperties": {"type": "boolean"}}}, "additionalProperties": false}
+                    },
+                    "additionalProperties": false
+                  }
+                ]
+              },
+              "Rejected": {"description": "a navigator.v1.Reply with rejected", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RejectedReply"}}}}
+            },
+            "schemas": {
+              "Uint64": {"type": "string", "pattern": "^[0-9]+$", "description": "a 64-bit number, as protobuf's JSON mapping writes it"},
+              "ScreenContext": {
+                "type": "object",
+                "properties": {
+                  "screen": {"type": "string"},
+                  "info": {"type": "object", "additionalProperties": {"type": "string"}}
+                },
+                "additionalProperties": false
+              },
+              "Intent": {
+                "type": "object",
+                "description": "navigator.v1.Intent",
+                "properties": {
+                  "id": {"type": "string", "description": "idempotency key, 1 to 128 bytes"},
+                  "session": {"type": "string"},
+                  "path": {"type": "array", "items": {"$ref": "#/components/schemas/ScreenContext"}},
+                  "url": {"type": "string", "description": "a deep link the route map turns into a path"},
+                  "animated": {"type": "boolean"},
+                  "source": {"type": "string"},
+                  "priority": {"type": "string", "enum": ["PRIORITY_NORMAL", "PRIORITY_HIGH", "PRIORITY_CRITICAL"]},
+                  "ttlMs": {"type": "integer", "minimum": 0, "maximum": 4294967295},
+                  "sentAtUnixNanos": {"type": "string", "pattern": "^-?[0-9]+$"},
+                  "waitForReady": {"type": "boolean"},
+                  "setConditions": {"type": "object", "additionalProperties": {"type": "boolean"}}
+                },
+                "additionalProperties": false
+              },
+              "ClientEvent": {
+                "type": "object",
+                "description": "navigator.v1.ClientEvent: one of ready, suspended, poppedTo, dismissedTo, tabSelected, pushed, presented, sync, ack, conditions",
+                "properties": {
+                  "session": {"type": "string"},
+                  "lastSeq": {"$ref": "#/components/schemas/Uint64"},
+                  "epoch": {"$ref": "#/components/schemas/Uint64"},
+                  "ready": {"type": "object"},
+                  "suspended": {"type": "object"},
+                  "poppedTo": {"type": "object", "properties": {"screenId": {"$ref": "#/components/schemas/Uint64"}}},
+                  "dismissedTo": {"type": "object", "properties": {"modalId": {"$ref": "#/components/schemas/Uint64"}}},
+                  "tabSelected": {"type": "object", "properties": {"tab": {"type": "string"}}},
+                  "pushed": {"type": "object"},
+                  "presented": {"type": "object"},
+                  "sync": {"type": "object"},
+                  "ack": {"type": "object", "properties": {"seq": {"$ref": "#/components/schemas/Uint64"}}},
+                  "conditions": {"type": "object", "properties": {"set": {"type": "object", "additionalProperties": {"type": "boolean"}}}}
+                }
+              },
+              "Rejected": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                  "code": {"type": "string", "pattern": "^REJECT_CODE_[A-Z_]+$"},
+                  "message": {"type": "string"},
+                  "seq": {"$ref": "#/components/schemas/Uint64"},
+                  "epoch": {"$ref": "#/components/schemas/Uint64"}
+                }
+              },
+              "Reply": {
+                "type": "object",
+                "description": "navigator.v1.Reply: at most one of resolved, ignored, parked, rejected, snapshot, explanation, eventApplied",
+                "properties": {
+                  "requestId": {"type": "string"},
+                  "resolved": {"type": "object"},
+                  "ignored": {"type": "object", "properties": {"reason": {"type": "string"}}},
+                  "parked": {"type": "object"},
+                  "rejected": {"$ref": "#/components/schemas/Rejected"},
+                  "snapshot": {"type": "object"},
+                  "explanation": {"type": "object"},
+                  "eventApplied": {"type": "object"},
+                  "explanationSteps": {"type": "array", "items": {"type": "object"}}
+                }
+              },
+              "RejectedReply": {
+                "type": "object",
+                "required": ["rejected"],
+                "properties": {
+                  "requestId": {"type": "string"},
+                  "rejected": {"$ref": "#/components/schemas/Rejected"},
+                  "explanationSteps": {"type": "array", "items": {"type": "object"}}
+                }
+              }
+            }
+          }
+        }
+        """#
+}
