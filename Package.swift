@@ -118,7 +118,8 @@ let package = Package(
         .target(
             name: "NavigatorTestSupport",
             dependencies: [
-                "NavigatorService", "NavigatorClient", "Postgres", .product(name: "Logging", package: "swift-log"),
+                "NavigatorService", "NavigatorClient", "Postgres", "ZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/NavigatorTestSupport"
         ),

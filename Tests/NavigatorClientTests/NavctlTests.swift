@@ -291,7 +291,8 @@ struct NavctlSecureTests {
         #expect(plain.status == 1)
         #expect(plain.output.contains("does it run in secure mode"), "\(plain.output)")
         let stranger = try await navctl(
-            ["stats", "--timeout", "0.5", "--server-key", try publicKey("alice"), "--key-file", secret] + base)
+            // --server-key=KEY: a Z85 key may begin with "-", which would read as an option.
+            ["stats", "--timeout", "0.5", "--server-key=\(try publicKey("alice"))", "--key-file", secret] + base)
         #expect(stranger.output.contains("authentication may have failed"), "\(stranger.output)")
         let half = try await navctl(["stats", "--key-file", secret] + base)
         #expect(half.status != 0 && half.output.contains("--key-file needs --server-key"), "\(half.output)")

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ZeroMQ
 
 /// The PostgreSQL server of a test run: `./dev test` starts a throwaway one
 /// (`scripts/postgres.sh run`) and passes its URL in `NAVIGATOR_TEST_POSTGRES`.
@@ -24,10 +25,25 @@ public enum TestPostgres {
             )
         }
         let name = "test_\(UInt64.random(in: 0...UInt64.max))"
-        let admin = try PostgresConnection(url: server, applicationName: "navigator-tests")
-        try admin.execute("CREATE DATABASE \(name)")
-        defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
-        return try await body(databaseURL(server, name))
+        // libpq blocks: on a thread of its own, never on the cooperative pool (other tests'
+        // async work, the in-process services' HTTP handlers among it, would wait).
+        _ = try await DedicatedThread.run(name: "test-postgres") {
+            try PostgresConnection(url: server, applicationName: "navigator-tests").execute("CREATE DATABASE \(name)")
+        }
+        func drop() async {
+            _ = try? await DedicatedThread.run(name: "test-postgres") {
+                try PostgresConnection(url: server, applicationName: "navigator-tests")
+                    .execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            }
+        }
+        do {
+            let result = try await body(databaseURL(server, name))
+            await drop()
+            return result
+        } catch {
+            await drop()
+            throw error
+        }
     }
 
     /// `server` with its database replaced by `name`.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NavigatorService
+import ZeroMQ
 
 /// What every test that starts a service in-process needs: ephemeral ports on 127.0.0.1, no HTTP
 /// endpoint, a data directory of its own, a quiet logger.
@@ -48,7 +49,10 @@ extension TestService {
                 configuration.store = .postgresql(url: url)
                 configuration.instanceID = id
                 configure(&configuration)
-                let server = try NavigatorServer(configuration: configuration, logger: logger("navigatord-\(id)"))
+                // Connecting and migrating block (libpq): not on the cooperative pool.
+                let server = try await DedicatedThread.run(name: "test-navigatord-init") { [configuration] in
+                    try NavigatorServer(configuration: configuration, logger: logger("navigatord-\(id)"))
+                }
                 try await server.start()
                 servers.append(server)
             }
