@@ -62,7 +62,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-            ]
+            ],
+            // The live session page: plain HTML, CSS and JavaScript modules, served as they are.
+            resources: [.copy("Resources/page")]
         ),
         .target(
             name: "NavigatorClient",

@@ -182,6 +182,27 @@ struct HTTPAPITests {
         }
     }
 
+    @Test("the live page and its client module are served from the package's resources")
+    func page() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            let (index, module, missing, traversal) = try await onThread {
+                (
+                    try http(address, "GET / HTTP/1.1\r\n\r\n"),
+                    try http(address, "GET /page/navigator-client.js HTTP/1.1\r\n\r\n"),
+                    try http(address, "GET /page/nothing.js HTTP/1.1\r\n\r\n"),
+                    try http(address, "GET /page/..%2FPackage.swift HTTP/1.1\r\n\r\n")
+                )
+            }
+            #expect(index.status == "HTTP/1.1 200 OK")
+            #expect(index.body.contains("<script type=\"module\" src=\"/page/page.js\">"))
+            #expect(module.status == "HTTP/1.1 200 OK")
+            #expect(module.body.contains("export class SessionMirror"))
+            #expect(missing.status == "HTTP/1.1 404 Not Found" && missing.body.contains("navigator-client.js"))
+            #expect(traversal.status == "HTTP/1.1 404 Not Found")
+        }
+    }
+
     @Test("reject codes map to HTTP statuses")
     func statuses() {
         #expect(HTTPAPI.status(of: .unknownScreen) == 400)

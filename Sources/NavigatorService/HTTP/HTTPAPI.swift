@@ -28,6 +28,8 @@ final class HTTPAPI: Sendable {
     private let connection = Mutex<Task<NavigatorConnection, any Error>?>(nil)
     /// The session streams (SSE and WebSocket).
     let hub: StreamHub
+    /// The live session page's files.
+    let page = PageResources()
 
     init(
         bound: @escaping @Sendable () -> Endpoints, secure: Bool, maxMessageBytes: Int, streams: StreamSettings,
@@ -60,6 +62,12 @@ final class HTTPAPI: Sendable {
         registerStreams(on: router)
         router.get("/v1/openapi.json") { _, _ in
             HTTPEndpoint.response(HTTPReply(200, "application/json", Array(OpenAPIDocument.json.utf8)))
+        }
+        // The live session page and its client module.
+        let page = self.page
+        router.get("/") { _, _ in HTTPEndpoint.response(page.reply("index.html")) }
+        router.get("/page/:file") { _, context in
+            HTTPEndpoint.response(page.reply(context.parameters.get("file") ?? ""))
         }
         router.post("/v1/intents") { [self] request, _ in
             try await handle(request) { body in
