@@ -75,7 +75,8 @@ public final class NavigatorServer: Service, Sendable {
         }
         try ConfigurationLoader.checkExposure(configuration)
         if let secretKeyFile = configuration.secretKeyFile, let accessFile = configuration.accessFile {
-            security = try Security.load(secretKeyFile: secretKeyFile, accessFile: accessFile)
+            security = try Security.load(
+                secretKeyFile: secretKeyFile, accessFile: accessFile, tokenKeyFile: configuration.tokenKeyFile)
         } else {
             security = nil
         }
@@ -83,7 +84,7 @@ public final class NavigatorServer: Service, Sendable {
             configuration.metricsAddress == "off"
             ? nil
             : HTTPAPI(
-                bound: { bound.current }, secure: security != nil, maxMessageBytes: configuration.maxMessageBytes,
+                bound: { bound.current }, security: security, maxMessageBytes: configuration.maxMessageBytes,
                 streams: configuration.streamSettings, logger: logger)
         // The route map first: a map that does not load is refused before any file is touched.
         var (resolver, source) = try Self.loadResolver(configuration)

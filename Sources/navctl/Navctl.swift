@@ -25,7 +25,7 @@ struct Navctl: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Send.self, Explain.self, Snapshot.self, Watch.self, Shell.self, Condition.self, Stats.self, Routes.self,
-            Keygen.self,
+            Keygen.self, Token.self,
         ]
     )
 }

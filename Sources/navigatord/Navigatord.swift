@@ -234,6 +234,13 @@ struct Navigatord: AsyncParsableCommand {
             "Secure mode: YAML file of the clients allowed in (name, public key, role, sessions); SIGHUP reloads it"))
     var accessFile: String?
 
+    @Option(
+        help: help(
+            "security.tokenKeyFile",
+            "Secure mode: file with the key of HTTP's bearer tokens (a secret of at least 32 bytes, mode 0600; navctl token issues tokens)"
+        ))
+    var tokenKeyFile: String?
+
     @Flag(
         help: ArgumentHelp(
             "Without security, bind endpoints other than loopback, ipc and inproc anyway: anyone who reaches them can steer and watch every session [env: NAVIGATOR_SECURITY_ALLOW_INSECURE_REMOTE=true]"
@@ -275,6 +282,7 @@ struct Navigatord: AsyncParsableCommand {
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
             "security.secretKeyFile": one(secretKeyFile),
             "security.accessFile": one(accessFile),
+            "security.tokenKeyFile": one(tokenKeyFile),
             "security.allowInsecureRemote": allowInsecureRemote ? ["true"] : [],
         ]
         let environment = ProcessEnvironment.current

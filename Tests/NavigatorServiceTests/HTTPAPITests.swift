@@ -1,4 +1,6 @@
 import Foundation
+import JWTKit
+import NavigatorClient
 import NavigatorCore
 import NavigatorWire
 import SwiftProtobuf
@@ -160,7 +162,7 @@ struct HTTPAPITests {
                     body: #"{"id":"s1","session":"s1","path":[{"screen":"settings"}]}"#)
                 #expect(refused.status == 401)
                 #expect(refused.reply.rejected.code == .forbidden)
-                #expect(refused.reply.rejected.message.contains("secure mode"))
+                #expect(refused.reply.rejected.message.contains("without a token key"))
                 #expect(try api(address, "GET", "/v1/sessions/s1").status == 401)
                 let stats = try setup.client(setup.admin, endpoints).request(.stats(.init())).stats
                 #expect(stats.sessions == 0)
@@ -203,6 +205,103 @@ struct HTTPAPITests {
         }
     }
 
+    @Test("secure mode with a token key: bearer tokens name a client of the access file, which authorizes each call")
+    func tokens() async throws {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        let keyFile = setup.directory.appendingPathComponent("token.key").path
+        let other = setup.directory.appendingPathComponent("other.key").path
+        for (path, secret) in [
+            (keyFile, "token-key-of-the-test-0123456789abcdef"), (other, String(repeating: "x", count: 40)),
+        ] {
+            #expect(
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]))
+        }
+        let configure: @Sendable (inout ServiceConfiguration) -> Void = { configuration in
+            Self.configure(&configuration)
+            setup.configure(&configuration)
+            configuration.tokenKeyFile = keyFile
+        }
+        let keys = await AccessToken.keys(try AccessToken.readKey(keyFile))
+        let otherKeys = await AccessToken.keys(try AccessToken.readKey(other))
+        func token(
+            _ client: String, _ role: String, _ sessions: [String], lifetime: TimeInterval = 60,
+            signedBy: JWTKeysBox? = nil
+        ) async throws -> String {
+            try await AccessToken(client: client, role: role, sessions: sessions, lifetime: lifetime).signed(
+                with: (signedBy ?? JWTKeysBox(keys)).keys)
+        }
+        let shell = try await token("alice-phone", "shell", ["s1"])
+        let producer = try await token("shop-gateway", "producer", ["shop-*"])
+        let forged = try await token("ops", "admin", [], signedBy: JWTKeysBox(otherKeys))
+        let expired = try await token("alice-phone", "shell", ["s1"], lifetime: -10)
+        let stranger = try await token("mallory", "admin", [])
+        let short = try await token("alice-phone", "shell", ["s1"], lifetime: 2)
+        try await withService(configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            @Sendable func call(_ method: String, _ path: String, _ token: String?, body: String? = nil) throws -> (
+                Int, Navigator_V1_Reply
+            ) {
+                var request = "\(method) \(path) HTTP/1.1\r\nHost: t\r\n"
+                if let token { request += "Authorization: Bearer \(token)\r\n" }
+                if let body {
+                    request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                } else {
+                    request += "\r\n"
+                }
+                let (status, text) = try http(address, request)
+                return (Int(status.split(separator: " ")[1]) ?? 0, try Navigator_V1_Reply(jsonString: text))
+            }
+            let results = try await onThread { () throws -> [(Int, Navigator_V1_Reply)] in
+                [
+                    try call("GET", "/v1/sessions/s1", nil),
+                    try call("GET", "/v1/sessions/s1", shell),
+                    try call("GET", "/v1/sessions/s2", shell),
+                    try call(
+                        "POST", "/v1/intents?wait=true", shell,
+                        body: #"{"id":"t1","session":"s1","path":[{"screen":"settings"}]}"#),
+                    try call(
+                        "POST", "/v1/intents?wait=true", producer,
+                        body: #"{"id":"t2","session":"shop-1","path":[{"screen":"settings"}]}"#),
+                    try call("GET", "/v1/sessions/s1", forged),
+                    try call("GET", "/v1/sessions/s1", expired),
+                    try call("GET", "/v1/sessions/s1", stranger),
+                ]
+            }
+            #expect(results[0].0 == 401 && results[0].1.rejected.message.contains("bearer token is needed"))
+            #expect(results[1].0 == 200 && results[1].1.snapshot.session == "s1", "\(results[1])")
+            #expect(results[2].0 == 403 && results[2].1.rejected.code == .forbidden, "\(results[2])")
+            #expect(results[3].0 == 403, "a shell may not publish: \(results[3])")
+            #expect(results[4].0 == 200 && results[4].1.resolved.batch.seq == 1, "\(results[4])")
+            #expect(results[5].0 == 401 && results[5].1.rejected.message.contains("not valid"), "\(results[5])")
+            #expect(results[6].0 == 401 && results[6].1.rejected.message.contains("expired"), "\(results[6])")
+            #expect(
+                results[7].0 == 401 && results[7].1.rejected.message.contains("not in the access file"), "\(results[7])"
+            )
+
+            // A stream ends when its token expires, saying why (the token rides in the query, as
+            // EventSource cannot set headers).
+            let stream = try SSEClient(address, "/v1/sessions/s1/stream?access_token=\(short)")
+            defer { stream.close() }
+            try await stream.wait("a snapshot") { !$0.isEmpty }
+            let events = try await stream.wait("the closing event", timeout: .seconds(15)) {
+                $0.contains { $0.event == "closed" }
+            }
+            #expect(events.last?.streamEvent?.closed.contains("token expired") == true)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !stream.responseEnded {
+                guard ContinuousClock.now < deadline else {
+                    throw TestFailure("the stream stayed open after its token expired")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // Without a token the stream is refused.
+            let refused = try await onThread { try http(address, "GET /v1/sessions/s1/stream HTTP/1.1\r\n\r\n") }
+            #expect(refused.status == "HTTP/1.1 401 Unauthorized")
+        }
+    }
+
     @Test("reject codes map to HTTP statuses")
     func statuses() {
         #expect(HTTPAPI.status(of: .unknownScreen) == 400)
@@ -216,4 +315,10 @@ struct HTTPAPITests {
         #expect(HTTPAPI.connectable(["inproc://x", "tcp://0.0.0.0:7402"]) == "tcp://127.0.0.1:7402")
         #expect(HTTPAPI.connectable(["inproc://x"]) == nil)
     }
+}
+
+/// The keys of a token collection, passed around in tests.
+struct JWTKeysBox: Sendable {
+    let keys: JWTKeyCollection
+    init(_ keys: JWTKeyCollection) { self.keys = keys }
 }

@@ -88,6 +88,8 @@ final class SSEClient: Sendable {
     var events: [Event] { state.withLock { $0.events } }
     var heartbeats: Int { state.withLock { $0.comments } }
     var ended: Bool { state.withLock { $0.ended } }
+    /// Whether the response ended (the chunked body's last chunk came), the connection open or not.
+    var responseEnded: Bool { state.withLock { $0.ended || $0.text.hasSuffix("\r\n0\r\n\r\n") } }
 
     /// Waits (bounded) until the events satisfy `condition`.
     @discardableResult

@@ -193,6 +193,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.accessFile = values[0].isEmpty ? nil : values[0]
         },
+        Setting(key: "security.tokenKeyFile", help: "the key of HTTP's bearer tokens (secure mode)", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.tokenKeyFile = values[0].isEmpty ? nil : values[0]
+        },
         Setting(
             key: "security.allowInsecureRemote", help: "bind non-loopback endpoints without security", isList: false
         ) {
@@ -235,6 +239,11 @@ public enum ConfigurationLoader {
     /// Safe by default: security is both files or neither, and without it every endpoint must be
     /// loopback, ipc or inproc unless `security.allowInsecureRemote` says otherwise.
     static func checkExposure(_ config: ServiceConfiguration) throws(ConfigurationError) {
+        if config.tokenKeyFile != nil && config.secretKeyFile == nil {
+            throw ConfigurationError(
+                "security.tokenKeyFile is set without secure mode; tokens need security.secretKeyFile and security.accessFile too"
+            )
+        }
         switch (config.secretKeyFile, config.accessFile) {
         case (nil, nil): break
         case (_?, _?): return

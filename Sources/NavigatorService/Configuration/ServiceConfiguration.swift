@@ -32,6 +32,9 @@ public struct ServiceConfiguration: Hashable, Sendable {
     public var secretKeyFile: String? = nil
     /// Secure mode: the access file, the clients (name, public key, role, sessions).
     public var accessFile: String? = nil
+    /// Secure mode: the key (a secret of at least 32 bytes, mode 0600) that signs the bearer
+    /// tokens HTTP takes (`navctl token` issues them); nil: HTTP takes no calls in secure mode.
+    public var tokenKeyFile: String? = nil
     /// Without security, bind non-loopback endpoints anyway (anyone who reaches them can steer
     /// and watch every session).
     public var allowInsecureRemote = false

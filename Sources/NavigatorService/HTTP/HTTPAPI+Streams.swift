@@ -15,9 +15,9 @@ extension HTTPAPI {
     func registerStreams(on router: Router<BasicRequestContext>) {
         router.get("/v1/sessions/:id/stream") { [self] request, context in
             do {
-                try checkAccess()
                 let session = try Self.session(context).get()
                 if let problem = SessionID.problem(with: session) { throw APIError(.invalidSession, problem) }
+                let expiry = try await authorize(request, .follow(session: session))
                 let since = try Self.since(request)
                 let subscription = try await hub.subscribe(session, since: since)
                 var headers = HTTPFields()
@@ -27,17 +27,38 @@ extension HTTPAPI {
                 return Response(
                     status: .ok, headers: headers,
                     body: ResponseBody { writer in
-                        defer { subscription.close() }
+                        let closer = Self.closeAtExpiry(expiry, subscription)
+                        defer {
+                            closer?.cancel()
+                            subscription.close()
+                        }
                         // How long EventSource waits before reconnecting.
                         try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
                         while let frame = await subscription.next() {
                             try await writer.write(ByteBuffer(bytes: frame.serverSentEvent))
+                            if frame.kind == .closed { break }
                         }
                         try await writer.finish(nil)
                     })
             } catch let error as APIError {
                 return error.response
             }
+        }
+    }
+
+    /// Secure mode: when the caller's token expires, the stream gets a `closed` event saying so
+    /// and ends — never kept open past it, never downgraded.
+    static func closeAtExpiry(_ expiry: Date?, _ subscription: StreamSubscription) -> Task<Void, Never>? {
+        guard let expiry else { return nil }
+        return Task {
+            let delay = expiry.timeIntervalSinceNow
+            if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
+            guard !Task.isCancelled else { return }
+            var event = Navigator_V1_StreamEvent()
+            event.closed =
+                "the bearer token expired; get a new one (navctl token) and reconnect with it, resuming from the last id"
+            subscription.queue.push(
+                .frame(StreamFrame(.closed, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [])))
         }
     }
 
@@ -60,30 +81,40 @@ extension HTTPAPI {
     /// The session and resume position of a WebSocket upgrade request for
     /// `/v1/sessions/{id}/stream`; nil when it is not one this API can serve (the request then
     /// goes on as plain HTTP, and the SSE route answers it — with the error, if there is one).
-    func webSocketTarget(path: String, lastEventID: String?) -> (session: String, since: (epoch: UInt64, seq: UInt64)?)?
-    {
-        guard !secure else { return nil }
+    func webSocketTarget(path: String, lastEventID: String?, authorization: String?) async -> (
+        session: String, since: (epoch: UInt64, seq: UInt64)?, expiry: Date?
+    )? {
         let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let segments = parts[0].split(separator: "/", omittingEmptySubsequences: false)
         guard segments.count == 5, segments[1] == "v1", segments[2] == "sessions", segments[4] == "stream",
             let session = String(segments[3]).removingPercentEncoding, SessionID.problem(with: session) == nil
         else { return nil }
         var sinceText = lastEventID
-        if sinceText == nil, parts.count == 2 {
-            for pair in parts[1].split(separator: "&") where pair.hasPrefix("since=") {
-                sinceText = String(pair.dropFirst(6)).removingPercentEncoding
+        var accessToken: String?
+        if parts.count == 2 {
+            for pair in parts[1].split(separator: "&") {
+                if sinceText == nil, pair.hasPrefix("since=") {
+                    sinceText = String(pair.dropFirst(6)).removingPercentEncoding
+                }
+                if pair.hasPrefix("access_token=") { accessToken = String(pair.dropFirst(13)).removingPercentEncoding }
             }
         }
-        guard let sinceText, !sinceText.isEmpty else { return (session, nil) }
+        let expiry: Date?
+        do {
+            expiry = try await authorize(header: authorization, query: accessToken, .follow(session: session))
+        } catch {
+            return nil  // the SSE route answers the same request with the refusal
+        }
+        guard let sinceText, !sinceText.isEmpty else { return (session, nil, expiry) }
         guard let since = StreamFrame.position(sinceText) else { return nil }
-        return (session, since)
+        return (session, since, expiry)
     }
 
     /// A WebSocket stream: the same events as SSE, one `StreamEvent` in JSON per text message
     /// (heartbeats are WebSocket pings); the client may send `navigator.v1.Request`s in JSON —
     /// a client event or a snapshot of this session — each answered by a `StreamEvent.reply`.
     func serveWebSocket(
-        session: String, since: (epoch: UInt64, seq: UInt64)?, inbound: WebSocketInboundStream,
+        session: String, since: (epoch: UInt64, seq: UInt64)?, expiry: Date?, inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter
     ) async throws {
         let subscription: StreamSubscription
@@ -94,12 +125,21 @@ extension HTTPAPI {
             try await outbound.close(.init(codeNumber: 1013), reason: String(error.message.prefix(120)))
             return
         }
-        defer { subscription.close() }
+        let closer = Self.closeAtExpiry(expiry, subscription)
+        defer {
+            closer?.cancel()
+            subscription.close()
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while let frame = await subscription.next() {
                     guard frame.kind != .heartbeat else { continue }
                     try await outbound.writeTextMessage(String(decoding: frame.json, as: UTF8.self))
+                    if frame.kind == .closed {
+                        // 4001: the token expired (an application code: refresh and reconnect).
+                        try await outbound.close(.init(codeNumber: 4001), reason: "token expired")
+                        return
+                    }
                 }
             }
             group.addTask { [self] in

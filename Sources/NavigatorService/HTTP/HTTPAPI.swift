@@ -22,7 +22,8 @@ import Synchronization
 final class HTTPAPI: Sendable {
     /// The endpoints this process bound (the API connects to them once they are).
     let bound: @Sendable () -> Endpoints
-    let secure: Bool
+    /// Secure mode: the access list and the token verifier; nil without security.
+    let security: Security?
     /// The largest request body taken, in bytes (JSON of at most `maxMessageBytes` of protobuf).
     let maxBodyBytes: Int
     private let connection = Mutex<Task<NavigatorConnection, any Error>?>(nil)
@@ -32,13 +33,13 @@ final class HTTPAPI: Sendable {
     let page = PageResources()
 
     init(
-        bound: @escaping @Sendable () -> Endpoints, secure: Bool, maxMessageBytes: Int, streams: StreamSettings,
-        logger: Logger
+        bound: @escaping @Sendable () -> Endpoints, security: Security?, maxMessageBytes: Int,
+        streams: StreamSettings, logger: Logger
     ) {
         self.bound = bound
-        self.secure = secure
+        self.security = security
         self.maxBodyBytes = maxMessageBytes * 4
-        self.hub = StreamHub(settings: streams, logger: logger) { try Self.serviceEndpoints(bound()) }
+        self.hub = StreamHub(settings: streams, logger: logger) { try Self.serviceEndpoints(bound(), security) }
     }
 
     /// The paths the API serves, with their methods (404 and 405 answers list them).
@@ -72,6 +73,7 @@ final class HTTPAPI: Sendable {
         router.post("/v1/intents") { [self] request, _ in
             try await handle(request) { body in
                 let intent = try Self.decode(Navigator_V1_Intent.self, body)
+                _ = try await self.authorize(request, .publish(session: intent.session))
                 let wait = request.uri.queryParameters["wait"].map(String.init)
                 guard wait == nil || ["true", "false", "1", "0"].contains(wait!) else {
                     throw APIError(
@@ -88,13 +90,16 @@ final class HTTPAPI: Sendable {
         }
         router.post("/v1/explain") { [self] request, _ in
             try await handle(request) { body in
-                try await self.ask(.explain(try Self.decode(Navigator_V1_Intent.self, body)))
+                let intent = try Self.decode(Navigator_V1_Intent.self, body)
+                _ = try await self.authorize(request, .publish(session: intent.session))
+                return try await self.ask(.explain(intent))
             }
         }
         router.get("/v1/sessions/:id") { [self] request, context in
             let session = Self.session(context)
             return try await handle(request, body: false) { _ in
                 let session = try session.get()
+                _ = try await self.authorize(request, .follow(session: session))
                 return try await self.ask(.snapshot(.with { $0.session = session }))
             }
         }
@@ -102,6 +107,7 @@ final class HTTPAPI: Sendable {
             let session = Self.session(context)
             return try await handle(request) { body in
                 let session = try session.get()
+                _ = try await self.authorize(request, .follow(session: session))
                 var event = try Self.decode(Navigator_V1_ClientEvent.self, body)
                 if !event.session.isEmpty && event.session != session {
                     throw APIError(
@@ -151,14 +157,51 @@ final class HTTPAPI: Sendable {
         }
     }
 
-    /// Secure mode: every call is refused until bearer tokens exist.
-    func checkAccess() throws {
-        guard !secure else {
+    /// Secure mode: the caller's bearer token (`Authorization: Bearer …`, or `?access_token=`
+    /// where a browser cannot set headers: EventSource, WebSocket), checked and its client
+    /// authorized for `action` by the access file as it is now. Returns when the token expires
+    /// (nil without security). 401 without a valid token, 403 for what the client may not do.
+    func authorize(_ request: Request, _ action: AccessList.Action) async throws -> Date? {
+        try await authorize(
+            header: request.headers[.authorization],
+            query: request.uri.queryParameters["access_token"].map(String.init), action)
+    }
+
+    func authorize(header: String?, query: String?, _ action: AccessList.Action) async throws -> Date? {
+        guard let security else { return nil }
+        guard let tokens = security.tokens else {
             throw APIError(
                 .forbidden,
-                "navigatord runs in secure mode and its HTTP API takes no bearer tokens yet; use the ZeroMQ sockets with a CURVE key",
+                "navigatord runs in secure mode without a token key (security.tokenKeyFile), so its HTTP API takes no calls; use the ZeroMQ sockets with a CURVE key",
                 status: 401)
         }
+        var token = query
+        if let header {
+            guard header.hasPrefix("Bearer ") else {
+                throw APIError(.forbidden, "the Authorization header is not \"Bearer <token>\"", status: 401)
+            }
+            token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        }
+        guard let token, !token.isEmpty else {
+            throw APIError(
+                .forbidden,
+                "a bearer token is needed (Authorization: Bearer <token>, or ?access_token= for streams); navctl token issues one",
+                status: 401)
+        }
+        let claims: AccessToken
+        switch await tokens.verify(token) {
+        case .success(let verified): claims = verified
+        case .failure(let refusal): throw APIError(.forbidden, refusal.reason, status: 401)
+        }
+        guard security.client(named: claims.client) != nil, claims.client != Security.internalName else {
+            throw APIError(
+                .forbidden, "the token's client \(LogText(claims.client)) is not in the access file (any more)",
+                status: 401)
+        }
+        if let refusal = security.refusal(of: action, by: claims.client) {
+            throw APIError(.forbidden, refusal)
+        }
+        return claims.expiresAt
     }
 
     /// Reads the body (bounded), runs `work`, and answers its reply as JSON with its status;
@@ -167,7 +210,6 @@ final class HTTPAPI: Sendable {
         _ request: Request, body: Bool = true, _ work: ([UInt8]) async throws -> (Int, Navigator_V1_Reply)
     ) async throws -> Response {
         do {
-            try checkAccess()
             var bytes: [UInt8] = []
             if body {
                 if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
@@ -256,8 +298,10 @@ final class HTTPAPI: Sendable {
         let task = connection.withLock { current in
             if let current { return current }
             let bound = self.bound
+            let security = self.security
             let task = Task { () throws -> NavigatorConnection in
-                try await NavigatorConnection(endpoints: try Self.serviceEndpoints(bound()), timeout: .seconds(5))
+                try await NavigatorConnection(
+                    endpoints: try Self.serviceEndpoints(bound(), security), timeout: .seconds(5))
             }
             current = task
             return task
@@ -271,7 +315,7 @@ final class HTTPAPI: Sendable {
     }
 
     /// Where the API's client connections reach this process's sockets.
-    static func serviceEndpoints(_ endpoints: Endpoints) throws -> ServiceEndpoints {
+    static func serviceEndpoints(_ endpoints: Endpoints, _ security: Security?) throws -> ServiceEndpoints {
         guard let requests = connectable(endpoints.requests), let intents = connectable(endpoints.intents),
             let commands = connectable(endpoints.commands)
         else {
@@ -280,7 +324,11 @@ final class HTTPAPI: Sendable {
                 "navigatord has no tcp or ipc intents, requests and commands endpoints bound (yet) for its HTTP API to use",
                 status: 503)
         }
-        return ServiceEndpoints(intents: intents, requests: requests, commands: commands)
+        // Secure mode: the API's own key, admitted as an admin (each caller is checked here).
+        let curve = security.map {
+            CurveCredentials(keys: $0.internalClient.keys, serverKey: $0.publicKey)
+        }
+        return ServiceEndpoints(intents: intents, requests: requests, commands: commands, curve: curve)
     }
 
     /// An endpoint this process can connect to: tcp or ipc (a client connection has its own

@@ -85,11 +85,12 @@ struct HTTPPart: Service {
                 shouldUpgrade: { request, _, _ in
                     let lastEventID = request.headerFields[HTTPAPI.lastEventID]
                     guard let path = request.path,
-                        let (session, since) = api.webSocketTarget(path: path, lastEventID: lastEventID)
+                        let (session, since, expiry) = await api.webSocketTarget(
+                            path: path, lastEventID: lastEventID, authorization: request.headerFields[.authorization])
                     else { return .dontUpgrade }
                     return .upgrade([:]) { inbound, outbound, _ in
                         try await api.serveWebSocket(
-                            session: session, since: since, inbound: inbound, outbound: outbound)
+                            session: session, since: since, expiry: expiry, inbound: inbound, outbound: outbound)
                     }
                 })
         } else {

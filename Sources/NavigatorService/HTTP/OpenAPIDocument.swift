@@ -98,6 +98,9 @@ enum OpenAPIDocument {
             }
           },
           "components": {
+            "securitySchemes": {
+              "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "Secure mode only: a token from navctl token (also taken as ?access_token= on streams). Without security no token is needed."}
+            },
             "parameters": {
               "Session": {"name": "id", "in": "path", "required": true, "description": "The session id: 1 to 128 bytes, no '/' and no control characters", "schema": {"type": "string"}}
             },

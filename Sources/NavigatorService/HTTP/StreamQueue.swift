@@ -7,6 +7,8 @@ struct StreamFrame: Sendable {
         case snapshot, batch, rejection, recovered, heartbeat
         /// WebSocket: the answer to a request the client sent (never dropped for a snapshot).
         case reply
+        /// The stream ends (a bearer token expired), and why; the last frame written.
+        case closed
     }
 
     let kind: Kind
@@ -98,8 +100,9 @@ final class StreamQueue: Sendable {
     /// is not read from further (``pushReply(_:)`` waits).
     static let maxReplies = 8
 
+    /// Replies and the closing frame are never dropped for a snapshot.
     static func isReply(_ item: Item) -> Bool {
-        if case .frame(let frame) = item { frame.kind == .reply } else { false }
+        if case .frame(let frame) = item { frame.kind == .reply || frame.kind == .closed } else { false }
     }
 
     /// Queues the answer to a request, waiting while `maxReplies` are not written yet; false

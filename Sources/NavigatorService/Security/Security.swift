@@ -12,17 +12,37 @@ public final class Security: Sendable {
     let accessFile: String
     private let state: Mutex<(access: AccessList, generation: Int)>
 
-    init(serverKeys: CurveKeyPair, accessFile: String, access: AccessList) {
+    /// The HTTP API's own connections to the sockets: a key pair made at start, never written
+    /// anywhere, admitted as an admin. The HTTP API checks each caller's bearer token against
+    /// the access list itself before it passes a call on.
+    let internalClient: (keys: CurveKeyPair, client: AccessList.Client)
+    /// Bearer tokens for HTTP (nil: HTTP in secure mode refuses every call).
+    let tokens: TokenVerifier?
+
+    init(serverKeys: CurveKeyPair, accessFile: String, access: AccessList, tokens: TokenVerifier? = nil) {
         self.serverKeys = serverKeys
         self.accessFile = accessFile
         state = Mutex((access, 1))
+        self.tokens = tokens
+        // A key pair cannot fail to be made unless libzmq lacks CURVE, which secure mode needs anyway.
+        let keys = (try? CurveKeyPair.generate()) ?? CurveKeyPair(publicKey: "", secretKey: "")
+        internalClient = (
+            keys, AccessList.Client(name: Self.internalName, key: keys.publicKey, role: .admin, sessions: ["*"])
+        )
     }
 
+    /// The name the HTTP API's own connections have (not a name the access file can hold: it has
+    /// a space).
+    static let internalName = "navigatord http"
+
     /// Reads the secret key file and the access file.
-    static func load(secretKeyFile: String, accessFile: String) throws(ConfigurationError) -> Security {
+    static func load(secretKeyFile: String, accessFile: String, tokenKeyFile: String? = nil) throws(ConfigurationError)
+        -> Security
+    {
         let keys = try readSecretKey(secretKeyFile)
         return Security(
-            serverKeys: keys, accessFile: accessFile, access: try AccessList.load(contentsOfFile: accessFile))
+            serverKeys: keys, accessFile: accessFile, access: try AccessList.load(contentsOfFile: accessFile),
+            tokens: try tokenKeyFile.map { path throws(ConfigurationError) in try TokenVerifier(keyFile: path) })
     }
 
     public var publicKey: String { serverKeys.publicKey }
@@ -30,6 +50,7 @@ public final class Security: Sendable {
     /// The client behind a User-Id, as the access list says now (nil: unknown, or removed since).
     func client(named name: String?) -> AccessList.Client? {
         guard let name, !name.isEmpty else { return nil }
+        if name == Self.internalName { return internalClient.client }
         return state.withLock { $0.access.client(named: name) }
     }
 
@@ -58,7 +79,10 @@ public final class Security: Sendable {
     }
 
     /// The client holding a public key (Z85), for the ZAP handler.
-    func client(key: String) -> AccessList.Client? { state.withLock { $0.access.client(key: key) } }
+    func client(key: String) -> AccessList.Client? {
+        if !internalClient.keys.publicKey.isEmpty, key == internalClient.keys.publicKey { return internalClient.client }
+        return state.withLock { $0.access.client(key: key) }
+    }
 
     /// Bumped by every reload, so that a loop holding per-connection decisions re-checks them.
     var generation: Int { state.withLock { $0.generation } }

@@ -1012,6 +1012,16 @@ public nonisolated struct Navigator_V1_StreamEvent: Sendable {
     set {kind = .reply(newValue)}
   }
 
+  /// HTTP streams: the stream ends, and why. A bearer token that expired: get a new one and
+  /// reconnect, resuming from the last id.
+  public var closed: String {
+    get {
+      if case .closed(let v)? = kind {return v}
+      return String()
+    }
+    set {kind = .closed(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -1035,6 +1045,9 @@ public nonisolated struct Navigator_V1_StreamEvent: Sendable {
     /// WebSocket streams: the answer to a Request the client sent on the socket (a client event
     /// or a snapshot), with the request's id.
     case reply(Navigator_V1_Reply)
+    /// HTTP streams: the stream ends, and why. A bearer token that expired: get a new one and
+    /// reconnect, resuming from the last id.
+    case closed(String)
 
   }
 
@@ -2262,7 +2275,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StreamEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0\u{1}recovered\0\u{1}reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}snapshot\0\u{1}batch\0\u{1}gap\0\u{1}resync\0\u{1}rejection\0\u{1}audit\0\u{1}recovered\0\u{1}reply\0\u{1}closed\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2369,6 +2382,14 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
           self.kind = .reply(v)
         }
       }()
+      case 9: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.kind != nil {try decoder.handleConflictingOneOf()}
+          self.kind = .closed(v)
+        }
+      }()
       default: break
       }
     }
@@ -2411,6 +2432,10 @@ nonisolated extension Navigator_V1_StreamEvent: SwiftProtobuf.Message, SwiftProt
     case .reply?: try {
       guard case .reply(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    }()
+    case .closed?: try {
+      guard case .closed(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 9)
     }()
     case nil: break
     }

@@ -143,11 +143,14 @@ export function topStack(tree) {
 
 /** Follows one session and keeps its mirror (see the top of this file). */
 export class SessionMirror extends EventTarget {
-  /** @param {string} session  @param {{base?: string}} options  base: navigatord's HTTP origin ("" for this page's) */
-  constructor(session, { base = "" } = {}) {
+  /** @param {string} session
+   *  @param {{base?: string, token?: string}} options  base: navigatord's HTTP origin ("" for this
+   *  page's); token: a bearer token (secure mode; navctl token issues one) */
+  constructor(session, { base = "", token = "" } = {}) {
     super();
     this.session = session;
     this.base = base;
+    this.token = token;
     this.tree = null;
     this.seq = 0n;
     this.epoch = null;
@@ -177,7 +180,9 @@ export class SessionMirror extends EventTarget {
   #open() {
     this.source?.close();
     this.#status("connecting");
-    const source = new EventSource(`${this.url}/stream`);
+    // EventSource cannot set headers: the token rides in the query.
+    const query = this.token ? `?access_token=${encodeURIComponent(this.token)}` : "";
+    const source = new EventSource(`${this.url}/stream${query}`);
     this.source = source;
     source.onopen = () => this.#status("live");
     source.onerror = () => {
@@ -195,6 +200,11 @@ export class SessionMirror extends EventTarget {
     });
     source.addEventListener("recovered", () => this.#status("live"));
     source.addEventListener("batch", (e) => this.#batch(JSON.parse(e.data).batch));
+    source.addEventListener("closed", (e) => {
+      // The stream ended for good (the token expired): a new token is needed to go on.
+      source.close();
+      this.#status("stopped", JSON.parse(e.data).closed);
+    });
     source.addEventListener("rejection", (e) => {
       this.dispatchEvent(new CustomEvent("rejection", { detail: JSON.parse(e.data).rejection }));
     });
@@ -224,10 +234,14 @@ export class SessionMirror extends EventTarget {
     this.dispatchEvent(new CustomEvent("tree", { detail: { cause: "batch", batch } }));
   }
 
+  #auth() {
+    return this.token ? { Authorization: `Bearer ${this.token}` } : {};
+  }
+
   async #post(path, body) {
     const response = await fetch(`${this.base}${path}`, {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: { "Content-Type": "application/json", ...this.#auth() },
       body: JSON.stringify(body),
     });
     const reply = await response.json();
@@ -282,7 +296,7 @@ export class SessionMirror extends EventTarget {
 
   /** The full snapshot (with conditions and parked intents). */
   async snapshot() {
-    const reply = await (await fetch(this.url)).json();
+    const reply = await (await fetch(this.url, { headers: this.#auth() })).json();
     if (reply.rejected) throw new Error(reply.rejected.message);
     return reply.snapshot;
   }

@@ -106,7 +106,8 @@ function refreshParked() {
 function follow(session) {
   mirror?.stop();
   $("batches").replaceChildren();
-  mirror = new SessionMirror(session);
+  // Secure mode: the page's URL carries the token (?session=…&token=…).
+  mirror = new SessionMirror(session, { token: new URLSearchParams(location.search).get("token") || "" });
   mirror.addEventListener("status", (e) => {
     const { state, reason } = e.detail;
     $("status").dataset.state = state;
@@ -132,7 +133,9 @@ function follow(session) {
     $("batches").prepend(item);
   });
   mirror.start();
-  history.replaceState(null, "", `?session=${encodeURIComponent(session)}`);
+  const params = new URLSearchParams(location.search);
+  params.set("session", session);
+  history.replaceState(null, "", `?${params}`);
 }
 
 function intentFromForm() {
