@@ -225,7 +225,7 @@ struct HTTPAPITests {
         }
         let keys = await AccessToken.keys(try AccessToken.readKey(keyFile))
         let otherKeys = await AccessToken.keys(try AccessToken.readKey(other))
-        func token(
+        @Sendable func token(
             _ client: String, _ role: String, _ sessions: [String], lifetime: TimeInterval = 60,
             signedBy: JWTKeysBox? = nil
         ) async throws -> String {
@@ -237,7 +237,6 @@ struct HTTPAPITests {
         let forged = try await token("ops", "admin", [], signedBy: JWTKeysBox(otherKeys))
         let expired = try await token("alice-phone", "shell", ["s1"], lifetime: -10)
         let stranger = try await token("mallory", "admin", [])
-        let short = try await token("alice-phone", "shell", ["s1"], lifetime: 2)
         try await withService(configure) { _, endpoints in
             let address = try #require(endpoints.metrics)
             @Sendable func call(_ method: String, _ path: String, _ token: String?, body: String? = nil) throws -> (
@@ -282,6 +281,8 @@ struct HTTPAPITests {
 
             // A stream ends when its token expires, saying why (the token rides in the query, as
             // EventSource cannot set headers).
+            // Made only now: a loaded machine may take seconds to get here.
+            let short = try await token("alice-phone", "shell", ["s1"], lifetime: 3)
             let stream = try SSEClient(address, "/v1/sessions/s1/stream?access_token=\(short)")
             defer { stream.close() }
             try await stream.wait("a snapshot") { !$0.isEmpty }
