@@ -26,6 +26,10 @@ public struct LoadPlan: Hashable, Sendable {
     /// Soak: sample navigatord's RSS and CPU every this many seconds (nil: only at the end).
     public var soakInterval: Double?
     public var seed: UInt64 = 1
+    /// HTTP streams (SSE) of the run's sessions to follow besides the ZeroMQ subscriber (0: none).
+    public var streams = 0
+    /// navigatord's HTTP endpoint, host:port, for the streams.
+    public var http = "127.0.0.1:7480"
 
     public init() {}
 
@@ -68,6 +72,18 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// The navigatord instances the run followed (several on PostgreSQL: the `instances`
     /// request's list): their batches, counters, CPU and memory are added up.
     public var instances: Int = 1
+    /// HTTP streams followed (--streams), the batches they delivered, and the latency of those
+    /// delivered after the warm-up.
+    public var streams: Int = 0
+    public var streamBatches: UInt64 = 0
+    public var streamBatchesMeasured: UInt64 = 0
+    public var streamLatency: Latency.Summary? = nil
+
+    /// navigatord's CPU time per batch delivered on the HTTP streams, in microseconds.
+    public var cpuMicrosecondsPerStreamBatch: Double? {
+        guard let serviceCPUSeconds, streamBatches > 0 else { return nil }
+        return serviceCPUSeconds / Double(streamBatches) * 1_000_000
+    }
     /// navload's own CPU use over the same time (it shares the machine).
     public var loadCPU: Double?
     /// Soak: navigatord's RSS and CPU (cores over the interval) every `soakInterval` seconds.

@@ -114,9 +114,40 @@ public enum LoadRunner {
         // Each message as it goes out: session frame, payload, and the sent-at field (10 bytes).
         let intentBytes = prepared.joined().reduce(0) { $0 + $1.session.utf8.count + $1.payload.count + 10 }
 
+        // HTTP streams of the sessions (--streams): opened, and each with its snapshot, before
+        // the clock starts; a batch's intent id gives its due time.
+        let scheduleBox = Mutex<Schedule?>(nil)
+        let followers = StreamFollowers(count: plan.streams)
+        if plan.streams > 0 {
+            var indexByID: [String: Int] = [:]
+            indexByID.reserveCapacity(total)
+            for list in prepared { for intent in list { indexByID[intent.id] = intent.index } }
+            let ids = indexByID
+            try followers.start(http: plan.http, sessions: plan.sessions) { id in
+                guard let index = ids[String(id)], let schedule = scheduleBox.withLock({ $0 }) else { return nil }
+                return schedule.due(index)
+            }
+            let opened = ContinuousClock.now + .seconds(max(plan.timeout, 30))
+            while followers.snapshots < plan.streams {
+                if let failed = followers.failed {
+                    followers.join()
+                    throw ClientError(.socket, "navigatord's streams: \(failed)")
+                }
+                guard ContinuousClock.now < opened else {
+                    followers.join()
+                    throw ClientError(
+                        .timeout, "only \(followers.snapshots) of \(plan.streams) streams had their snapshot in time")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        defer { followers.join() }
+
         // The schedule.
         let schedule = Schedule(start: wallClock() + 200_000_000, rate: plan.rate)
+        scheduleBox.withLock { $0 = schedule }
         listener.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
+        followers.measureFrom.store(schedule.due(schedule.count(in: plan.warmup)), ordering: .releasing)
         let tally = Tally()
         var producers: [DedicatedThread] = []
         for producer in 0..<producerCount {
@@ -145,7 +176,7 @@ public enum LoadRunner {
         // subscriber has gone quiet (bounded by the timeout). Quiet alone is not enough when only
         // a sample of sessions is measured.
         let drainEnd = ContinuousClock.now + .seconds(plan.timeout)
-        var seen = listener.batches
+        var seen = listener.batches + followers.batches
         var after = try await cluster.stats()
         func accounted(_ stats: Cluster.Counts) -> UInt64 {
             ["resolved", "refreshed", "ignored", "parked", "rejected"].reduce(0) { sum, key in
@@ -156,7 +187,7 @@ public enum LoadRunner {
         while ContinuousClock.now < drainEnd {
             try await Task.sleep(for: .milliseconds(100))
             after = try await cluster.stats()
-            let now = listener.batches
+            let now = listener.batches + followers.batches
             if accounted(after) >= UInt64(total) {
                 if accountedAt == nil { accountedAt = wallClock() }
                 if now == seen { break }
@@ -196,7 +227,9 @@ public enum LoadRunner {
             released: delta("released"),
             serviceRate: accountedAt.map { Double(total) / (Double(max(1, $0 - schedule.start)) / 1e9) },
             serviceCPU: cpuBefore.flatMap { start in cpuAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
-            serviceRSSBytes: service?.residentBytes, instances: cluster.count,
+            serviceRSSBytes: service?.residentBytes, instances: cluster.count, streams: plan.streams,
+            streamBatches: followers.batches, streamBatchesMeasured: followers.measured,
+            streamLatency: plan.streams > 0 ? followers.latencySummary : nil,
             loadCPU: ownBefore.flatMap { start in ownAfter.map { ($0 - start) / (Double(cpuTo - cpuFrom) / 1e9) } },
             samples: samples.withLock { $0 },
             serviceCPUSeconds: cpuBefore.flatMap { start in cpuAfter.map { $0 - start } },
@@ -302,6 +335,8 @@ public enum LoadRunner {
     struct Prepared: Sendable {
         /// Its place on the schedule.
         var index: Int
+        /// Its intent id (streams find its due time by it).
+        var id: String
         var session: String
         var payload: [UInt8]
     }
@@ -323,7 +358,7 @@ public enum LoadRunner {
             intent.id = "\(run)-\(intent.id)-\(index)"
             guard var payload = try? Navigator_V1_Intent(intent).serializedBytes() as [UInt8] else { continue }
             payload.reserveCapacity(payload.count + sentAtFieldSize)
-            list.append(Prepared(index: i, session: session, payload: payload))
+            list.append(Prepared(index: i, id: intent.id, session: session, payload: payload))
         }
         return list
     }

@@ -64,6 +64,12 @@ struct RunCommand: AsyncParsableCommand {
     var soak: Double?
     @Option(help: "Seed of the intent mix.") var seed: UInt64 = 1
     @Option(
+        help:
+            "Also follow this many HTTP streams (SSE) of the run's sessions (stream k: session load-k mod --sessions) and measure their delivery latency."
+    )
+    var streams = 0
+    @Option(help: "navigatord's HTTP endpoint (host:port), for --streams.") var http = "127.0.0.1:7480"
+    @Option(
         help: ArgumentHelp(
             "Secure mode: navigatord's public key, as 40 Z85 characters or a file holding them. [env: NAVIGATOR_SERVER_KEY]",
             valueName: "key"))
@@ -81,6 +87,9 @@ struct RunCommand: AsyncParsableCommand {
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
         if let soak, !(soak >= 0.5 && soak <= 3600) {
             throw ValidationError("--soak \(soak) is out of range; expected 0.5 to 3600 seconds between samples")
+        }
+        guard streams >= 0, streams <= 100_000 else {
+            throw ValidationError("--streams \(streams) is out of range; expected 0 to 100,000")
         }
         guard sessions > 0, producers > 0, producers <= 64, sample > 0 else {
             throw ValidationError("--sessions, --producers (1 to 64) and --sample must be positive")
@@ -109,6 +118,8 @@ struct RunCommand: AsyncParsableCommand {
         plan.servicePID = servicePid
         plan.soakInterval = soak
         plan.seed = seed
+        plan.streams = streams
+        plan.http = http
         do {
             var output: [String: String] = [:]
             var last: LoadReport?
@@ -224,6 +235,26 @@ struct RunCommand: AsyncParsableCommand {
                 ("navigatord instances", report.instances == 1 ? "1" : "\(report.instances) (figures added up)"),
                 ("navload CPU", report.loadCPU.map { String(format: "%.2f cores (same machine)", $0) } ?? "unknown"),
             ]
+        if report.streams > 0, let latency = report.streamLatency {
+            rows.append(
+                (
+                    "HTTP streams",
+                    "\(report.streams) streams: \(report.streamBatches) batches delivered, \(report.streamBatchesMeasured) measured"
+                ))
+            rows.append(
+                (
+                    "streams latency p50 / p90 / p99",
+                    "\(latency.p50) / \(latency.p90) / \(latency.p99) µs (max \(latency.max))"
+                ))
+            rows.append(
+                (
+                    "navigatord CPU per stream batch",
+                    report.cpuMicrosecondsPerStreamBatch.map {
+                        String(format: "%.1f µs (all its CPU over the batches streamed)", $0)
+                    }
+                        ?? "unknown"
+                ))
+        }
         if !report.samples.isEmpty {
             let growth = report.rssGrowthSecondHalf.map {
                 String(format: "%+.1f %% (%d samples)", $0 * 100, report.samples.count)
