@@ -238,4 +238,38 @@ struct LoadTests {
             }
         }
     }
+
+    @Test("--streams: the run's sessions followed over SSE too; each batch's delivery measured from its due time")
+    func streams() async throws {
+        let directory = TestService.temporaryDirectory("navload-streams")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = TestService.configuration(dataDirectory: directory)
+        configuration.metricsAddress = "127.0.0.1:0"
+        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("navload-streams"))
+        try await server.start()
+        do {
+            let endpoints = server.endpoints
+            var plan = LoadPlan()
+            plan.endpoints = ServiceEndpoints(
+                intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0])
+            plan.rate = 400
+            plan.duration = 1
+            plan.warmup = 0.2
+            plan.sessions = 20
+            plan.streams = 20
+            plan.http = try #require(endpoints.metrics)
+            plan.servicePID = getpid()
+            let report = try await LoadRunner.run(plan)
+            #expect(report.accounted == 480)
+            #expect(report.streams == 20)
+            // One stream per session: every batch the ZeroMQ subscriber measured reached a stream.
+            #expect(report.streamBatchesMeasured > 0)
+            #expect(report.streamBatchesMeasured == report.batchesMeasured, "\(report)")
+            #expect((report.streamLatency?.p50 ?? 0) > 0)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
 }
