@@ -38,6 +38,8 @@ start() {
   "$BIN/navigatord" --intents "$intents" --requests "$requests" --commands "$commands" --metrics "$http" \
     --data-directory "$work/data" --log-level warning >>"$work/navigatord.log" 2>&1 &
   pid=$!
+  # The test kills it with -9 on purpose: no job notice for that.
+  disown "$pid"
   echo "$pid" >"$work/pid"
   for _ in $(seq 100); do
     /usr/bin/python3 -c "import urllib.request; urllib.request.urlopen('http://$http/readyz', timeout=1)" 2>/dev/null && return 0
