@@ -111,6 +111,9 @@ struct IOLoop: Sendable {
         // The commands endpoints the SUB is connected to; the instances list adds the others.
         var connected: Set<String> = [endpoints.commands]
         var nextInstances = clock.now
+        // Whether the SUB has a connection now, and who waits for one.
+        var subConnected = false
+        var connectWaiters: [@Sendable () -> Void] = []
 
         func askForInstances() {
             nextInstances = clock.now + Self.instancesInterval
@@ -160,6 +163,8 @@ struct IOLoop: Sendable {
                 case .close(let done):
                     closing = true
                     if let done { closers.append(done) }
+                case .whenConnected(let waiter):
+                    if subConnected { waiter() } else { connectWaiters.append(waiter) }
                 }
             }
 
@@ -203,7 +208,11 @@ struct IOLoop: Sendable {
             while let count = try? sockets.subEvents.receiveMultipart(into: &frames, wait: false) {
                 guard count == 2, frames[0].count == 6 else { continue }
                 let event = frames[0].withUnsafeBytes { UInt32($0.loadUnaligned(fromByteOffset: 0, as: UInt16.self)) }
+                if MonitorEvents(rawValue: event).contains(.disconnected) { subConnected = false }
                 guard MonitorEvents(rawValue: event).contains(.handshakeSucceeded) else { continue }
+                subConnected = true
+                for waiter in connectWaiters { waiter() }
+                connectWaiters.removeAll()
                 for follower in followers.values where follower.reconnected() == .resync { snapshot(for: follower) }
             }
 
@@ -254,6 +263,7 @@ struct IOLoop: Sendable {
             }
         }
         for follower in followers.values { follower.finish() }
+        for waiter in connectWaiters { waiter() }
         sockets.push.close()
         sockets.dealer.close()
         sockets.sub.close()

@@ -80,6 +80,23 @@ public final class NavigatorConnection: Sendable {
         }
     }
 
+    /// Returns once the commands socket (SUB) has a connection to navigatord — its
+    /// subscriptions go out as the connection is made — or after `timeout`. A fire-and-forget
+    /// sender that listens for its rejection waits for this before sending, so that a
+    /// rejection published at once is not missed for want of a connection.
+    public func commandsConnected(timeout: Duration) async {
+        let once = ResumeOnce()
+        let shared = self.shared
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            once.set(continuation)
+            shared.enqueue(.whenConnected({ once.resume() }))
+            Task {
+                try? await Task.sleep(for: timeout)
+                once.resume()
+            }
+        }
+    }
+
     /// Sends a request and returns its reply; a rejected reply is returned, not thrown.
     public func request(_ kind: Navigator_V1_Request.OneOf_Kind) async throws -> Navigator_V1_Reply {
         var request = Navigator_V1_Request()
@@ -163,6 +180,8 @@ final class Shared: Sendable {
         case follow(SessionFollower)
         case unfollow(Int)
         case close(CheckedContinuation<Void, Never>?)
+        /// Called once the commands socket is connected (at once if it is).
+        case whenConnected(@Sendable () -> Void)
     }
 
     /// Work for the I/O thread; `closed` once that thread has ended (or is ending): later work
@@ -228,6 +247,7 @@ final class Shared: Sendable {
         case .follow(let follower): follower.fail(closedError)
         case .unfollow: break
         case .close(let done): done?.resume()
+        case .whenConnected(let done): done()
         }
     }
 
@@ -237,5 +257,20 @@ final class Shared: Sendable {
     deinit {
         close(wakeRead)
         close(wakeWrite)
+    }
+}
+
+/// A continuation resumed by whichever comes first (a connection or a timeout), once.
+final class ResumeOnce: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Void, Never>) { self.continuation.withLock { $0 = continuation } }
+
+    func resume() {
+        let taken = continuation.withLock { value -> CheckedContinuation<Void, Never>? in
+            defer { value = nil }
+            return value
+        }
+        taken?.resume()
     }
 }

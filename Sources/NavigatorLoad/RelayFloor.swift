@@ -71,6 +71,10 @@ public enum RelayFloor {
         try process.run()
         defer {
             try? input.fileHandleForWriting.close()
+            // Also SIGTERM: the end of its standard input is not enough when another process
+            // started meanwhile (a test's child) inherited the pipe's write end — then the relay
+            // never saw it, and waitUntilExit spun for ever (seen once under the full suite).
+            process.terminate()
             process.waitUntilExit()
         }
         var line = [UInt8]()

@@ -189,8 +189,10 @@ struct Send: AsyncParsableCommand {
                 print("sent \(intent.id) to session \(intent.session)")
                 return
             }
-            // Listen first, so that a rejection published at once is not missed.
+            // Listen first, on a connection made, so that a rejection published at once is not
+            // missed.
             let rejections = client.follow(.rejections(intent.session))
+            await client.commandsConnected(timeout: .seconds(min(listen, 5)))
             try await client.send(intent)
             if let rejection = try await Self.rejection(of: intent.id, in: rejections, within: listen) {
                 print(
