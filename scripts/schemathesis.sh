@@ -13,9 +13,7 @@ venv=.build/schemathesis-$version
 if [ ! -x "$venv/bin/schemathesis" ]; then
   if ! python3 -m venv "$venv" >/dev/null 2>&1; then
     # Debian's python3 has venv in a package of its own.
-    sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    scripts/apt-install.sh python3-venv
     rm -rf "$venv"
     python3 -m venv "$venv"
   fi

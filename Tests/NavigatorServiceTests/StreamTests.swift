@@ -84,7 +84,7 @@ final class SSEClient: Sendable {
         state.comments = comments
     }
 
-    var head: String { state.withLock { String($0.text.prefix { _ in true }.components(separatedBy: "\r\n\r\n")[0]) } }
+    var head: String { state.withLock { $0.text.components(separatedBy: "\r\n\r\n")[0] } }
     var events: [Event] { state.withLock { $0.events } }
     var heartbeats: Int { state.withLock { $0.comments } }
     var ended: Bool { state.withLock { $0.ended } }
@@ -96,20 +96,28 @@ final class SSEClient: Sendable {
     func wait(_ what: String, timeout: Duration = .seconds(10), until condition: ([Event]) -> Bool) async throws
         -> [Event]
     {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let events = self.events
-            if condition(events) { return events }
-            guard ContinuousClock.now < deadline else {
-                throw TestFailure("the stream never showed \(what); it read:\n\(state.withLock { $0.text })")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitFor(
+            "the stream never showed \(what)", timeout: timeout, { self.events }, until: condition,
+            details: { "it read:\n\(self.state.withLock { $0.text })" })
     }
 
     func close() { shutdown(fd, Int32(SHUT_RDWR)) }
 
     deinit { Glibc.close(fd) }
+}
+
+/// Reads `read()` until `condition` holds or `timeout` passes (then throws `failure` with
+/// `details()`): the stream test clients' wait.
+func waitFor<T>(
+    _ failure: String, timeout: Duration, _ read: () -> T, until condition: (T) -> Bool, details: () -> String
+) async throws -> T {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let value = read()
+        if condition(value) { return value }
+        guard ContinuousClock.now < deadline else { throw TestFailure("\(failure); \(details())") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
 }
 
 @Suite("HTTP session streams (SSE)")

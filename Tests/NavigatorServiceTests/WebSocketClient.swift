@@ -123,15 +123,9 @@ final class WebSocketClient: Sendable {
     func wait(_ what: String, timeout: Duration = .seconds(10), until condition: ([String]) -> Bool) async throws
         -> [String]
     {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let messages = self.messages
-            if condition(messages) { return messages }
-            guard ContinuousClock.now < deadline else {
-                throw TestFailure("the WebSocket never showed \(what); head \(head), messages:\n\(messages)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitFor(
+            "the WebSocket never showed \(what)", timeout: timeout, { self.messages }, until: condition,
+            details: { "head \(self.head), messages:\n\(self.messages)" })
     }
 
     func close() {

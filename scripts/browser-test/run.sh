@@ -6,15 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.build/debug}
-missing=()
-for p in chromium chromium-driver; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/apt-install.sh chromium chromium-driver
 work=$(mktemp -d)
 SHOTS=${SHOTS:-$(mktemp -d /tmp/navigator-page-XXXXXX)}
 mkdir -p "$SHOTS"
