@@ -310,10 +310,18 @@ struct PostgresStoreTests {
                     try await Task.sleep(for: .milliseconds(50))
                 }
             }
-            /// Reads events until the mirror shows `target` at the top.
+            /// Reads events until the mirror shows `target` at the top; the test ends within 90 s (a follower
+            /// that never shows it fails the test instead of hanging the run).
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(90))
+                await connection.close()  // ends the follower's stream: next() returns nil
+            }
+            defer { watchdog.cancel() }
             func waitForMirror(_ target: ScreenContext) async throws {
                 while true {
-                    guard let event = try await events.next() else { throw TestPostgresError("the follower ended") }
+                    guard let event = try await events.next() else {
+                        throw TestPostgresError("the follower ended before its mirror showed \(target)")
+                    }
                     switch event {
                     case .snapshot(_, _, _, let tree), .batch(_, _, let tree):
                         if tree.top.context == target { return }
