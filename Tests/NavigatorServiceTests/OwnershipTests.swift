@@ -93,10 +93,12 @@ struct ResolverHolderTests {
         let resolver = try Resolver(map: .demo)
         let holder = ResolverHolder(resolver, source: "g0")
         let reloads = 20_000
+        // Held before the reloader starts: on a busy machine it can finish all its reloads before
+        // this thread runs again, and the loop must still take the newest generation at least once.
+        var held = holder.snapshot
         let reloader = DedicatedThreadBox {
             for index in 1...reloads { holder.replace(with: resolver, source: "g\(index)") }
         }
-        var held = holder.snapshot
         var mismatches = 0
         var taken = 0
         while !reloader.finished || holder.generation != held.generation {
