@@ -1,23 +1,41 @@
 # Opens N Server-Sent Events streams to navigatord's HTTP API, one session each (or all on the
 # session named by $ONE), waits until every one has its snapshot, holds them HOLD seconds, closes.
+# MODE=ws opens WebSocket streams instead; MODE=keepalive opens plain HTTP/1.1 connections that
+# make one request (GET /healthz) and stay open idle (the per-connection part without a stream).
 #   python3 scripts/open-streams.py HOST PORT N [HOLD]
-import asyncio, sys, os, time
+import asyncio, base64, sys, os, time
 host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 hold = float(sys.argv[4]) if len(sys.argv) > 4 else 30
+mode = os.environ.get("MODE", "sse")
 got = 0
 async def one(i):
     global got
     r, w = await asyncio.open_connection(host, port)
     name = os.environ.get("ONE") or f"idle-{i}"
-    w.write(f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    if mode == "keepalive":
+        w.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        marker = b"\r\n\r\n"
+    elif mode == "ws":
+        key = base64.b64encode(os.urandom(16)).decode()
+        w.write((f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        marker = b'"snapshot"'
+    else:
+        w.write(f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        marker = b"event: snapshot"
     await w.drain()
     buf = b""
-    while b"event: snapshot" not in buf:
+    while marker not in buf:
         chunk = await r.read(65536)
         if not chunk: raise RuntimeError("closed")
         buf += chunk
     got += 1
-    await asyncio.sleep(hold)
+    end = time.time() + hold
+    while time.time() < end:  # reads what comes (heartbeats; WebSocket pings are not answered)
+        try:
+            if not await asyncio.wait_for(r.read(65536), timeout=max(0.1, end - time.time())): break
+        except asyncio.TimeoutError:
+            break
     w.close()
 async def main():
     t = time.time()

@@ -70,7 +70,7 @@ struct Navigatord: AsyncParsableCommand {
     @Option(
         help: help(
             "metrics",
-            "HTTP host:port ([ipv6]:port) for /metrics, /healthz, /readyz and the JSON API (/v1/...), or off [default: 127.0.0.1:7480]"
+            "HTTP host:port ([ipv6]:port) for /metrics, /healthz, /readyz and the JSON API (/v1/...) (port 0: a free one, shown in the start-up log), or off [default: 127.0.0.1:7480]"
         )
     )
     var metrics: String?

@@ -69,6 +69,7 @@ final class Daemon: @unchecked Sendable {
         endpoints.intents = value("intents")
         endpoints.requests = value("requests")
         endpoints.commands = value("commands")
+        endpoints.metrics = value("metrics").first.flatMap { $0 == "off" ? nil : String($0.dropFirst("http://".count)) }
         return endpoints
     }
 

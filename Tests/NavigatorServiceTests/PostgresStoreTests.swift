@@ -254,7 +254,9 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("a shell following a session through one instance converges across its owner's kill -9")
+    @Test(
+        "a shell following a session through one instance converges across its owner's kill -9, over ZeroMQ and over an HTTP stream"
+    )
     func followerConverges() async throws {
         try await TestPostgres.withDatabase { url in
             let directory = TestService.temporaryDirectory("navpg")
@@ -264,7 +266,7 @@ struct PostgresStoreTests {
                     dataDirectory: directory.appendingPathComponent(name),
                     extra: [
                         "--store", url, "--instance-id", name, "--lease-seconds", "2", "--cluster-endpoint",
-                        "tcp://127.0.0.1:*",
+                        "tcp://127.0.0.1:*", "--metrics", "127.0.0.1:0",
                     ])
             }
             let entry = try start("entry")
@@ -329,9 +331,19 @@ struct PostgresStoreTests {
                     }
                 }
             }
+            // An SSE stream of the session opened on the entry instance, which does not own it.
+            let stream = try SSEClient(try #require(endpoints.metrics), "/v1/sessions/\(followed)/stream")
+            defer { stream.close() }
+            let opened = try await stream.wait("the stream's snapshot") { !$0.isEmpty }
+            let firstEpoch = try #require(opened[0].streamEvent?.snapshot).epoch
+
             let before = ScreenContext("chat", ["conversationId": "1"])
-            #expect(try await show("c1", before).resolved.hasBatch)
+            let shown = try await show("c1", before)
+            #expect(shown.resolved.hasBatch)
             try await waitForMirror(before)
+            try await stream.wait("the first batch on the stream") {
+                $0.contains { $0.id == "\(firstEpoch):\(shown.resolved.batch.seq)" }
+            }
 
             owner.signal(SIGKILL)
             _ = try await owner.exitStatus()
@@ -344,6 +356,21 @@ struct PostgresStoreTests {
             let snapshot = try await connection.request(.snapshot(.with { $0.session = followed })).snapshot
             #expect(try snapshot.tree.core().top.context == after)
             #expect(snapshot.epoch == reply.resolved.batch.epoch)
+            // The HTTP stream follows too: a snapshot of the new epoch, then its batch (or a
+            // snapshot that has it already), and that snapshot shows the screen.
+            let epoch = reply.resolved.batch.epoch
+            let seq = reply.resolved.batch.seq
+            func snapshots(_ events: [SSEClient.Event]) -> [Navigator_V1_Snapshot] {
+                events.filter { $0.event == "snapshot" }.compactMap { $0.streamEvent?.snapshot }.filter {
+                    $0.epoch == epoch
+                }
+            }
+            let streamed = try await stream.wait("the new epoch on the stream", timeout: .seconds(30)) { events in
+                events.contains { $0.id == "\(epoch):\(seq)" } || snapshots(events).contains { $0.seq >= seq }
+            }
+            let newSnapshot = try #require(snapshots(streamed).last)
+            #expect(newSnapshot.epoch != firstEpoch)
+            if newSnapshot.seq >= seq { #expect(try newSnapshot.tree.core().top.context == after) }
             await connection.close()
             entry.signal(SIGTERM)
             #expect(try await entry.exitStatus() == 0)

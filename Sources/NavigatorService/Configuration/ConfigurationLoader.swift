@@ -430,9 +430,9 @@ public enum ConfigurationLoader {
 
     static func address(_ value: String) throws(ConfigurationError) -> String {
         if value == "off" { return value }
-        guard let (_, port) = try? HTTPEndpoint.parse(value), port >= 1 else {
+        guard (try? HTTPEndpoint.parse(value)) != nil else {
             throw ConfigurationError(
-                "metrics \"\(value)\" is not host:port or [ipv6]:port (port 1 to 65535) or off")
+                "metrics \"\(value)\" is not host:port or [ipv6]:port (port 0 to 65535; 0 picks a free one) or off")
         }
         return value
     }
