@@ -23,10 +23,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
-        // navigatord's HTTP side: /metrics, /healthz, /readyz now; apps and browsers later.
+        // navigatord's HTTP side: /metrics, /healthz, /readyz, the JSON API, streams and the page.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // Session streams over WebSocket (the same path as SSE; the upgrade decides).
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // Already under Hummingbird; named for the stream handler that runs in its NIO pipeline.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Bearer tokens (JWT) for HTTP in secure mode; navctl token issues them.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
@@ -64,6 +68,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             // The live session page: plain HTML, CSS and JavaScript modules, served as they are.

@@ -12,6 +12,11 @@ async def one(i):
     global got
     r, w = await asyncio.open_connection(host, port)
     name = os.environ.get("ONE") or f"idle-{i}"
+    if mode == "connect":  # no request at all: only the connection
+        got += 1
+        await asyncio.sleep(hold)
+        w.close()
+        return
     if mode == "keepalive":
         w.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         marker = b"\r\n\r\n"

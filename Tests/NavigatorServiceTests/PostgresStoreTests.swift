@@ -334,7 +334,7 @@ struct PostgresStoreTests {
             // An SSE stream of the session opened on the entry instance, which does not own it.
             let stream = try SSEClient(try #require(endpoints.metrics), "/v1/sessions/\(followed)/stream")
             defer { stream.close() }
-            let opened = try await stream.wait("the stream's snapshot") { !$0.isEmpty }
+            let opened = try await stream.wait("the stream's snapshot", timeout: .seconds(30)) { !$0.isEmpty }
             let firstEpoch = try #require(opened[0].streamEvent?.snapshot).epoch
 
             let before = ScreenContext("chat", ["conversationId": "1"])

@@ -35,7 +35,7 @@ extension HTTPAPI {
                         // How long EventSource waits before reconnecting.
                         try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
                         while let frame = await subscription.next() {
-                            try await writer.write(ByteBuffer(bytes: frame.serverSentEvent))
+                            try await writer.write(frame.serverSentEvent)
                             if frame.kind == .closed { break }
                         }
                         try await writer.finish(nil)
@@ -54,13 +54,17 @@ extension HTTPAPI {
             let delay = expiry.timeIntervalSinceNow
             if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
             guard !Task.isCancelled else { return }
-            var event = Navigator_V1_StreamEvent()
-            event.closed =
-                "the bearer token expired; get a new one (navctl token) and reconnect with it, resuming from the last id"
-            subscription.queue.push(
-                .frame(StreamFrame(.closed, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [])))
+            subscription.queue.push(.frame(expiredFrame))
         }
     }
+
+    /// The last event of a stream whose bearer token expired.
+    static let expiredFrame: StreamFrame = {
+        var event = Navigator_V1_StreamEvent()
+        event.closed =
+            "the bearer token expired; get a new one (navctl token) and reconnect with it, resuming from the last id"
+        return StreamFrame(.closed, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [])
+    }()
 
     /// The position a stream resumes from: `Last-Event-ID` (what EventSource sends on a
     /// reconnect), else `?since=`; nil for neither.

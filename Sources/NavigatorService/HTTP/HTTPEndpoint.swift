@@ -80,7 +80,9 @@ struct HTTPPart: Service {
             let heartbeat = Duration.seconds(max(1, api.hub.settings.heartbeatSeconds))
             server = .http1WebSocketUpgrade(
                 configuration: .init(
-                    http1: .init(idleTimeout: .seconds(30)),
+                    // Server-Sent Event streams run in the pipeline, without a task each.
+                    http1: .init(
+                        additionalChannelHandlers: [StreamChannelHandler(api: api)], idleTimeout: .seconds(30)),
                     ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: heartbeat))),
                 shouldUpgrade: { request, _, _ in
                     let lastEventID = request.headerFields[HTTPAPI.lastEventID]

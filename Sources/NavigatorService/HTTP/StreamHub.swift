@@ -156,12 +156,17 @@ final class StreamSubscription: Sendable {
 
     /// The next frame to write: what was queued, or the snapshot for a reader that fell behind.
     func next() async -> StreamFrame? {
-        switch await queue.next() {
-        case .frame(let frame): return frame
-        case .snapshotNow: return channel.snapshotFor(queue)
-        case nil: return nil
+        while true {
+            switch await queue.next() {
+            case .frame(let frame): return frame
+            case .snapshotNow: if let frame = snapshotNow() { return frame }
+            case nil: return nil
+            }
         }
     }
+
+    /// The session as it is now, for a reader that fell behind (nil before the first snapshot).
+    func snapshotNow() -> StreamFrame? { channel.snapshotFor(queue) }
 
     func close() {
         guard !left.exchange(true, ordering: .relaxed) else { return }

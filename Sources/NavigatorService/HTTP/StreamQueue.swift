@@ -1,3 +1,4 @@
+import NIOCore
 import Synchronization
 
 /// One event of an HTTP session stream, encoded once and shared by every connection that
@@ -15,35 +16,44 @@ struct StreamFrame: Sendable {
     /// The session's position after this event (snapshot, batch; recovered: the position resumed
     /// from); nil for events that move nothing.
     let position: (epoch: UInt64, seq: UInt64)?
-    /// A `navigator.v1.StreamEvent` in protobuf's JSON mapping (empty for a heartbeat).
-    let json: [UInt8]
+    /// The event as a Server-Sent Event: `id:` (the position), `event:` (the kind) and `data:`
+    /// (the JSON); a heartbeat is a comment line, which EventSource ignores. Shared, not copied,
+    /// by every connection that writes it.
+    let serverSentEvent: ByteBuffer
+    /// Where the JSON lies in `serverSentEvent`.
+    private let jsonStart: Int
+    private let jsonCount: Int
     /// When it was made (history ages out by it).
     let at: ContinuousClock.Instant
 
     init(_ kind: Kind, position: (epoch: UInt64, seq: UInt64)?, json: [UInt8], at: ContinuousClock.Instant = .now) {
         self.kind = kind
         self.position = position
-        self.json = json
         self.at = at
+        var bytes = ByteBuffer()
+        if kind == .heartbeat {
+            bytes.writeString(": heartbeat\n\n")
+            jsonStart = 0
+            jsonCount = 0
+        } else {
+            bytes.reserveCapacity(json.count + 64)
+            if let position { bytes.writeString("id: \(position.epoch):\(position.seq)\n") }
+            bytes.writeString("event: \(kind.rawValue)\ndata: ")
+            jsonStart = bytes.writerIndex
+            jsonCount = json.count
+            bytes.writeBytes(json)
+            bytes.writeString("\n\n")
+        }
+        serverSentEvent = bytes
     }
 
     static let heartbeat = StreamFrame(.heartbeat, position: nil, json: [])
 
+    /// A `navigator.v1.StreamEvent` in protobuf's JSON mapping (empty for a heartbeat).
+    var json: [UInt8] { serverSentEvent.getBytes(at: jsonStart, length: jsonCount) ?? [] }
+
     /// `epoch:seq`, the SSE id and what a client resumes from.
     var id: String? { position.map { "\($0.epoch):\($0.seq)" } }
-
-    /// As a Server-Sent Event: `id:` (the position), `event:` (the kind) and `data:` (the JSON);
-    /// a heartbeat is a comment line, which EventSource ignores.
-    var serverSentEvent: [UInt8] {
-        if kind == .heartbeat { return Array(": heartbeat\n\n".utf8) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(json.count + 64)
-        if let id { bytes += Array("id: \(id)\n".utf8) }
-        bytes += Array("event: \(kind.rawValue)\ndata: ".utf8)
-        bytes += json
-        bytes += [0x0A, 0x0A]
-        return bytes
-    }
 
     /// Parses `epoch:seq` (a Last-Event-ID or `since`).
     static func position(_ text: String) -> (epoch: UInt64, seq: UInt64)? {
@@ -69,6 +79,10 @@ final class StreamQueue: Sendable {
         var closed = false
         /// Times the reader fell behind.
         var overflows = 0
+        /// A reader that polls (``setNotify(_:)``): told when there is something to take.
+        var notify: (@Sendable () -> Void)?
+        /// The reader was told and has not yet found the queue empty: no need to tell it again.
+        var notified = false
     }
 
     let capacity: Int
@@ -78,11 +92,12 @@ final class StreamQueue: Sendable {
 
     /// Adds an item; beyond the capacity everything queued is replaced by one `snapshotNow`.
     func push(_ item: Item) {
-        let waiter = state.withLock { state -> CheckedContinuation<Item?, Never>? in
-            guard !state.closed else { return nil }
+        let (waiter, notify) = state.withLock {
+            state -> (CheckedContinuation<Item?, Never>?, (@Sendable () -> Void)?) in
+            guard !state.closed else { return (nil, nil) }
             if let waiter = state.waiter {
                 state.waiter = nil
-                return waiter
+                return (waiter, nil)
             }
             if state.items.count >= capacity {
                 // Replies to the client's own requests are kept (at most `maxReplies` wait).
@@ -91,9 +106,40 @@ final class StreamQueue: Sendable {
             } else {
                 state.items.append(item)
             }
-            return nil
+            guard !state.notified, let notify = state.notify else { return (nil, nil) }
+            state.notified = true
+            return (nil, notify)
         }
         waiter?.resume(returning: item)
+        notify?()
+    }
+
+    /// What ``poll()`` finds.
+    enum Polled {
+        case item(Item)
+        case empty
+        case closed
+    }
+
+    /// For a reader that is told rather than waits: `notify` is called (from any thread) when
+    /// items come after ``poll()`` found the queue empty, and once when the queue closes. It is
+    /// called once now, for what is queued already.
+    func setNotify(_ notify: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.notify = state.closed ? nil : notify
+            state.notified = true
+        }
+        notify()
+    }
+
+    /// The next item without waiting; `empty` re-arms the notification.
+    func poll() -> Polled {
+        state.withLock { state in
+            if !state.items.isEmpty { return .item(state.items.removeFirst()) }
+            if state.closed { return .closed }
+            state.notified = false
+            return .empty
+        }
     }
 
     /// Replies waiting to be written, at most: a client that sends requests but reads nothing
@@ -154,13 +200,19 @@ final class StreamQueue: Sendable {
 
     /// Ends the stream: `next()` answers nil at once (what is queued is dropped).
     func close() {
-        let waiter = state.withLock { state -> CheckedContinuation<Item?, Never>? in
+        let (waiter, notify) = state.withLock {
+            state -> (CheckedContinuation<Item?, Never>?, (@Sendable () -> Void)?) in
+            guard !state.closed else { return (nil, nil) }
             state.closed = true
             state.items = []
-            defer { state.waiter = nil }
-            return state.waiter
+            defer {
+                state.waiter = nil
+                state.notify = nil
+            }
+            return (state.waiter, state.notify)
         }
         waiter?.resume(returning: nil)
+        notify?()
     }
 
     var overflows: Int { state.withLock { $0.overflows } }

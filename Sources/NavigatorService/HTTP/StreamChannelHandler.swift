@@ -1,0 +1,233 @@
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import NIOCore
+import NIOHTTPTypes
+import NavigatorWire
+
+/// Serves `GET /v1/sessions/{id}/stream` as Server-Sent Events inside the connection's channel
+/// pipeline, without a task: once the stream runs, the connection costs its NIO channel, this
+/// handler and its queue — a few KiB — where a response written by a request handler's task
+/// keeps that task's high-water mark (about 16 KiB of async frames) for as long as the stream
+/// lives. Each frame is one write of a buffer encoded once per session, on the channel's event
+/// loop, only while the channel is writable: a reader that falls behind leaves its events in the
+/// bounded ``StreamQueue``, which turns them into a snapshot.
+///
+/// It sits after Hummingbird's HTTP/1 codec and before its connection handling. A request it
+/// does not take — any other, a stream request while a response of Hummingbird's is still being
+/// written, an upgrade to WebSocket (negotiated before this handler) — passes through untouched;
+/// a stream request it cannot serve (refused, malformed, over the limit) is passed on after all,
+/// and the route answers it with the error, so every refusal is written in one place.
+final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        /// Requests go to Hummingbird.
+        case passing
+        /// A stream request is being authorized and subscribed; its parts wait here.
+        case opening([HTTPRequestPart])
+        case streaming(StreamSubscription, Scheduled<Void>?)
+        case ended
+    }
+
+    private let api: HTTPAPI
+    private var state = State.passing
+    /// Requests passed to Hummingbird whose response it has not finished writing.
+    private var responsesOwed = 0
+    private var context: ChannelHandlerContext?
+
+    init(api: HTTPAPI) { self.api = api }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        end()
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        switch state {
+        case .passing:
+            if case .head(let head) = part {
+                if responsesOwed == 0, head.method == .get, let session = Self.streamedSession(head.path) {
+                    open(session, head, context)
+                    return
+                }
+                responsesOwed += 1
+            }
+            context.fireChannelRead(data)
+        case .opening(var parts):
+            parts.append(part)
+            state = .opening(parts)
+        case .streaming, .ended:
+            break  // a stream reads nothing more from its client
+        }
+    }
+
+    /// Hummingbird's responses pass here; the end of each settles one request passed to it.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { responsesOwed -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drain() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The server is stopping: a stream ends (its client reconnects elsewhere or later).
+        if event is ChannelShouldQuiesceEvent, case .streaming = state { finish() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// The session of a stream path (`/v1/sessions/{id}/stream`, any query), nil for other paths.
+    static func streamedSession(_ target: String?) -> String? {
+        guard let target else { return nil }
+        let path = target.prefix { $0 != "?" }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == 5, segments[0].isEmpty, segments[1] == "v1", segments[2] == "sessions",
+            segments[4] == "stream", !segments[3].isEmpty
+        else { return nil }
+        return String(segments[3])
+    }
+
+    private func open(_ rawSession: String, _ head: HTTPRequest, _ context: ChannelHandlerContext) {
+        state = .opening([.head(head)])
+        // Nothing more is read until the stream is open or passed on.
+        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let (api, loop) = (self.api, context.eventLoop)
+        let query = head.path.flatMap { path in path.firstIndex(of: "?").map { String(path[$0...].dropFirst()) } }
+        let lastEventID = head.headerFields[HTTPAPI.lastEventID]
+        let authorization = head.headerFields[.authorization]
+        Task {
+            let opened: (StreamSubscription, Date?)?
+            do {
+                opened = try await api.openStream(
+                    rawSession: rawSession, query: query, lastEventID: lastEventID, authorization: authorization)
+            } catch {
+                opened = nil  // the route answers the same request with the error
+            }
+            loop.execute { bound.value.opened(opened) }
+        }
+    }
+
+    private func opened(_ opened: (StreamSubscription, Date?)?) {
+        guard let context, case .opening(let parts) = state, context.channel.isActive else {
+            opened?.0.close()
+            return
+        }
+        context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        guard let (subscription, expiry) = opened else {
+            state = .passing
+            responsesOwed += 1
+            for part in parts { context.fireChannelRead(wrapInboundOut(part)) }
+            context.fireChannelReadComplete()
+            return
+        }
+        // Hummingbird's idle timeout sees none of the stream's traffic: it must not close it.
+        if let idle = try? context.pipeline.syncOperations.handler(type: HTTPConnectionStateHandler.self) {
+            context.pipeline.syncOperations.removeHandler(idle, promise: nil)
+        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let closer = expiry.map { expiry in
+            context.eventLoop.scheduleTask(in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))) {
+                subscription.queue.push(.frame(HTTPAPI.expiredFrame))
+            }
+        }
+        state = .streaming(subscription, closer)
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        headers[HTTPAPI.accelBuffering] = "no"
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: .ok, headerFields: headers))), promise: nil)
+        // How long EventSource waits before reconnecting.
+        context.write(wrapOutboundOut(.body(ByteBuffer(string: "retry: 1000\n\n"))), promise: nil)
+        context.flush()
+        let loop = context.eventLoop
+        subscription.queue.setNotify { loop.execute { bound.value.drain() } }
+    }
+
+    /// Writes what the queue holds while the channel takes it.
+    private func drain() {
+        guard let context, case .streaming(let subscription, _) = state else { return }
+        var wrote = false
+        defer { if wrote { context.flush() } }
+        while context.channel.isWritable {
+            let frame: StreamFrame
+            switch subscription.queue.poll() {
+            case .empty: return
+            case .closed:
+                finish()
+                return
+            case .item(.frame(let queued)): frame = queued
+            case .item(.snapshotNow):
+                guard let snapshot = subscription.snapshotNow() else { continue }
+                frame = snapshot
+            }
+            context.write(wrapOutboundOut(.body(frame.serverSentEvent)), promise: nil)
+            wrote = true
+            if frame.kind == .closed {
+                finish()
+                return
+            }
+        }
+    }
+
+    /// Ends the response and the connection.
+    private func finish() {
+        guard let context, case .streaming = state else { return }
+        end()
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.close(promise: nil)
+    }
+
+    private func end() {
+        if case .streaming(let subscription, let closer) = state {
+            closer?.cancel()
+            subscription.close()
+        }
+        if case .opening = state {
+            state = .ended  // `opened` closes the subscription when it comes
+            return
+        }
+        state = .ended
+    }
+}
+
+extension HTTPAPI {
+    /// Opens a stream for a request taken by ``StreamChannelHandler``: the same checks, in the
+    /// same order, as the route.
+    func openStream(rawSession: String, query: String?, lastEventID: String?, authorization: String?) async throws
+        -> (StreamSubscription, Date?)
+    {
+        guard let session = rawSession.removingPercentEncoding, SessionID.problem(with: session) == nil else {
+            throw APIError(.invalidSession, "not a session id")
+        }
+        var accessToken: String?
+        var sinceText = lastEventID
+        for pair in (query ?? "").split(separator: "&") {
+            if pair.hasPrefix("access_token=") { accessToken = String(pair.dropFirst(13)).removingPercentEncoding }
+            if pair.hasPrefix("since="), sinceText?.isEmpty ?? true {
+                sinceText = String(pair.dropFirst(6)).removingPercentEncoding ?? ""
+            }
+        }
+        let expiry = try await authorize(header: authorization, query: accessToken, .follow(session: session))
+        var since: (epoch: UInt64, seq: UInt64)?
+        if let sinceText, !sinceText.isEmpty {
+            guard let position = StreamFrame.position(sinceText) else { throw APIError(.malformed, "not epoch:seq") }
+            since = position
+        }
+        return (try await hub.subscribe(session, since: since), expiry)
+    }
+}
