@@ -29,8 +29,6 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // Already under Hummingbird; named for the stream handler that runs in its NIO pipeline.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Bearer tokens (JWT) for HTTP in secure mode; navctl token issues them.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
@@ -69,8 +67,7 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             // The live session page: plain HTML, CSS and JavaScript modules, served as they are.

@@ -78,23 +78,28 @@ struct HTTPPart: Service {
             // The same path serves SSE and WebSocket: an upgrade request for a stream becomes a
             // WebSocket; anything else (including an upgrade this API would refuse) is HTTP.
             let heartbeat = Duration.seconds(max(1, api.hub.settings.heartbeatSeconds))
-            server = .http1WebSocketUpgrade(
-                configuration: .init(
-                    // Server-Sent Event streams run in the pipeline, without a task each.
-                    http1: .init(
-                        additionalChannelHandlers: [StreamChannelHandler(api: api)], idleTimeout: .seconds(30)),
-                    ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: heartbeat))),
-                shouldUpgrade: { request, _, _ in
-                    let lastEventID = request.headerFields[HTTPAPI.lastEventID]
-                    guard let path = request.path,
-                        let (session, since, expiry) = await api.webSocketTarget(
-                            path: path, lastEventID: lastEventID, authorization: request.headerFields[.authorization])
-                    else { return .dontUpgrade }
-                    return .upgrade([:]) { inbound, outbound, _ in
-                        try await api.serveWebSocket(
-                            session: session, since: since, expiry: expiry, inbound: inbound, outbound: outbound)
-                    }
-                })
+            let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+                http1: .init(idleTimeout: .seconds(30)),
+                ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: heartbeat)))
+            server = HTTPServerBuilder { responder in
+                // Server-Sent Event streams run in each connection's pipeline, without a task each.
+                StreamingHTTPChannel(
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, configuration: configuration,
+                        shouldUpgrade: { request, _, _ in
+                            let lastEventID = request.headerFields[HTTPAPI.lastEventID]
+                            guard let path = request.path,
+                                let (session, since, expiry) = await api.webSocketTarget(
+                                    path: path, lastEventID: lastEventID,
+                                    authorization: request.headerFields[.authorization])
+                            else { return .dontUpgrade }
+                            return .upgrade([:]) { inbound, outbound, _ in
+                                try await api.serveWebSocket(
+                                    session: session, since: since, expiry: expiry, inbound: inbound,
+                                    outbound: outbound)
+                            }
+                        }), api: api)
+            }
         } else {
             server = .http1(configuration: .init(idleTimeout: .seconds(30)))
         }

@@ -1,34 +1,37 @@
 import Foundation
-import HTTPTypes
 import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
 import NIOCore
-import NIOHTTPTypes
+import NIOHTTP1
 import NavigatorWire
 
 /// Serves `GET /v1/sessions/{id}/stream` as Server-Sent Events inside the connection's channel
-/// pipeline, without a task: once the stream runs, the connection costs its NIO channel, this
-/// handler and its queue — a few KiB — where a response written by a request handler's task
-/// keeps that task's high-water mark (about 16 KiB of async frames) for as long as the stream
-/// lives. Each frame is one write of a buffer encoded once per session, on the channel's event
-/// loop, only while the channel is writable: a reader that falls behind leaves its events in the
-/// bounded ``StreamQueue``, which turns them into a snapshot.
+/// pipeline. Hummingbird gives each connection a task, which keeps the high-water mark of its
+/// async frames (about 9 KiB once a request has been handled, 16 KiB inside a handler) for as
+/// long as the connection lives; a stream taken here never reaches it, so the connection's task
+/// stays where it waits for the first request (about 2.5 KiB), and the stream costs its NIO
+/// channel, this handler and its queue. Each frame is one write of a buffer encoded once per
+/// session, on the channel's event loop, only while the channel is writable: a reader that falls
+/// behind leaves its events in the bounded ``StreamQueue``, which turns them into a snapshot.
 ///
-/// It sits after Hummingbird's HTTP/1 codec and before its connection handling. A request it
-/// does not take — any other, a stream request while a response of Hummingbird's is still being
-/// written, an upgrade to WebSocket (negotiated before this handler) — passes through untouched;
-/// a stream request it cannot serve (refused, malformed, over the limit) is passed on after all,
-/// and the route answers it with the error, so every refusal is written in one place.
+/// It sits right after the HTTP/1 request decoder, before the WebSocket upgrade negotiation and
+/// Hummingbird's connection handling. A request it does not take — any other, a stream request
+/// while a response of Hummingbird's is still being written — passes through untouched; an
+/// upgrade request removes it from the pipeline (the connection becomes a WebSocket, served as
+/// before); a stream request it cannot serve (refused, malformed, over the limit) is passed on
+/// after all, and the route answers it with the error, so every refusal is written in one place.
 final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     private enum State {
         /// Requests go to Hummingbird.
         case passing
         /// A stream request is being authorized and subscribed; its parts wait here.
-        case opening([HTTPRequestPart])
+        case opening([HTTPServerRequestPart])
         case streaming(StreamSubscription, Scheduled<Void>?)
         case ended
     }
@@ -53,7 +56,13 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         switch state {
         case .passing:
             if case .head(let head) = part {
-                if responsesOwed == 0, head.method == .get, let session = Self.streamedSession(head.path) {
+                if head.headers.contains(name: "upgrade") {
+                    // A WebSocket (or other) upgrade: what follows may not be HTTP.
+                    context.fireChannelRead(data)
+                    context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+                    return
+                }
+                if responsesOwed == 0, head.method == .GET, let session = Self.streamedSession(head.uri) {
                     open(session, head, context)
                     return
                 }
@@ -101,15 +110,15 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         return String(segments[3])
     }
 
-    private func open(_ rawSession: String, _ head: HTTPRequest, _ context: ChannelHandlerContext) {
+    private func open(_ rawSession: String, _ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         state = .opening([.head(head)])
         // Nothing more is read until the stream is open or passed on.
         context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let (api, loop) = (self.api, context.eventLoop)
-        let query = head.path.flatMap { path in path.firstIndex(of: "?").map { String(path[$0...].dropFirst()) } }
-        let lastEventID = head.headerFields[HTTPAPI.lastEventID]
-        let authorization = head.headerFields[.authorization]
+        let query = head.uri.firstIndex(of: "?").map { String(head.uri[$0...].dropFirst()) }
+        let lastEventID = head.headers.first(name: "last-event-id")
+        let authorization = head.headers.first(name: "authorization")
         Task {
             let opened: (StreamSubscription, Date?)?
             do {
@@ -146,13 +155,15 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             }
         }
         state = .streaming(subscription, closer)
-        var headers = HTTPFields()
-        headers[.contentType] = "text/event-stream"
-        headers[.cacheControl] = "no-cache"
-        headers[HTTPAPI.accelBuffering] = "no"
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: .ok, headerFields: headers))), promise: nil)
+        guard case .head(let request) = parts.first else { return }
+        let headers = HTTPHeaders([
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+        ])
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers))),
+            promise: nil)
         // How long EventSource waits before reconnecting.
-        context.write(wrapOutboundOut(.body(ByteBuffer(string: "retry: 1000\n\n"))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "retry: 1000\n\n")))), promise: nil)
         context.flush()
         let loop = context.eventLoop
         subscription.queue.setNotify { loop.execute { bound.value.drain() } }
@@ -175,7 +186,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
                 guard let snapshot = subscription.snapshotNow() else { continue }
                 frame = snapshot
             }
-            context.write(wrapOutboundOut(.body(frame.serverSentEvent)), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(frame.serverSentEvent))), promise: nil)
             wrote = true
             if frame.kind == .closed {
                 finish()
@@ -202,6 +213,27 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             return
         }
         state = .ended
+    }
+}
+
+/// Hummingbird's HTTP/1 channel with WebSocket upgrades, with a ``StreamChannelHandler`` put
+/// right after the request decoder of each connection.
+struct StreamingHTTPChannel: ServerChildChannel {
+    let inner: HTTP1WebSocketUpgradeChannel
+    let api: HTTPAPI
+
+    func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
+        let api = self.api
+        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let operations = channel.pipeline.syncOperations
+            let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try operations.addHandler(StreamChannelHandler(api: api), position: .after(decoder))
+            return value
+        }
+    }
+
+    func handle(value: HTTP1WebSocketUpgradeChannel.Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
     }
 }
 
