@@ -41,23 +41,39 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     /// Requests passed to Hummingbird whose response it has not finished writing.
     private var responsesOwed = 0
     private var context: ChannelHandlerContext?
+    /// Whether Hummingbird has the connection to serve: false once the first request is a
+    /// stream taken here (or the connection closed before any), true once one is passed on.
+    /// The connection's task waits for it, and ends at once for a stream.
+    let forHummingbird: EventLoopPromise<Bool>
+    private var decided = false
 
-    init(api: HTTPAPI) { self.api = api }
+    init(api: HTTPAPI, eventLoop: any EventLoop) {
+        self.api = api
+        self.forHummingbird = eventLoop.makePromise()
+    }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        decide(false)
         end()
         self.context = nil
     }
 
+    private func decide(_ hummingbird: Bool) {
+        guard !decided else { return }
+        decided = true
+        forHummingbird.succeed(hummingbird)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
         switch state {
         case .passing:
+            let part = unwrapInboundIn(data)
             if case .head(let head) = part {
                 if head.headers.contains(name: "upgrade") {
                     // A WebSocket (or other) upgrade: what follows may not be HTTP.
+                    decide(true)
                     context.fireChannelRead(data)
                     context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
                     return
@@ -66,14 +82,15 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
                     open(session, head, context)
                     return
                 }
+                decide(true)
                 responsesOwed += 1
             }
             context.fireChannelRead(data)
         case .opening(var parts):
-            parts.append(part)
+            parts.append(unwrapInboundIn(data))
             state = .opening(parts)
         case .streaming, .ended:
-            break  // a stream reads nothing more from its client
+            break  // a stream reads nothing more from its client (raw bytes once the decoder is gone)
         }
     }
 
@@ -84,6 +101,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        decide(false)
         end()
         context.fireChannelInactive()
     }
@@ -139,14 +157,27 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
         guard let (subscription, expiry) = opened else {
             state = .passing
+            decide(true)
             responsesOwed += 1
             for part in parts { context.fireChannelRead(wrapInboundOut(part)) }
             context.fireChannelReadComplete()
             return
         }
-        // Hummingbird's idle timeout sees none of the stream's traffic: it must not close it.
-        if let idle = try? context.pipeline.syncOperations.handler(type: HTTPConnectionStateHandler.self) {
-            context.pipeline.syncOperations.removeHandler(idle, promise: nil)
+        decide(false)
+        // What is left of HTTP/1 on this connection goes: the request decoder (what the client
+        // sends now is read and dropped), the upgrade negotiation, and Hummingbird's idle
+        // timeout, which sees none of the stream's traffic and must not close it.
+        let operations = context.pipeline.syncOperations
+        if let decoder = try? operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
+            operations.removeHandler(decoder, promise: nil)
+        }
+        if let upgrade = try? operations.handler(
+            type: NIOTypedHTTPServerUpgradeHandler<HTTP1WebSocketUpgradeChannel.UpgradeResult>.self)
+        {
+            operations.removeHandler(upgrade, promise: nil)
+        }
+        if let idle = try? operations.handler(type: HTTPConnectionStateHandler.self) {
+            operations.removeHandler(idle, promise: nil)
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let closer = expiry.map { expiry in
@@ -218,22 +249,31 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
 /// Hummingbird's HTTP/1 channel with WebSocket upgrades, with a ``StreamChannelHandler`` put
 /// right after the request decoder of each connection.
+/// A connection's task ends as soon as its first request is a stream taken by the handler.
 struct StreamingHTTPChannel: ServerChildChannel {
     let inner: HTTP1WebSocketUpgradeChannel
     let api: HTTPAPI
 
-    func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
+    struct Value: ServerChildChannelValue {
+        let inner: HTTP1WebSocketUpgradeChannel.Value
+        let forHummingbird: EventLoopFuture<Bool>
+        var channel: any NIOCore.Channel { inner.channel }
+    }
+
+    func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
         let api = self.api
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let operations = channel.pipeline.syncOperations
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try operations.addHandler(StreamChannelHandler(api: api), position: .after(decoder))
-            return value
+            let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop)
+            try operations.addHandler(streams, position: .after(decoder))
+            return Value(inner: value, forHummingbird: streams.forHummingbird.futureResult)
         }
     }
 
-    func handle(value: HTTP1WebSocketUpgradeChannel.Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
+    func handle(value: Value, logger: Logger) async {
+        guard (try? await value.forHummingbird.get()) == true else { return }
+        await inner.handle(value: value.inner, logger: logger)
     }
 }
 
