@@ -156,9 +156,25 @@ public final class NavigatorConnection: Sendable {
             let id = shared.nextFollowerID()
             let shared = self.shared
             continuation.onTermination = { _ in shared.enqueue(.unfollow(id)) }
-            shared.enqueue(.follow(SessionFollower(id: id, target: target, continuation: continuation)))
+            shared.enqueue(.follow(SessionFollower(id: id, target: target, sink: FollowSink(continuation))))
         }
     }
+
+    /// Follows as ``follow(_:)`` does, without a task or a stream: `onEvent` is called on the
+    /// connection's I/O thread for each event, in order — it must return quickly and never
+    /// block —, and `onEnd` once when following ends, with the error that ended it (nil: the
+    /// connection closed or the follow was cancelled). Cancel it with ``unfollow(_:)``.
+    public func follow(
+        _ target: FollowTarget, onEvent: @escaping @Sendable (SessionEvent) -> Void,
+        onEnd: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Following {
+        let id = shared.nextFollowerID()
+        shared.enqueue(.follow(SessionFollower(id: id, target: target, sink: FollowSink(event: onEvent, end: onEnd))))
+        return Following(id: id)
+    }
+
+    /// Stops a follow started with callbacks (its `onEnd` is not called).
+    public func unfollow(_ following: Following) { shared.enqueue(.unfollow(following.id)) }
 
     static func unexpected(_ reply: Navigator_V1_Reply, _ wanted: String) -> ClientError {
         if case .rejected(let rejected)? = reply.kind {
@@ -168,6 +184,11 @@ public final class NavigatorConnection: Sendable {
         }
         return ClientError(.malformed, "navigatord answered with something other than \(wanted)")
     }
+}
+
+/// A follow started with callbacks, to stop with ``NavigatorConnection/unfollow(_:)``.
+public struct Following: Sendable, Hashable {
+    let id: Int
 }
 
 /// The hand-over between async callers and the I/O thread.

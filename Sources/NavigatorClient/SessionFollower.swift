@@ -21,13 +21,13 @@ final class SessionFollower {
 
     let id: Int
     let target: FollowTarget
-    private let continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation
+    private let sink: FollowSink
     private var state: State = .waiting(buffered: [])
 
-    init(id: Int, target: FollowTarget, continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) {
+    init(id: Int, target: FollowTarget, sink: FollowSink) {
         self.id = id
         self.target = target
-        self.continuation = continuation
+        self.sink = sink
     }
 
     var topics: [String] {
@@ -55,7 +55,7 @@ final class SessionFollower {
         if case .rejected(let rejected)? = reply.kind, rejected.code == .moved || rejected.code == .unavailable {
             // Several instances: no instance serves the session this moment (a failover or a
             // hand-over); it will shortly.
-            continuation.yield(.resync(reason: "the session is changing instances: \(rejected.message)"))
+            sink.event(.resync(reason: "the session is changing instances: \(rejected.message)"))
             return .retryLater
         }
         guard case .snapshot(let snapshot)? = reply.kind else {
@@ -71,7 +71,7 @@ final class SessionFollower {
             return .ok
         }
         state = .live(tree: tree, seq: snapshot.seq, epoch: snapshot.epoch)
-        continuation.yield(.snapshot(session: snapshot.session, seq: snapshot.seq, epoch: snapshot.epoch, tree: tree))
+        sink.event(.snapshot(session: snapshot.session, seq: snapshot.seq, epoch: snapshot.epoch, tree: tree))
         // Batches of another epoch than the snapshot's came before it: the snapshot has them.
         let current = buffered.filter { $0.0.epoch == snapshot.epoch }.sorted { $0.0.seq < $1.0.seq }
         for (header, batch) in current where apply(header, batch) == .resync {
@@ -94,15 +94,15 @@ final class SessionFollower {
             break
         case (.batch, .everything):
             if let batch = try? Navigator_V1_CommandBatch(serializedBytes: payload) {
-                continuation.yield(.published(batch, header: header))
+                sink.event(.published(batch, header: header))
             }
         case (.rejection, _):
             if let rejection = try? Navigator_V1_Rejection(serializedBytes: payload) {
-                continuation.yield(.rejection(rejection, header: header))
+                sink.event(.rejection(rejection, header: header))
             }
         case (.audit, _):
             if let record = try? Navigator_V1_AuditRecord(serializedBytes: payload) {
-                continuation.yield(.audit(record, header: header))
+                sink.event(.audit(record, header: header))
             }
         }
         return .ok
@@ -112,7 +112,7 @@ final class SessionFollower {
     /// meanwhile, and nothing would show it until a later batch.
     func reconnected() -> Verdict {
         guard case .session = target, case .live = state else { return .ok }
-        continuation.yield(.resync(reason: "reconnected to the commands socket"))
+        sink.event(.resync(reason: "reconnected to the commands socket"))
         state = .waiting(buffered: [])
         return .resync
     }
@@ -121,13 +121,13 @@ final class SessionFollower {
         guard case .live(var tree, let seq, let epoch) = state else { return .ok }
         guard header.epoch == epoch else {
             // The seqs started over (the service lost changes, or another instance took over).
-            continuation.yield(.resync(reason: "batch of epoch \(header.epoch); the mirror is of epoch \(epoch)"))
+            sink.event(.resync(reason: "batch of epoch \(header.epoch); the mirror is of epoch \(epoch)"))
             state = .waiting(buffered: [(header, batch)])
             return .resync
         }
         if header.seq <= seq { return .ok }  // already in the snapshot
         guard header.seq == seq + 1 else {
-            continuation.yield(.gap(expected: seq + 1, received: header.seq))
+            sink.event(.gap(expected: seq + 1, received: header.seq))
             state = .waiting(buffered: [(header, batch)])
             return .resync
         }
@@ -135,15 +135,35 @@ final class SessionFollower {
             try tree.apply(try batch.coreCommands())
         } catch {
             // The mirror no longer matches the service: start again from a snapshot.
-            continuation.yield(.resync(reason: "batch \(header.seq) does not apply to the mirror: \(error)"))
+            sink.event(.resync(reason: "batch \(header.seq) does not apply to the mirror: \(error)"))
             state = .waiting(buffered: [])
             return .resync
         }
         state = .live(tree: tree, seq: header.seq, epoch: epoch)
-        continuation.yield(.batch(batch, header: header, tree: tree))
+        sink.event(.batch(batch, header: header, tree: tree))
         return .ok
     }
 
-    func fail(_ error: any Error) { continuation.finish(throwing: error) }
-    func finish() { continuation.finish() }
+    func fail(_ error: any Error) { sink.end(error) }
+    func finish() { sink.end(nil) }
+}
+
+/// Where a follower's events go: an AsyncThrowingStream's continuation, or callbacks.
+struct FollowSink: Sendable {
+    /// Each event, in order, on the connection's I/O thread.
+    let event: @Sendable (SessionEvent) -> Void
+    /// Once, when following ends: the error that ended it, or nil.
+    let end: @Sendable ((any Error)?) -> Void
+
+    init(event: @escaping @Sendable (SessionEvent) -> Void, end: @escaping @Sendable ((any Error)?) -> Void) {
+        self.event = event
+        self.end = end
+    }
+
+    init(_ continuation: AsyncThrowingStream<SessionEvent, any Error>.Continuation) {
+        event = { continuation.yield($0) }
+        end = { error in
+            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+        }
+    }
 }

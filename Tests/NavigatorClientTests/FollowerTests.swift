@@ -31,7 +31,7 @@ struct FollowerTests {
     @Test("buffered batches apply after the snapshot, stale ones drop, a gap asks for a resync")
     func gap() async throws {
         let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
-        let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
+        let follower = SessionFollower(id: 1, target: .session("g"), sink: FollowSink(continuation))
         follower.awaitSnapshot()
         let start = RouteMap.demo.initialTree()
         // Arrives before the snapshot: kept; seq 2 is in the snapshot already, seq 3 is new.
@@ -62,7 +62,7 @@ struct FollowerTests {
     @Test("a batch that does not apply to the mirror also resyncs")
     func divergence() throws {
         let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
-        let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
+        let follower = SessionFollower(id: 1, target: .session("g"), sink: FollowSink(continuation))
         follower.awaitSnapshot()
         #expect(follower.receive(snapshot: reply(seq: 0, tree: RouteMap.demo.initialTree())) == .ok)
         let (h1, b1) = try batch(1, [.popTo(999)])
@@ -72,7 +72,7 @@ struct FollowerTests {
     @Test("a batch of another epoch resyncs, even with a seq the mirror has passed; a reconnect too")
     func epochAndReconnect() async throws {
         let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
-        let follower = SessionFollower(id: 1, target: .session("g"), continuation: continuation)
+        let follower = SessionFollower(id: 1, target: .session("g"), sink: FollowSink(continuation))
         follower.awaitSnapshot()
         let start = RouteMap.demo.initialTree()
         #expect(follower.receive(snapshot: reply(seq: 500, tree: start)) == .ok)

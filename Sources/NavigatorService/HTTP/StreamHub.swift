@@ -195,7 +195,10 @@ final class Channel: Sendable {
         var connections: [Int: (queue: StreamQueue, since: (epoch: UInt64, seq: UInt64)?)] = [:]
         var nextID = 0
         var emptySince: ContinuousClock.Instant?
-        var follower: Task<Void, Never>?
+        /// The follow through the service's own commands socket, and giving its place back.
+        var following: (connection: NavigatorConnection, following: Following, release: @Sendable () -> Void)?
+        /// Why the follow ended, if it ended by itself.
+        var followEnded: String?
         var ended = false
     }
 
@@ -235,23 +238,38 @@ final class Channel: Sendable {
         state.withLock { state in state.emptySince.map { $0 <= instant } ?? false }
     }
 
-    /// Starts following the session on `connection`.
+    /// Starts following the session on `connection`: its events come on the connection's I/O
+    /// thread (no task per session).
     func follow(
         _ connection: NavigatorConnection, release: @escaping @Sendable () -> Void,
         ended: @escaping @Sendable (String) -> Void
     ) {
-        let task = Task { [self] in
-            var reason = "the follower stopped"
-            do {
-                for try await event in connection.follow(.session(session)) { receive(event) }
-            } catch {
-                reason = "\(error)"
-            }
-            release()
-            if !Task.isCancelled { ended(reason) }
-            fail(reason)
+        let following = connection.follow(
+            .session(session), onEvent: { [weak self] event in self?.receive(event) },
+            onEnd: { [weak self] error in
+                guard let self else { return release() }
+                let reason = error.map { "\($0)" } ?? "the follower stopped"
+                let mine = state.withLock { state in
+                    state.followEnded = reason
+                    defer { state.following = nil }
+                    return state.following != nil
+                }
+                // Not yet recorded: `follow` sees `followEnded` and ends it.
+                guard mine else { return }
+                release()
+                ended(reason)
+                fail(reason)
+            })
+        let early = state.withLock { state -> String? in
+            if let reason = state.followEnded { return reason }
+            state.following = (connection, following, release)
+            return nil
         }
-        state.withLock { $0.follower = task }
+        if let early {
+            release()
+            ended(early)
+            fail(early)
+        }
     }
 
     private func receive(_ event: SessionEvent) {
@@ -333,11 +351,15 @@ final class Channel: Sendable {
 
     /// Ends the follower and every stream.
     func fail(_ reason: String) {
-        let (queues, follower) = state.withLock { state in
+        let (queues, following) = state.withLock { state in
             state.ended = true
-            return (state.connections.values.map(\.queue), state.follower)
+            defer { state.following = nil }
+            return (state.connections.values.map(\.queue), state.following)
         }
-        follower?.cancel()
+        if let following {
+            following.connection.unfollow(following.following)
+            following.release()
+        }
         for queue in queues { queue.close() }
     }
 
