@@ -263,6 +263,10 @@ struct StreamingHTTPChannel: ServerChildChannel {
     func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
         let api = self.api
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // Each connection keeps its receive buffer for the next read: 2 KiB by default, most
+            // of an idle stream's memory. Requests start with 512 bytes, doubled while they fill.
+            try channel.syncOptions?.setOption(
+                .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
             let operations = channel.pipeline.syncOperations
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop)
