@@ -164,12 +164,16 @@ public final class NavigatorConnection: Sendable {
     /// connection's I/O thread for each event, in order — it must return quickly and never
     /// block —, and `onEnd` once when following ends, with the error that ended it (nil: the
     /// connection closed or the follow was cancelled). Cancel it with ``unfollow(_:)``.
+    /// `audit: false` leaves audit records out (one topic less, none of their traffic).
     public func follow(
-        _ target: FollowTarget, onEvent: @escaping @Sendable (SessionEvent) -> Void,
+        _ target: FollowTarget, audit: Bool = true, onEvent: @escaping @Sendable (SessionEvent) -> Void,
         onEnd: @escaping @Sendable ((any Error)?) -> Void
     ) -> Following {
         let id = shared.nextFollowerID()
-        shared.enqueue(.follow(SessionFollower(id: id, target: target, sink: FollowSink(event: onEvent, end: onEnd))))
+        shared.enqueue(
+            .follow(
+                SessionFollower(
+                    id: id, target: target, audit: audit, sink: FollowSink(event: onEvent, end: onEnd))))
         return Following(id: id)
     }
 

@@ -24,17 +24,22 @@ final class SessionFollower {
     private let sink: FollowSink
     private var state: State = .waiting(buffered: [])
 
-    init(id: Int, target: FollowTarget, sink: FollowSink) {
+    /// Whether audit records are wanted (a session's or everything's).
+    let audit: Bool
+
+    init(id: Int, target: FollowTarget, audit: Bool = true, sink: FollowSink) {
         self.id = id
         self.target = target
+        self.audit = audit
         self.sink = sink
     }
 
     var topics: [String] {
         switch target {
-        case .session(let session): [Topic.batches(session), Topic.rejections(session), Topic.audit(session)]
+        case .session(let session):
+            [Topic.batches(session), Topic.rejections(session)] + (audit ? [Topic.audit(session)] : [])
         case .rejections(let session): [Topic.rejections(session)]
-        case .everything: [Topic.allBatches, Topic.allRejections, Topic.allAudit]
+        case .everything: [Topic.allBatches, Topic.allRejections] + (audit ? [Topic.allAudit] : [])
         }
     }
 
@@ -101,7 +106,7 @@ final class SessionFollower {
                 sink.event(.rejection(rejection, header: header))
             }
         case (.audit, _):
-            if let record = try? Navigator_V1_AuditRecord(serializedBytes: payload) {
+            if audit, let record = try? Navigator_V1_AuditRecord(serializedBytes: payload) {
                 sink.event(.audit(record, header: header))
             }
         }

@@ -111,8 +111,8 @@ public struct ServiceConfiguration: Hashable, Sendable {
         StreamSettings(
             historySize: streamHistorySize, historySeconds: streamHistorySeconds, queueSize: streamQueueSize,
             maxStreams: maxStreams, heartbeatSeconds: streamHeartbeatSeconds,
-            // 3 topics a session, and room for a few more.
-            sessionsPerConnection: max(1, (maxSubscriptionsPerPeer - 10) / 3))
+            // 2 topics a session (batches, rejections), and room for a few more.
+            sessionsPerConnection: max(1, (maxSubscriptionsPerPeer - 10) / 2))
     }
     /// How long a session may stay unchanged before it is forgotten (memory and state file);
     /// 0 keeps sessions forever.

@@ -18,8 +18,8 @@ struct StreamSettings: Sendable {
     var maxStreams = 100_000
     /// A heartbeat is written to a stream idle for this long.
     var heartbeatSeconds = 15
-    /// Sessions one client connection to the service follows (3 topics each: the service's
-    /// `maxSubscriptionsPerPeer` bounds it).
+    /// Sessions one client connection to the service follows (2 topics each, batches and
+    /// rejections: the service's `maxSubscriptionsPerPeer` bounds it).
     var sessionsPerConnection = 3_000
 }
 
@@ -245,7 +245,7 @@ final class Channel: Sendable {
         ended: @escaping @Sendable (String) -> Void
     ) {
         let following = connection.follow(
-            .session(session), onEvent: { [weak self] event in self?.receive(event) },
+            .session(session), audit: false, onEvent: { [weak self] event in self?.receive(event) },
             onEnd: { [weak self] error in
                 guard let self else { return release() }
                 let reason = error.map { "\($0)" } ?? "the follower stopped"
