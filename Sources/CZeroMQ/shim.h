@@ -34,6 +34,11 @@ static inline void czmq_set_thread_name(const char *name) {
 #endif
 }
 
+#if defined(__linux__)
+// epoll, for readers of many plain sockets (navload's HTTP streams): ZeroMQ.EventPoll.
+#include <sys/epoll.h>
+#endif
+
 // Hands whole free pages of the heap back to the system (glibc's malloc_trim); 0 elsewhere.
 #if defined(__GLIBC__)
 extern int malloc_trim(size_t pad);

@@ -8,7 +8,7 @@ import ZeroMQ
 
 /// `navload --streams N`: N Server-Sent Events streams of the run's sessions
 /// (`GET /v1/sessions/load-k/stream` on navigatord's HTTP endpoint), read by one thread with
-/// poll(2). Each batch event's intent id gives the intent's due time, so its delivery latency is
+/// epoll(7). Each batch event's intent id gives the intent's due time, so its delivery latency is
 /// measured as the ZeroMQ subscriber's is, from the same schedule.
 final class StreamFollowers: Sendable {
     private struct State {
@@ -80,60 +80,96 @@ final class StreamFollowers: Sendable {
     }
 
     private func read(_ descriptors: [Int32], due: @Sendable (Substring) -> Int64?) {
-        var polls = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        // epoll: the cost of a wake-up is the streams that have something, not all of them.
+        let poll: EventPoll
+        do {
+            poll = try EventPoll()
+            for (index, fd) in descriptors.enumerated() { try poll.add(fd, token: UInt64(index)) }
+        } catch {
+            state.withLock { $0.failed = "\(error)" }
+            return
+        }
         var pending = Array(repeating: [UInt8](), count: descriptors.count)
         var buffer = [UInt8](repeating: 0, count: 65536)
-        let separator: [UInt8] = [10, 10]
+        let batchMarker = Array("event: batch\n".utf8)
+        let snapshotMarker = Array("event: snapshot\n".utf8)
+        let intentMarker = Array(#""intentId":""#.utf8)
         while !stop.load(ordering: .acquiring) {
-            let ready = poll(&polls, nfds_t(polls.count), 50)
-            guard ready > 0 else { continue }
+            let ready = poll.wait(milliseconds: 50)
+            guard !ready.isEmpty else { continue }
             let now = wallClock()
             let from = measureFrom.load(ordering: .relaxed)
-            for i in polls.indices where polls[i].revents != 0 {
-                polls[i].revents = 0
-                let count = Glibc.read(polls[i].fd, &buffer, buffer.count)
-                guard count > 0 else {
+            var snapshots = 0
+            var latencies: [Int64] = []
+            var batches: UInt64 = 0
+            for token in ready {
+                let i = Int(token)
+                let read = Glibc.read(descriptors[i], &buffer, buffer.count)
+                guard read > 0 else {
+                    if read < 0, errno == EAGAIN || errno == EINTR { continue }
                     state.withLock { $0.failed = $0.failed ?? "a stream was closed by navigatord" }
-                    polls[i].fd = -1
+                    poll.remove(descriptors[i])
                     continue
                 }
-                pending[i] += buffer[0..<count]
+                pending[i] += buffer[0..<read]
                 // Whole events only: each ends with a blank line.
-                var start = 0
-                var index = 0
-                var snapshots = 0
-                var latencies: [Int64] = []
-                var batches: UInt64 = 0
-                while index + 1 < pending[i].count {
-                    if pending[i][index] == separator[0], pending[i][index + 1] == separator[1] {
-                        let event = String(decoding: pending[i][start..<index], as: UTF8.self)
-                        if event.contains("event: batch") {
+                var consumed = 0
+                pending[i].withUnsafeBufferPointer { bytes in
+                    var start = 0
+                    var index = 0
+                    while index + 1 < bytes.count {
+                        guard bytes[index] == 10, bytes[index + 1] == 10 else {
+                            index += 1
+                            continue
+                        }
+                        let event = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                        if Self.find(batchMarker, in: event) != nil {
                             batches += 1
-                            if let range = event.range(of: #""intentId":""#) {
-                                let id = event[range.upperBound...].prefix { $0 != "\"" }
-                                if let due = due(id), due >= from { latencies.append(now - due) }
+                            if let at = Self.find(intentMarker, in: event) {
+                                let idStart = at + intentMarker.count
+                                var idEnd = idStart
+                                while idEnd < event.count, event[idEnd] != 0x22 { idEnd += 1 }
+                                let id = String(decoding: event[idStart..<idEnd], as: UTF8.self)
+                                if let due = due(id[...]), due >= from { latencies.append(now - due) }
                             }
-                        } else if event.contains("event: snapshot") {
+                        } else if Self.find(snapshotMarker, in: event) != nil {
                             snapshots += 1
                         }
                         index += 2
                         start = index
-                    } else {
-                        index += 1
                     }
+                    consumed = start
                 }
-                pending[i].removeFirst(start)
-                if batches > 0 || snapshots > 0 {
-                    state.withLock { state in
-                        state.batches += batches
-                        state.snapshots += snapshots
-                        for latency in latencies {
-                            state.latency.record(nanoseconds: latency)
-                            state.measured += 1
-                        }
+                pending[i].removeFirst(consumed)
+            }
+            if batches > 0 || snapshots > 0 {
+                state.withLock { state in
+                    state.batches += batches
+                    state.snapshots += snapshots
+                    for latency in latencies {
+                        state.latency.record(nanoseconds: latency)
+                        state.measured += 1
                     }
                 }
             }
         }
+    }
+
+    /// Where `marker` first occurs in `bytes`.
+    private static func find(_ marker: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.count >= marker.count, let first = marker.first else { return nil }
+        var index = 0
+        while index + marker.count <= bytes.count {
+            if bytes[index] == first {
+                var matched = true
+                for k in 1..<marker.count where bytes[index + k] != marker[k] {
+                    matched = false
+                    break
+                }
+                if matched { return index }
+            }
+            index += 1
+        }
+        return nil
     }
 }
