@@ -166,6 +166,67 @@ struct StreamTests {
         }
     }
 
+    @Test(
+        "a stream on a connection that made requests before: after a finished response, and pipelined behind one still being written"
+    )
+    func afterOtherRequests() async throws {
+        try await withService(Self.configure) { _, endpoints in
+            let address = try #require(endpoints.metrics)
+            /// Reads from `fd` until `text` has appeared `times` times (bounded).
+            func read(_ fd: Int32, until text: String, times: Int = 1) async throws -> String {
+                var received = ""
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while received.components(separatedBy: text).count - 1 < times {
+                    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    if poll(&poller, 1, 20) > 0 {
+                        let count = Glibc.read(fd, &buffer, buffer.count)
+                        guard count > 0 else { throw TestFailure("the connection closed; it read:\n\(received)") }
+                        received += String(decoding: buffer[0..<count], as: UTF8.self)
+                    }
+                    guard ContinuousClock.now < deadline else {
+                        throw TestFailure("no \(times) × \(text) within 10 s; it read:\n\(received)")
+                    }
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                return received
+            }
+            func send(_ fd: Int32, _ text: String) {
+                var bytes = Array(text.utf8)
+                _ = write(fd, &bytes, bytes.count)
+            }
+            // Keep-alive: a finished response, then the stream on the same connection.
+            let first = try tcpConnect(address)
+            defer { close(first) }
+            send(first, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = try await read(first, until: "ok")
+            send(first, "GET /v1/sessions/keep-1/stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            let streamed = try await read(first, until: "event: snapshot")
+            #expect(streamed.contains("Content-Type: text/event-stream"))
+            // Pipelined: the stream request arrives while /healthz is still answered; both come,
+            // in order.
+            let second = try tcpConnect(address)
+            defer { close(second) }
+            send(
+                second,
+                "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /v1/sessions/keep-2/stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            let both = try await read(second, until: "event: snapshot")
+            let health = try #require(both.range(of: "\r\n\r\nok"))
+            let stream = try #require(both.range(of: "text/event-stream"))
+            #expect(health.lowerBound < stream.lowerBound)
+            // Both streams follow their sessions.
+            try await onThread {
+                let client = try Client(endpoints)
+                for session in ["keep-1", "keep-2"] {
+                    _ = try client.request(
+                        .intent(wireIntent("k-\(session)", [ScreenContext("settings")], session: session)))
+                }
+            }
+            _ = try await read(first, until: "event: batch")
+            _ = try await read(second, until: "event: batch")
+        }
+    }
+
     @Test("a reconnect with Last-Event-ID or ?since= gets recovered and only what it missed, else a snapshot")
     func resume() async throws {
         let configure: @Sendable (inout ServiceConfiguration) -> Void = {
