@@ -96,7 +96,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
     /// Hummingbird's responses pass here; the end of each settles one request passed to it.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { responsesOwed -= 1 }
+        if case .end = unwrapOutboundIn(data) { responsesOwed = max(0, responsesOwed - 1) }
         context.write(data, promise: promise)
     }
 
