@@ -4,7 +4,6 @@ import NavigatorCore
 import NavigatorWire
 import SwiftProtobuf
 import Synchronization
-import ZeroMQ
 
 /// Settings of the HTTP session streams.
 struct StreamSettings: Sendable {
@@ -36,8 +35,6 @@ final class StreamHub: Sendable {
     private let pool: FollowerPool
     private let channels = Mutex<[String: Channel]>([:])
     private let open = Atomic<Int>(0)
-    /// Streams opened since the heap was last trimmed.
-    private let openedSinceTrim = Atomic<Int>(0)
 
     init(settings: StreamSettings, logger: Logger, endpoints: @escaping @Sendable () async throws -> ServiceEndpoints) {
         self.settings = settings
@@ -67,7 +64,6 @@ final class StreamHub: Sendable {
         guard !closing.load(ordering: .acquiring) else {
             throw HTTPAPI.APIError(.shuttingDown, "navigatord is stopping and opens no new stream; retry")
         }
-        openedSinceTrim.add(1, ordering: .relaxed)
         guard open.add(1, ordering: .relaxed).newValue <= settings.maxStreams else {
             open.subtract(1, ordering: .relaxed)
             throw HTTPAPI.APIError(
@@ -118,20 +114,8 @@ final class StreamHub: Sendable {
     func maintain() async {
         let period = Duration.seconds(max(1, settings.heartbeatSeconds))
         var nextHeartbeat = ContinuousClock.now + period
-        var openedBefore = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(min(1000, Int(period.components.seconds) * 1000)))
-            // After a burst of opened streams (a reconnect storm after a failover, say), the
-            // buffers of their requests and first snapshots are freed but sit in pages malloc
-            // keeps: once a thousand opened and the burst is over, whole free pages go back.
-            let opened = openedSinceTrim.load(ordering: .relaxed)
-            if opened >= 1000, opened == openedBefore {
-                openedSinceTrim.store(0, ordering: .relaxed)
-                openedBefore = 0
-                Heap.returnFreePages()
-            } else {
-                openedBefore = opened
-            }
             let now = ContinuousClock.now
             let all = channels.withLock { Array($0.values) }
             if now >= nextHeartbeat {
