@@ -163,7 +163,9 @@ public final class NavigatorConnection: Sendable {
     /// Follows as ``follow(_:)`` does, without a task or a stream: `onEvent` is called on the
     /// connection's I/O thread for each event, in order — it must return quickly and never
     /// block —, and `onEnd` once when following ends, with the error that ended it (nil: the
-    /// connection closed or the follow was cancelled). Cancel it with ``unfollow(_:)``.
+    /// connection closed). Cancel it with ``unfollow(_:)``; `onEnd` may still come if the
+    /// follow ended before the unfollow was taken, and comes at once, on the caller's thread,
+    /// when the connection is closed already.
     /// `audit: false` leaves audit records out (one topic less, none of their traffic).
     public func follow(
         _ target: FollowTarget, audit: Bool = true, onEvent: @escaping @Sendable (SessionEvent) -> Void,
@@ -177,7 +179,7 @@ public final class NavigatorConnection: Sendable {
         return Following(id: id)
     }
 
-    /// Stops a follow started with callbacks (its `onEnd` is not called).
+    /// Stops a follow started with callbacks (its `onEnd` is not called, unless it ended already).
     public func unfollow(_ following: Following) { shared.enqueue(.unfollow(following.id)) }
 
     static func unexpected(_ reply: Navigator_V1_Reply, _ wanted: String) -> ClientError {

@@ -227,6 +227,22 @@ struct StreamTests {
         }
     }
 
+    @Test("a client that closes its side ends its stream: the service closes the connection and frees its place")
+    func halfClosed() async throws {
+        try await withService(Self.configure) { server, endpoints in
+            let address = try #require(endpoints.metrics)
+            let stream = try SSEClient(address, "/v1/sessions/half-1/stream")
+            defer { stream.close() }
+            _ = try await stream.wait("a snapshot") { !$0.isEmpty }
+            let hub = try #require(server.httpAPI?.hub)
+            #expect(hub.connections == 1)
+            shutdown(stream.fd, Int32(SHUT_WR))
+            _ = try await waitFor(
+                "the service kept the stream open", timeout: .seconds(10), { stream.ended && hub.connections == 0 },
+                until: { $0 }, details: { "connections \(hub.connections)" })
+        }
+    }
+
     @Test("a reconnect with Last-Event-ID or ?since= gets recovered and only what it missed, else a snapshot")
     func resume() async throws {
         let configure: @Sendable (inout ServiceConfiguration) -> Void = {

@@ -46,6 +46,8 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     /// The connection's task waits for it, and ends at once for a stream.
     let forHummingbird: EventLoopPromise<Bool>
     private var decided = false
+    /// The server began stopping, or the client closed its side, while a stream was opening.
+    private var stopping = false
 
     init(api: HTTPAPI, eventLoop: any EventLoop) {
         self.api = api
@@ -69,29 +71,36 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch state {
         case .passing:
-            let part = unwrapInboundIn(data)
-            if case .head(let head) = part {
-                if head.headers.contains(name: "upgrade") {
-                    // A WebSocket (or other) upgrade: what follows may not be HTTP.
-                    decide(true)
-                    context.fireChannelRead(data)
-                    context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-                    return
-                }
-                if responsesOwed == 0, head.method == .GET, let session = Self.streamedSession(head.uri) {
-                    open(session, head, context)
-                    return
-                }
-                decide(true)
-                responsesOwed += 1
+            if !pass(unwrapInboundIn(data), context, mayOpen: true) {
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
             }
-            context.fireChannelRead(data)
         case .opening(var parts):
             parts.append(unwrapInboundIn(data))
             state = .opening(parts)
         case .streaming, .ended:
             break  // a stream reads nothing more from its client (raw bytes once the decoder is gone)
         }
+    }
+
+    /// Passes a request part on to Hummingbird, counting the requests it owes a response; a
+    /// stream request (`mayOpen`, nothing owed) is opened here instead. False after an upgrade
+    /// request: what follows may not be HTTP, and this handler must leave the pipeline.
+    private func pass(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext, mayOpen: Bool) -> Bool {
+        if case .head(let head) = part {
+            if mayOpen, responsesOwed == 0, head.method == .GET, !head.headers.contains(name: "upgrade"),
+                let session = Self.streamedSession(head.uri)
+            {
+                open(session, head, context)
+                return true
+            }
+            decide(true)
+            responsesOwed += 1
+            context.fireChannelRead(wrapInboundOut(part))
+            // A WebSocket (or other) upgrade.
+            return !head.headers.contains(name: "upgrade")
+        }
+        context.fireChannelRead(wrapInboundOut(part))
+        return true
     }
 
     /// Hummingbird's responses pass here; the end of each settles one request passed to it.
@@ -112,8 +121,15 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The server is stopping: a stream ends (its client reconnects elsewhere or later).
-        if event is ChannelShouldQuiesceEvent, case .streaming = state { finish() }
+        // The server is stopping (a stream ends: its client reconnects elsewhere or later), or
+        // the client closed its side (the server allows half-closure; a stream has no more use).
+        if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+            switch state {
+            case .streaming: finish()
+            case .opening: stopping = true
+            case .passing, .ended: break
+            }
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
@@ -154,13 +170,22 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             opened?.0.close()
             return
         }
+        if stopping {
+            opened?.0.close()
+            decide(false)
+            end()
+            context.close(promise: nil)
+            return
+        }
         context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
         guard let (subscription, expiry) = opened else {
+            // Hummingbird answers it (with the error); the parts that came meanwhile follow,
+            // each counted, none opened here.
             state = .passing
-            decide(true)
-            responsesOwed += 1
-            for part in parts { context.fireChannelRead(wrapInboundOut(part)) }
+            var stays = true
+            for part in parts where !pass(part, context, mayOpen: false) { stays = false }
             context.fireChannelReadComplete()
+            if !stays { context.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
             return
         }
         decide(false)
@@ -205,6 +230,12 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         guard let context, case .streaming(let subscription, _) = state else { return }
         var wrote = false
         defer { if wrote { context.flush() } }
+        // A stream that ended while its client reads nothing: nothing more would be written.
+        if !context.channel.isWritable, subscription.queue.isClosed {
+            end()
+            context.close(promise: nil)
+            return
+        }
         while context.channel.isWritable {
             let frame: StreamFrame
             switch subscription.queue.poll() {
@@ -230,8 +261,16 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private func finish() {
         guard let context, case .streaming = state else { return }
         end()
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        context.close(promise: nil)
+        // Closed once what was written has gone out (a last `closed` event included), or after
+        // ten seconds of a client that does not read it.
+        let channel = context.channel
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        let timeout = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+        written.futureResult.whenComplete { _ in
+            timeout.cancel()
+            channel.close(promise: nil)
+        }
     }
 
     private func end() {

@@ -244,6 +244,9 @@ final class Channel: Sendable {
         _ connection: NavigatorConnection, release: @escaping @Sendable () -> Void,
         ended: @escaping @Sendable (String) -> Void
     ) {
+        // The pool's place is given back once, whichever way the follow ends.
+        let once = Once()
+        let release: @Sendable () -> Void = { if once.first() { release() } }
         let following = connection.follow(
             .session(session), audit: false, onEvent: { [weak self] event in self?.receive(event) },
             onEnd: { [weak self] error in
@@ -262,10 +265,13 @@ final class Channel: Sendable {
             })
         let early = state.withLock { state -> String? in
             if let reason = state.followEnded { return reason }
+            // Failed meanwhile (the hub is stopping): the follow is not kept.
+            if state.ended { return "the stream's channel ended" }
             state.following = (connection, following, release)
             return nil
         }
         if let early {
+            connection.unfollow(following)
             release()
             ended(early)
             fail(early)
@@ -422,4 +428,10 @@ final class FollowerPool: Sendable {
         }
         for connection in all { await connection.close() }
     }
+}
+
+/// True the first time only.
+final class Once: Sendable {
+    private let done = Atomic<Bool>(false)
+    func first() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
 }

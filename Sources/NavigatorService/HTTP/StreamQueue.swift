@@ -216,4 +216,7 @@ final class StreamQueue: Sendable {
     }
 
     var overflows: Int { state.withLock { $0.overflows } }
+
+    /// Whether the queue was closed.
+    var isClosed: Bool { state.withLock { $0.closed } }
 }
