@@ -173,34 +173,41 @@ struct RejectCodeTests {
         return seen.value!
     }
 
-    /// Queues a backlog of intents, stops the service and asks for stats until a request is
-    /// refused as SHUTTING_DOWN (or the service is gone); returns that message.
+    /// Holds one worker (its shard locked) at an intent, stops the service and asks for stats
+    /// until a request is refused as SHUTTING_DOWN (or the service is gone); returns that message.
+    /// The held worker cannot report that it stopped, so the service stays in its stopping window
+    /// however fast the machine is; the worker is let go once the refusal came.
     static func duringShutdown(_ server: NavigatorServer, _ endpoints: Endpoints) async throws -> String? {
-        try await onThread {
-            let client = try Client(endpoints)
-            for index in 0..<20_000 {
-                try client.send(wireIntent("b\(index)", [ScreenContext("settings")]), session: "load\(index % 64)")
-            }
-        }
-        let stopping = Task { await server.stop() }
-        defer { _ = stopping }
+        let worker = SessionStore.shardIndex(of: "load0", count: server.store.shards.count)
         return try await onThread { () throws -> String? in
+            let client = try Client(endpoints)
+            _ = try client.request(.stats(.init()))  // connected before the worker stalls
             let context = try Context()
             let dealer = try Socket(context, type: .dealer)
             try dealer.set(.receiveTimeout, .seconds(2))
             try dealer.connect(endpoints.requests[0])
-            let request: [UInt8] = try Navigator_V1_Request.with {
-                $0.requestID = "s"
-                $0.stats = .init()
-            }.serializedBytes()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while ContinuousClock.now < deadline {
-                try dealer.send(multipart: [[], request])
-                guard let frames = try? dealer.receiveMultipart() else { return nil }  // gone
-                let reply = try Navigator_V1_Reply(serializedBytes: frames.last!.bytes)
-                if reply.rejected.code == .shuttingDown { return reply.rejected.message }
+            return try server.store.shards[worker].records.withLock { _ -> String? in
+                let before = server.counters.handled[worker].load
+                try client.send(wireIntent("b0", [ScreenContext("settings")], session: "load0"), session: "load0")
+                let deadline = ContinuousClock.now + .seconds(20)
+                while server.counters.handled[worker].load == before {
+                    guard ContinuousClock.now < deadline else { return nil }
+                    usleep(1000)
+                }
+                let stopping = Task { await server.stop() }
+                _ = stopping
+                let request: [UInt8] = try Navigator_V1_Request.with {
+                    $0.requestID = "s"
+                    $0.stats = .init()
+                }.serializedBytes()
+                while ContinuousClock.now < deadline {
+                    try dealer.send(multipart: [[], request])
+                    guard let frames = try? dealer.receiveMultipart() else { return nil }  // gone
+                    let reply = try Navigator_V1_Reply(serializedBytes: frames.last!.bytes)
+                    if reply.rejected.code == .shuttingDown { return reply.rejected.message }
+                }
+                return nil
             }
-            return nil
         }
     }
 }
