@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // Already under Hummingbird; named for the stream handler that runs in its NIO pipeline.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // Already under jwt-kit: SHA-1 for the WebSocket handshake done in the stream handler.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // Bearer tokens (JWT) for HTTP in secure mode; navctl token issues them.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
@@ -68,6 +70,8 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             // The live session page: plain HTML, CSS and JavaScript modules, served as they are.

@@ -285,7 +285,11 @@ struct HTTPAPITests {
             let short = try await token("alice-phone", "shell", ["s1"], lifetime: 3)
             let stream = try SSEClient(address, "/v1/sessions/s1/stream?access_token=\(short)")
             defer { stream.close() }
+            // The same over WebSocket: the `closed` event, then close code 4001.
+            let socket = try WebSocketClient(address, "/v1/sessions/s1/stream?access_token=\(short)")
+            defer { socket.close() }
             try await stream.wait("a snapshot") { !$0.isEmpty }
+            try await socket.wait("a snapshot") { !$0.isEmpty }
             let events = try await stream.wait("the closing event", timeout: .seconds(15)) {
                 $0.contains { $0.event == "closed" }
             }
@@ -297,6 +301,17 @@ struct HTTPAPITests {
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
+            let messages = try await socket.wait("the closing event", timeout: .seconds(15)) {
+                $0.contains { $0.hasPrefix(#"{"closed""#) }
+            }
+            #expect(messages.last?.contains("token expired") == true)
+            while socket.closeCode == nil {
+                guard ContinuousClock.now < deadline else {
+                    throw TestFailure("no close frame after the token expired")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(socket.closeCode == 4001)
             // Without a token the stream is refused.
             let refused = try await onThread { try http(address, "GET /v1/sessions/s1/stream HTTP/1.1\r\n\r\n") }
             #expect(refused.status == "HTTP/1.1 401 Unauthorized")

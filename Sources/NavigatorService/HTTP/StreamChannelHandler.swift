@@ -4,6 +4,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOWebSocket
 import NavigatorWire
 
 /// Serves `GET /v1/sessions/{id}/stream` as Server-Sent Events inside the connection's channel
@@ -87,7 +88,8 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     /// request: what follows may not be HTTP, and this handler must leave the pipeline.
     private func pass(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext, mayOpen: Bool) -> Bool {
         if case .head(let head) = part {
-            if mayOpen, responsesOwed == 0, head.method == .GET, !head.headers.contains(name: "upgrade"),
+            if mayOpen, responsesOwed == 0, head.method == .GET,
+                !head.headers.contains(name: "upgrade") || WebSocketStreamHandler.acceptKey(head) != nil,
                 let session = Self.streamedSession(head.uri)
             {
                 open(session, head, context)
@@ -204,6 +206,10 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         if let idle = try? operations.handler(type: HTTPConnectionStateHandler.self) {
             operations.removeHandler(idle, promise: nil)
         }
+        if case .head(let request) = parts.first, let accept = WebSocketStreamHandler.acceptKey(request) {
+            becomeWebSocket(request, accept: accept, subscription, expiry, context)
+            return
+        }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let closer = expiry.map { expiry in
             context.eventLoop.scheduleTask(in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))) {
@@ -223,6 +229,36 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         context.flush()
         let loop = context.eventLoop
         subscription.queue.setNotify { loop.execute { bound.value.drain() } }
+    }
+
+    /// The upgrade to WebSocket, done here: `101 Switching Protocols`, then the WebSocket frame
+    /// codec and a ``WebSocketStreamHandler`` take the place of HTTP/1 and of this handler.
+    private func becomeWebSocket(
+        _ request: HTTPRequestHead, accept: String, _ subscription: StreamSubscription, _ expiry: Date?,
+        _ context: ChannelHandlerContext
+    ) {
+        state = .ended
+        let headers = HTTPHeaders([
+            ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", accept),
+        ])
+        context.writeAndFlush(
+            wrapOutboundOut(
+                .head(HTTPResponseHead(version: request.version, status: .switchingProtocols, headers: headers))),
+            promise: nil)
+        let operations = context.pipeline.syncOperations
+        do {
+            if let encoder = try? operations.handler(type: HTTPResponseEncoder.self) {
+                operations.removeHandler(encoder, promise: nil)
+            }
+            let stream = WebSocketStreamHandler(api: api, subscription: subscription, expiry: expiry)
+            try operations.addHandlers(
+                [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 16)), WebSocketFrameEncoder(), stream],
+                position: .after(self))
+            operations.removeHandler(context: context, promise: nil)
+        } catch {
+            subscription.close()
+            context.close(promise: nil)
+        }
     }
 
     /// Writes what the queue holds while the channel takes it.

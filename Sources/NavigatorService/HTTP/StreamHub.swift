@@ -146,6 +146,8 @@ final class StreamSubscription: Sendable {
     private let id: Int
     let queue: StreamQueue
     private let left = Atomic<Bool>(false)
+    /// The session streamed.
+    var session: String { channel.session }
 
     fileprivate init(hub: StreamHub, channel: Channel, id: Int, queue: StreamQueue) {
         self.hub = hub

@@ -52,6 +52,9 @@ struct StreamFrame: Sendable {
     /// A `navigator.v1.StreamEvent` in protobuf's JSON mapping (empty for a heartbeat).
     var json: [UInt8] { serverSentEvent.getBytes(at: jsonStart, length: jsonCount) ?? [] }
 
+    /// The JSON as a slice of `serverSentEvent` (no copy): a WebSocket text message.
+    var jsonBytes: ByteBuffer { serverSentEvent.getSlice(at: jsonStart, length: jsonCount) ?? ByteBuffer() }
+
     /// `epoch:seq`, the SSE id and what a client resumes from.
     var id: String? { position.map { "\($0.epoch):\($0.seq)" } }
 

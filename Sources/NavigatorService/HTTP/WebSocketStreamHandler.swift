@@ -1,0 +1,223 @@
+import Crypto
+import Foundation
+import HummingbirdWebSocket
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+import NavigatorWire
+
+/// A WebSocket session stream inside the connection's pipeline, after ``StreamChannelHandler``
+/// answered the upgrade: no task per connection. The same events as SSE, one
+/// `navigator.v1.StreamEvent` in JSON per text message (the bytes of the session's encoded
+/// event, shared), heartbeats as pings, written only while the channel is writable. Text
+/// messages from the client are `navigator.v1.Request`s in JSON, answered with a `reply` event;
+/// at most ``maxInFlight`` are answered at once — beyond, the client is not read from.
+final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    static let maxInFlight = 8
+
+    private let api: HTTPAPI
+    private let subscription: StreamSubscription
+    private let expiry: Date?
+    private var closer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+    private var ended = false
+    /// A message that came in several frames, so far.
+    private var message: ByteBuffer?
+    private var messageIsText = false
+    private var inFlight = 0
+
+    init(api: HTTPAPI, subscription: StreamSubscription, expiry: Date?) {
+        self.api = api
+        self.subscription = subscription
+        self.expiry = expiry
+    }
+
+    /// `Sec-WebSocket-Accept` for a WebSocket upgrade request this service can take (GET,
+    /// `Upgrade: websocket`, version 13, a key); nil for anything else.
+    static func acceptKey(_ head: HTTPRequestHead) -> String? {
+        guard head.method == .GET,
+            head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }),
+            head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "upgrade" }),
+            head.headers.first(name: "sec-websocket-version") == "13",
+            let key = head.headers.first(name: "sec-websocket-key"), !key.isEmpty
+        else { return nil }
+        let digest = Insecure.SHA1.hash(data: Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
+        return Data(digest).base64EncodedString()
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let subscription = self.subscription
+        if let expiry {
+            closer = context.eventLoop.scheduleTask(
+                in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))
+            ) { subscription.queue.push(.frame(HTTPAPI.expiredFrame)) }
+        }
+        let loop = context.eventLoop
+        subscription.queue.setNotify { loop.execute { bound.value.drain() } }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        end()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drain() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The server is stopping, or the client closed its side: 1001, going away.
+        if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+            close(code: .goingAway, reason: "navigatord is stopping or the client closed its side")
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A frame the decoder refused (too large, malformed): 1002 or 1009, as RFC 6455 says.
+        if let error = error as? NIOWebSocketError {
+            close(
+                code: error == .invalidFrameLength ? .messageTooLarge : .protocolError,
+                reason: "a WebSocket frame this service cannot take: \(error)")
+        } else {
+            end()
+            context.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !ended else { return }
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            message = frame.unmaskedData
+            messageIsText = frame.opcode == .text
+            if frame.fin { received() }
+        case .continuation:
+            guard var partial = message else {
+                return close(code: .protocolError, reason: "a continuation frame with no message begun")
+            }
+            var data = frame.unmaskedData
+            guard partial.readableBytes + data.readableBytes <= api.maxBodyBytes else {
+                return close(
+                    code: .messageTooLarge, reason: "a message over \(api.maxBodyBytes) bytes; expected fewer")
+            }
+            partial.writeBuffer(&data)
+            message = partial
+            if frame.fin { received() }
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readWebSocketErrorCode() ?? .normalClosure
+            close(code: code, reason: "")
+        default:
+            break  // pong, reserved opcodes
+        }
+    }
+
+    /// A whole message from the client: a Request, answered on the stream.
+    private func received() {
+        guard let context, var bytes = message else { return }
+        message = nil
+        let incoming: WebSocketMessage =
+            messageIsText
+            ? .text(bytes.readString(length: bytes.readableBytes) ?? "") : .binary(bytes)
+        inFlight += 1
+        if inFlight >= Self.maxInFlight {
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        }
+        let (api, session, loop) = (self.api, subscription.session, context.eventLoop)
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        Task {
+            let reply = await api.answer(incoming, session: session)
+            var event = Navigator_V1_StreamEvent()
+            event.reply = reply
+            let frame = StreamFrame(.reply, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [])
+            loop.execute { bound.value.answered(frame) }
+        }
+    }
+
+    private func answered(_ frame: StreamFrame) {
+        inFlight -= 1
+        if inFlight == Self.maxInFlight - 1, let context, !ended {
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        }
+        subscription.queue.push(.frame(frame))
+    }
+
+    /// Writes what the queue holds while the channel takes it.
+    private func drain() {
+        guard let context, !ended else { return }
+        var wrote = false
+        defer { if wrote { context.flush() } }
+        if !context.channel.isWritable, subscription.queue.isClosed {
+            end()
+            context.close(promise: nil)
+            return
+        }
+        while context.channel.isWritable {
+            let frame: StreamFrame
+            switch subscription.queue.poll() {
+            case .empty: return
+            case .closed:
+                close(code: .goingAway, reason: "the stream ended; reconnect")
+                return
+            case .item(.frame(let queued)): frame = queued
+            case .item(.snapshotNow):
+                guard let snapshot = subscription.snapshotNow() else { continue }
+                frame = snapshot
+            }
+            if frame.kind == .heartbeat {
+                context.write(
+                    wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
+            } else {
+                context.write(
+                    wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: frame.jsonBytes)), promise: nil)
+            }
+            wrote = true
+            if frame.kind == .closed {
+                // 4001: the token expired (an application code: refresh and reconnect).
+                close(code: .init(codeNumber: 4001), reason: "token expired")
+                return
+            }
+        }
+    }
+
+    /// Sends a close frame, then closes the connection once it is written (10 s at most).
+    private func close(code: WebSocketErrorCode, reason: String) {
+        guard let context, !ended else { return }
+        end()
+        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.write(webSocketErrorCode: code)
+        data.writeString(String(reason.utf8.prefix(120)) ?? "")
+        let channel = context.channel
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(
+            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: written)
+        let timeout = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+        written.futureResult.whenComplete { _ in
+            timeout.cancel()
+            channel.close(promise: nil)
+        }
+    }
+
+    private func end() {
+        guard !ended else { return }
+        ended = true
+        closer?.cancel()
+        subscription.close()
+    }
+}
