@@ -3,7 +3,7 @@
 # the HTTP path, then N more held open (scripts/open-streams.py); navigatord's RSS growth per
 # stream once all have their snapshot. Twice: each stream on a session of its own, then all on
 # one session (the per-connection part alone).
-#   scripts/bench-streams.sh [N]
+#   scripts/bench-streams.sh [N]        (MODE=ws: WebSocket streams; MODE=keepalive: plain connections)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
