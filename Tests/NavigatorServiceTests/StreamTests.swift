@@ -437,6 +437,24 @@ struct StreamTests {
             defer { resumed.close() }
             let again = try await resumed.wait("recovered") { !$0.isEmpty }
             #expect(try Navigator_V1_StreamEvent(jsonString: again[0]).recovered.missed == 0)
+            // Many requests at once: each answered (at most 8 in flight; the rest wait unread).
+            for index in 0..<30 { resumed.send(text: #"{"requestId":"f\#(index)","snapshot":{}}"#) }
+            _ = try await resumed.wait("30 replies") { messages in
+                messages.filter { $0.hasPrefix(#"{"reply""#) }.count >= 30
+            }
+            // A message over four times maxMessageBytes (here in five frames of 60,000 bytes)
+            // closes the stream with 1009.
+            let part = [UInt8](repeating: 0x20, count: 60_000)
+            resumed.send(opcode: 0x1, part, fin: false)
+            for index in 1..<5 { resumed.send(opcode: 0x0, part, fin: index == 4) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while resumed.closeCode == nil {
+                guard ContinuousClock.now < deadline else {
+                    throw TestFailure("no close frame after an oversize frame")
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(resumed.closeCode == 1009)
         }
     }
 

@@ -98,12 +98,15 @@ final class WebSocketClient: Sendable {
     }
 
     /// One masked frame.
-    func send(opcode: UInt8, _ payload: [UInt8]) {
-        var frame: [UInt8] = [0x80 | opcode]
+    func send(opcode: UInt8, _ payload: [UInt8], fin: Bool = true) {
+        var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         if payload.count < 126 {
             frame.append(0x80 | UInt8(payload.count))
-        } else {
+        } else if payload.count < 65536 {
             frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            frame.append(0x80 | 127)
+            frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
         }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
