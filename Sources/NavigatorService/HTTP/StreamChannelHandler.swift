@@ -7,21 +7,22 @@ import NIOHTTP1
 import NIOWebSocket
 import NavigatorWire
 
-/// Serves `GET /v1/sessions/{id}/stream` as Server-Sent Events inside the connection's channel
-/// pipeline. Hummingbird gives each connection a task, which keeps the high-water mark of its
-/// async frames (about 9 KiB once a request has been handled, 16 KiB inside a handler) for as
-/// long as the connection lives; a stream taken here never reaches it, so the connection's task
-/// stays where it waits for the first request (about 2.5 KiB), and the stream costs its NIO
-/// channel, this handler and its queue. Each frame is one write of a buffer encoded once per
-/// session, on the channel's event loop, only while the channel is writable: a reader that falls
-/// behind leaves its events in the bounded ``StreamQueue``, which turns them into a snapshot.
+/// Serves `GET /v1/sessions/{id}/stream` — as Server-Sent Events, or as a WebSocket when the
+/// request asks for the upgrade — inside the connection's channel pipeline. Hummingbird gives each
+/// connection a task, which keeps the high-water mark of its async frames (about 9 KiB once a
+/// request has been handled, 16 KiB inside a handler) for as long as the connection lives; a
+/// stream taken here never reaches it, the connection's task ends (``StreamingHTTPChannel``), and
+/// the stream costs its NIO channel, this handler (or ``WebSocketStreamHandler``) and its queue.
+/// Each event is one write of a buffer encoded once per session, on the channel's event loop,
+/// only while the channel is writable: a reader that falls behind leaves its events in the
+/// bounded ``StreamQueue``, which turns them into a snapshot.
 ///
 /// It sits right after the HTTP/1 request decoder, before the WebSocket upgrade negotiation and
 /// Hummingbird's connection handling. A request it does not take — any other, a stream request
-/// while a response of Hummingbird's is still being written — passes through untouched; an
-/// upgrade request removes it from the pipeline (the connection becomes a WebSocket, served as
-/// before); a stream request it cannot serve (refused, malformed, over the limit) is passed on
-/// after all, and the route answers it with the error, so every refusal is written in one place.
+/// while a response of Hummingbird's is still being written — passes through untouched; another
+/// upgrade request removes it from the pipeline; a stream request it cannot serve (refused,
+/// malformed, over the limit) is passed on after all, and Hummingbird's route or WebSocket upgrade
+/// answers it with the error, so every refusal is written in one place.
 final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
