@@ -126,7 +126,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // The server is stopping (a stream ends: its client reconnects elsewhere or later), or
         // the client closed its side (the server allows half-closure; a stream has no more use).
-        if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+        if Self.endsStream(event) {
             switch state {
             case .streaming: finish()
             case .opening: stopping = true
@@ -134,6 +134,12 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             }
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Whether a pipeline event ends a stream: the server is stopping, or the client closed its
+    /// sending side (the server allows half-closure; a stream has no more use for the connection).
+    static func endsStream(_ event: Any) -> Bool {
+        event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed
     }
 
     /// The session of a stream path (`/v1/sessions/{id}/stream`, any query), nil for other paths.
@@ -298,16 +304,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private func finish() {
         guard let context, case .streaming = state else { return }
         end()
-        // Closed once what was written has gone out (a last `closed` event included), or after
-        // ten seconds of a client that does not read it.
-        let channel = context.channel
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
-        let timeout = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
-        written.futureResult.whenComplete { _ in
-            timeout.cancel()
-            channel.close(promise: nil)
-        }
+        context.writeThenClose(wrapOutboundOut(.end(nil)))
     }
 
     private func end() {
@@ -320,6 +317,21 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             return
         }
         state = .ended
+    }
+}
+
+extension ChannelHandlerContext {
+    /// Writes and flushes `data`, then closes the channel once it went out (whatever was written
+    /// before it included) — or after ten seconds of a client that does not read.
+    func writeThenClose(_ data: NIOAny) {
+        let channel = self.channel
+        let written = eventLoop.makePromise(of: Void.self)
+        writeAndFlush(data, promise: written)
+        let timeout = eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
+        written.futureResult.whenComplete { _ in
+            timeout.cancel()
+            channel.close(promise: nil)
+        }
     }
 }
 

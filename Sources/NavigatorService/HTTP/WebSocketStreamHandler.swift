@@ -78,7 +78,7 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // The server is stopping, or the client closed its side: 1001, going away.
-        if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+        if StreamChannelHandler.endsStream(event) {
             close(code: .goingAway, reason: "navigatord is stopping or the client closed its side")
         }
         context.fireUserInboundEventTriggered(event)
@@ -203,15 +203,7 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
         var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         data.write(webSocketErrorCode: code)
         data.writeString(String(reason.utf8.prefix(120)) ?? "")
-        let channel = context.channel
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(
-            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: written)
-        let timeout = context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
-        written.futureResult.whenComplete { _ in
-            timeout.cancel()
-            channel.close(promise: nil)
-        }
+        context.writeThenClose(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
     }
 
     private func end() {
