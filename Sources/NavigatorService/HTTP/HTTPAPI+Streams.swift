@@ -88,30 +88,11 @@ extension HTTPAPI {
     func webSocketTarget(path: String, lastEventID: String?, authorization: String?) async -> (
         session: String, since: (epoch: UInt64, seq: UInt64)?, expiry: Date?
     )? {
-        let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let segments = parts[0].split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count == 5, segments[1] == "v1", segments[2] == "sessions", segments[4] == "stream",
-            let session = String(segments[3]).removingPercentEncoding, SessionID.problem(with: session) == nil
-        else { return nil }
-        var sinceText = lastEventID
-        var accessToken: String?
-        if parts.count == 2 {
-            for pair in parts[1].split(separator: "&") {
-                if sinceText == nil, pair.hasPrefix("since=") {
-                    sinceText = String(pair.dropFirst(6)).removingPercentEncoding
-                }
-                if pair.hasPrefix("access_token=") { accessToken = String(pair.dropFirst(13)).removingPercentEncoding }
-            }
-        }
-        let expiry: Date?
-        do {
-            expiry = try await authorize(header: authorization, query: accessToken, .follow(session: session))
-        } catch {
-            return nil  // the SSE route answers the same request with the refusal
-        }
-        guard let sinceText, !sinceText.isEmpty else { return (session, nil, expiry) }
-        guard let since = StreamFrame.position(sinceText) else { return nil }
-        return (session, since, expiry)
+        guard let rawSession = StreamChannelHandler.streamedSession(path) else { return nil }
+        let query = path.firstIndex(of: "?").map { String(path[$0...].dropFirst()) }
+        // Refused (the SSE route answers the same request with the refusal) or not a stream: nil.
+        return try? await streamTarget(
+            rawSession: rawSession, query: query, lastEventID: lastEventID, authorization: authorization)
     }
 
     /// A WebSocket stream: the same events as SSE, one `StreamEvent` in JSON per text message

@@ -90,7 +90,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private func pass(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext, mayOpen: Bool) -> Bool {
         if case .head(let head) = part {
             if mayOpen, responsesOwed == 0, head.method == .GET,
-                !head.headers.contains(name: "upgrade") || WebSocketStreamHandler.acceptKey(head) != nil,
+                !head.headers.contains(name: "upgrade") || WebSocketStreamHandler.isUpgrade(head),
                 let session = Self.streamedSession(head.uri)
             {
                 open(session, head, context)
@@ -218,12 +218,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             return
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let closer = expiry.map { expiry in
-            context.eventLoop.scheduleTask(in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))) {
-                subscription.queue.push(.frame(HTTPAPI.expiredFrame))
-            }
-        }
-        state = .streaming(subscription, closer)
+        state = .streaming(subscription, subscription.expire(at: expiry, on: context.eventLoop))
         guard case .head(let request) = parts.first else { return }
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
@@ -281,15 +276,12 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
         while context.channel.isWritable {
             let frame: StreamFrame
-            switch subscription.queue.poll() {
+            switch subscription.poll() {
             case .empty: return
             case .closed:
                 finish()
                 return
-            case .item(.frame(let queued)): frame = queued
-            case .item(.snapshotNow):
-                guard let snapshot = subscription.snapshotNow() else { continue }
-                frame = snapshot
+            case .frame(let next): frame = next
             }
             context.write(wrapOutboundOut(.body(.byteBuffer(frame.serverSentEvent))), promise: nil)
             wrote = true
@@ -307,14 +299,11 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         context.writeThenClose(wrapOutboundOut(.end(nil)))
     }
 
+    /// Closes the subscription of a running stream; one still opening is closed by `opened`.
     private func end() {
         if case .streaming(let subscription, let closer) = state {
             closer?.cancel()
             subscription.close()
-        }
-        if case .opening = state {
-            state = .ended  // `opened` closes the subscription when it comes
-            return
         }
         state = .ended
     }
@@ -370,10 +359,12 @@ struct StreamingHTTPChannel: ServerChildChannel {
 }
 
 extension HTTPAPI {
-    /// Opens a stream for a request taken by ``StreamChannelHandler``: the same checks, in the
-    /// same order, as the route.
-    func openStream(rawSession: String, query: String?, lastEventID: String?, authorization: String?) async throws
-        -> (StreamSubscription, Date?)
+    /// What a stream request asks for, checked as the SSE route checks it: the session (its raw,
+    /// percent-encoded form from the path), the caller's authorization (`Authorization` header or
+    /// `?access_token=`; the token's expiry) and where to resume (`Last-Event-ID`, else
+    /// `?since=epoch:seq`). Throws the refusal.
+    func streamTarget(rawSession: String, query: String?, lastEventID: String?, authorization: String?)
+        async throws -> (session: String, since: (epoch: UInt64, seq: UInt64)?, expiry: Date?)
     {
         guard let session = rawSession.removingPercentEncoding, SessionID.problem(with: session) == nil else {
             throw APIError(.invalidSession, "not a session id")
@@ -387,11 +378,17 @@ extension HTTPAPI {
             }
         }
         let expiry = try await authorize(header: authorization, query: accessToken, .follow(session: session))
-        var since: (epoch: UInt64, seq: UInt64)?
-        if let sinceText, !sinceText.isEmpty {
-            guard let position = StreamFrame.position(sinceText) else { throw APIError(.malformed, "not epoch:seq") }
-            since = position
-        }
-        return (try await hub.subscribe(session, since: since), expiry)
+        guard let sinceText, !sinceText.isEmpty else { return (session, nil, expiry) }
+        guard let since = StreamFrame.position(sinceText) else { throw APIError(.malformed, "not epoch:seq") }
+        return (session, since, expiry)
+    }
+
+    /// Opens a stream for a request taken by ``StreamChannelHandler``.
+    func openStream(rawSession: String, query: String?, lastEventID: String?, authorization: String?) async throws
+        -> (StreamSubscription, Date?)
+    {
+        let target = try await streamTarget(
+            rawSession: rawSession, query: query, lastEventID: lastEventID, authorization: authorization)
+        return (try await hub.subscribe(target.session, since: target.since), target.expiry)
     }
 }

@@ -1,4 +1,6 @@
+import Foundation
 import Logging
+import NIOCore
 import NavigatorClient
 import NavigatorCore
 import NavigatorWire
@@ -169,6 +171,35 @@ final class StreamSubscription: Sendable {
 
     /// The session as it is now, for a reader that fell behind (nil before the first snapshot).
     func snapshotNow() -> StreamFrame? { channel.snapshotFor(queue) }
+
+    /// What ``poll()`` finds.
+    enum Polled {
+        case frame(StreamFrame)
+        case empty
+        case closed
+    }
+
+    /// The next frame to write without waiting (a reader that fell behind gets the snapshot), for
+    /// the pipeline's stream handlers; `empty` re-arms the queue's notification.
+    func poll() -> Polled {
+        while true {
+            switch queue.poll() {
+            case .item(.frame(let frame)): return .frame(frame)
+            case .item(.snapshotNow): if let frame = snapshotNow() { return .frame(frame) }
+            case .empty: return .empty
+            case .closed: return .closed
+            }
+        }
+    }
+
+    /// Secure mode: at `expiry` the stream gets its last event, `closed`, saying the token expired.
+    func expire(at expiry: Date?, on loop: any EventLoop) -> Scheduled<Void>? {
+        guard let expiry else { return nil }
+        let queue = self.queue
+        return loop.scheduleTask(in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))) {
+            queue.push(.frame(HTTPAPI.expiredFrame))
+        }
+    }
 
     func close() {
         guard !left.exchange(true, ordering: .relaxed) else { return }

@@ -38,25 +38,24 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     /// `Sec-WebSocket-Accept` for a WebSocket upgrade request this service can take (GET,
     /// `Upgrade: websocket`, version 13, a key); nil for anything else.
     static func acceptKey(_ head: HTTPRequestHead) -> String? {
-        guard head.method == .GET,
-            head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }),
-            head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "upgrade" }),
-            head.headers.first(name: "sec-websocket-version") == "13",
-            let key = head.headers.first(name: "sec-websocket-key"), !key.isEmpty
-        else { return nil }
+        guard isUpgrade(head), let key = head.headers.first(name: "sec-websocket-key") else { return nil }
         let digest = Insecure.SHA1.hash(data: Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
         return Data(digest).base64EncodedString()
+    }
+
+    /// Whether `head` is a WebSocket upgrade request this service can take.
+    static func isUpgrade(_ head: HTTPRequestHead) -> Bool {
+        head.method == .GET
+            && head.headers[canonicalForm: "upgrade"].contains { $0.lowercased() == "websocket" }
+            && head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
+            && head.headers.first(name: "sec-websocket-version") == "13"
+            && !(head.headers.first(name: "sec-websocket-key") ?? "").isEmpty
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let subscription = self.subscription
-        if let expiry {
-            closer = context.eventLoop.scheduleTask(
-                in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))
-            ) { subscription.queue.push(.frame(HTTPAPI.expiredFrame)) }
-        }
+        closer = subscription.expire(at: expiry, on: context.eventLoop)
         let loop = context.eventLoop
         subscription.queue.setNotify { loop.execute { bound.value.drain() } }
     }
@@ -170,15 +169,12 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
         }
         while context.channel.isWritable {
             let frame: StreamFrame
-            switch subscription.queue.poll() {
+            switch subscription.poll() {
             case .empty: return
             case .closed:
                 close(code: .goingAway, reason: "the stream ended; reconnect")
                 return
-            case .item(.frame(let queued)): frame = queued
-            case .item(.snapshotNow):
-                guard let snapshot = subscription.snapshotNow() else { continue }
-                frame = snapshot
+            case .frame(let next): frame = next
             }
             if frame.kind == .heartbeat {
                 context.write(
