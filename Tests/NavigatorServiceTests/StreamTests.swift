@@ -332,7 +332,7 @@ struct StreamTests {
             }
             let caughtUp = try #require(await next())
             #expect(caughtUp.kind == .snapshot)
-            let snapshot = try Navigator_V1_StreamEvent(jsonUTF8Bytes: caughtUp.json).snapshot
+            let snapshot = try Navigator_V1_StreamEvent(jsonString: String(buffer: caughtUp.jsonBytes)).snapshot
             // The snapshot has every batch so far; what follows (if anything) is newer.
             #expect(snapshot.seq >= 4)
             #expect(api.hub.connections == 1)

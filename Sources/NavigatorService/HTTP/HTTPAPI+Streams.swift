@@ -119,7 +119,7 @@ extension HTTPAPI {
             group.addTask {
                 while let frame = await subscription.next() {
                     guard frame.kind != .heartbeat else { continue }
-                    try await outbound.writeTextMessage(String(decoding: frame.json, as: UTF8.self))
+                    try await outbound.writeTextMessage(String(buffer: frame.jsonBytes))
                     if frame.kind == .closed {
                         // 4001: the token expired (an application code: refresh and reconnect).
                         try await outbound.close(.init(codeNumber: 4001), reason: "token expired")

@@ -296,18 +296,19 @@ final class Channel: Sendable {
                 ended(reason)
                 fail(reason)
             })
-        let early = state.withLock { state -> String? in
-            if let reason = state.followEnded { return reason }
-            // Failed meanwhile (the hub is stopping): the follow is not kept.
-            if state.ended { return "the stream's channel ended" }
+        // The follow may have ended already (its `onEnd` found nothing recorded), or the channel
+        // failed meanwhile (the hub is stopping): then it is not kept.
+        let (endedItself, channelEnded) = state.withLock { state -> (String?, Bool) in
+            if state.followEnded != nil || state.ended { return (state.followEnded, state.ended) }
             state.following = (connection, following, release)
-            return nil
+            return (nil, false)
         }
-        if let early {
-            connection.unfollow(following)
-            release()
-            ended(early)
-            fail(early)
+        guard endedItself != nil || channelEnded else { return }
+        connection.unfollow(following)
+        release()
+        if let endedItself, !channelEnded {
+            ended(endedItself)
+            fail(endedItself)
         }
     }
 

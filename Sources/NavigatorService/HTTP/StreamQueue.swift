@@ -49,10 +49,8 @@ struct StreamFrame: Sendable {
 
     static let heartbeat = StreamFrame(.heartbeat, position: nil, json: [])
 
-    /// A `navigator.v1.StreamEvent` in protobuf's JSON mapping (empty for a heartbeat).
-    var json: [UInt8] { serverSentEvent.getBytes(at: jsonStart, length: jsonCount) ?? [] }
-
-    /// The JSON as a slice of `serverSentEvent` (no copy): a WebSocket text message.
+    /// The `navigator.v1.StreamEvent` in protobuf's JSON mapping (empty for a heartbeat), as a
+    /// slice of `serverSentEvent` (no copy): a WebSocket text message.
     var jsonBytes: ByteBuffer { serverSentEvent.getSlice(at: jsonStart, length: jsonCount) ?? ByteBuffer() }
 
     /// `epoch:seq`, the SSE id and what a client resumes from.
