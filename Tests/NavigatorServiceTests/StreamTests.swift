@@ -368,6 +368,30 @@ struct StreamTests {
         }
     }
 
+    @Test(
+        "a burst of new sessions fills the followers' connections one at a time: 50 at once on 10 per connection open 5"
+    )
+    func followerPool() async throws {
+        try await withService { _, endpoints in
+            let service = try HTTPAPI.serviceEndpoints(endpoints, nil)
+            let pool = FollowerPool(capacity: 10, endpoints: { service })
+            let taken = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<50 { group.addTask { try await pool.take().1 } }
+                var slots: [Int] = []
+                for try await slot in group { slots.append(slot) }
+                return slots
+            }
+            // Each taker that found no room used to open a connection of its own (a thread and a
+            // ZeroMQ context each): tens of them for a burst of new sessions.
+            #expect(pool.connections == 5)
+            #expect(Dictionary(grouping: taken, by: { $0 }).mapValues(\.count) == [0: 10, 1: 10, 2: 10, 3: 10, 4: 10])
+            pool.give(back: 2)
+            #expect(try await pool.take().1 == 2)
+            await pool.close()
+            await #expect(throws: HTTPAPI.APIError.self) { try await pool.take() }
+        }
+    }
+
     @Test("the queue: beyond its capacity what it holds becomes one snapshot marker; a closed queue ends")
     func queue() async {
         let queue = StreamQueue(capacity: 2)

@@ -57,6 +57,8 @@ final class StreamHub: Sendable {
         for channel in all { channel.fail("navigatord is stopping") }
     }
 
+    static let stoppingError = HTTPAPI.APIError(.shuttingDown, "navigatord is stopping and opens no new stream; retry")
+
     /// Stream connections open now.
     var connections: Int { open.load(ordering: .relaxed) }
 
@@ -64,7 +66,7 @@ final class StreamHub: Sendable {
     /// a snapshot, or `recovered` and the batches missed.
     func subscribe(_ session: String, since: (epoch: UInt64, seq: UInt64)?) async throws -> StreamSubscription {
         guard !closing.load(ordering: .acquiring) else {
-            throw HTTPAPI.APIError(.shuttingDown, "navigatord is stopping and opens no new stream; retry")
+            throw Self.stoppingError
         }
         guard open.add(1, ordering: .relaxed).newValue <= settings.maxStreams else {
             open.subtract(1, ordering: .relaxed)
@@ -426,39 +428,83 @@ final class Channel: Sendable {
 
 /// Client connections to the service's own sockets for the followers, each following at most
 /// `capacity` sessions (the service drops a subscriber holding more than
-/// `maxSubscriptionsPerPeer` topics).
+/// `maxSubscriptionsPerPeer` topics). One connection is opened at a time: takers that find no
+/// room wait for it, so a burst of new sessions opens one connection, not one each.
 final class FollowerPool: Sendable {
     let capacity: Int
     private let endpoints: @Sendable () async throws -> ServiceEndpoints
-    private let slots = Mutex<[(connection: NavigatorConnection, used: Int)]>([])
+
+    private struct State {
+        var slots: [(connection: NavigatorConnection, used: Int)] = []
+        /// The connection being opened, if one is.
+        var opening: Task<Void, any Error>?
+        var closed = false
+    }
+
+    private let state = Mutex(State())
 
     init(capacity: Int, endpoints: @escaping @Sendable () async throws -> ServiceEndpoints) {
         self.capacity = max(1, capacity)
         self.endpoints = endpoints
     }
 
+    /// Connections open now (tests and the service's metrics read it).
+    var connections: Int { state.withLock { $0.slots.count } }
+
+    private enum Found {
+        case slot(NavigatorConnection, Int)
+        case opening(Task<Void, any Error>)
+    }
+
     /// A connection with room for one more follower, and its slot to give back.
     func take() async throws -> (NavigatorConnection, Int) {
         while true {
-            let found = slots.withLock { slots -> (NavigatorConnection, Int)? in
-                guard let index = slots.firstIndex(where: { $0.used < capacity }) else { return nil }
-                slots[index].used += 1
-                return (slots[index].connection, index)
+            let found = state.withLock { state -> Found in
+                if let index = state.slots.firstIndex(where: { $0.used < capacity }) {
+                    state.slots[index].used += 1
+                    return .slot(state.slots[index].connection, index)
+                }
+                if let opening = state.opening { return .opening(opening) }
+                let opening = Task { try await self.open() }
+                state.opening = opening
+                return .opening(opening)
             }
-            if let found { return found }
+            switch found {
+            case .slot(let connection, let index): return (connection, index)
+            case .opening(let opening): try await opening.value
+            }
+        }
+    }
+
+    /// Opens one more connection and makes it a slot (closed at once if the pool closed meanwhile).
+    private func open() async throws {
+        do {
+            if state.withLock({ $0.closed }) { throw StreamHub.stoppingError }
             let connection = try await NavigatorConnection(endpoints: try await endpoints(), timeout: .seconds(5))
-            slots.withLock { $0.append((connection, 0)) }
+            let closed = state.withLock { state -> Bool in
+                state.opening = nil
+                if !state.closed { state.slots.append((connection, 0)) }
+                return state.closed
+            }
+            if closed {
+                await connection.close()
+                throw StreamHub.stoppingError
+            }
+        } catch {
+            state.withLock { $0.opening = nil }
+            throw error
         }
     }
 
     func give(back slot: Int) {
-        slots.withLock { slots in if slot < slots.count { slots[slot].used -= 1 } }
+        state.withLock { state in if slot < state.slots.count { state.slots[slot].used -= 1 } }
     }
 
     func close() async {
-        let all = slots.withLock { slots -> [NavigatorConnection] in
-            defer { slots = [] }
-            return slots.map(\.connection)
+        let all = state.withLock { state -> [NavigatorConnection] in
+            state.closed = true
+            defer { state.slots = [] }
+            return state.slots.map(\.connection)
         }
         for connection in all { await connection.close() }
     }
