@@ -81,7 +81,7 @@ struct IOLoop: Sendable {
         let clock = ContinuousClock()
         var intents: [PendingIntent] = []
         var requests: [String: PendingRequest] = [:]
-        var followers: [Int: SessionFollower] = [:]
+        var followers = Followers()
         var closing = false
         var closers: [CheckedContinuation<Void, Never>] = []
         var frames: [ZeroMQ.Message] = []
@@ -153,11 +153,11 @@ struct IOLoop: Sendable {
                 case .request(let id, let bytes, let done):
                     sendRequest(id, bytes, .caller(done))
                 case .follow(let follower):
-                    followers[follower.id] = follower
+                    followers.add(follower)
                     for topic in follower.topics { try? sockets.sub.subscribe(topic) }
                     snapshot(for: follower)
                 case .unfollow(let id):
-                    if let follower = followers.removeValue(forKey: id) {
+                    if let follower = followers.remove(id) {
                         for topic in follower.topics { try? sockets.sub.unsubscribe(topic) }
                     }
                 case .close(let done):
@@ -213,7 +213,7 @@ struct IOLoop: Sendable {
                 subConnected = true
                 for waiter in connectWaiters { waiter() }
                 connectWaiters.removeAll()
-                for follower in followers.values where follower.reconnected() == .resync { snapshot(for: follower) }
+                for follower in followers.all where follower.reconnected() == .resync { snapshot(for: follower) }
             }
 
             // Published messages.
@@ -224,7 +224,7 @@ struct IOLoop: Sendable {
                     })
                 else { continue }
                 let payload = frames[2].bytes
-                for follower in followers.values where follower.wants(kind, session) {
+                followers.each(wanting: kind, session) { follower in
                     if follower.receive(kind, header: header, payload: payload) == .resync { snapshot(for: follower) }
                 }
             }
@@ -247,7 +247,7 @@ struct IOLoop: Sendable {
                     "no reply from navigatord at \(endpoints.requests) within \(timeout) (\(endpoints.timeoutHint))")
                 switch pending.waiting {
                 case .caller(let continuation): continuation.resume(throwing: error)
-                case .snapshot(let id): followers.removeValue(forKey: id)?.fail(error)
+                case .snapshot(let id): followers.remove(id)?.fail(error)
                 case .instances: break  // asked again later
                 }
             }
@@ -262,7 +262,7 @@ struct IOLoop: Sendable {
             case .snapshot, .instances: break
             }
         }
-        for follower in followers.values { follower.finish() }
+        for follower in followers.all { follower.finish() }
         for waiter in connectWaiters { waiter() }
         sockets.push.close()
         sockets.dealer.close()

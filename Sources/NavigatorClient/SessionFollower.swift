@@ -153,6 +153,61 @@ final class SessionFollower {
     func finish() { sink.end(nil) }
 }
 
+/// A connection's followers, found by the session a published message is about: a message
+/// costs the followers of its session (and those of everything), not one look at each follower.
+struct Followers {
+    private var byID: [Int: SessionFollower] = [:]
+    /// Followers of one session (its mirror or its rejections), by that session.
+    private var bySession: [String: Set<Int>] = [:]
+    /// Followers of every session.
+    private var everything: Set<Int> = []
+
+    var isEmpty: Bool { byID.isEmpty }
+    var all: Dictionary<Int, SessionFollower>.Values { byID.values }
+
+    subscript(id: Int) -> SessionFollower? { byID[id] }
+
+    mutating func add(_ follower: SessionFollower) {
+        byID[follower.id] = follower
+        if let session = follower.target.session {
+            bySession[session, default: []].insert(follower.id)
+        } else {
+            everything.insert(follower.id)
+        }
+    }
+
+    mutating func remove(_ id: Int) -> SessionFollower? {
+        guard let follower = byID.removeValue(forKey: id) else { return nil }
+        if let session = follower.target.session {
+            bySession[session]?.remove(id)
+            if bySession[session]?.isEmpty == true { bySession[session] = nil }
+        } else {
+            everything.remove(id)
+        }
+        return follower
+    }
+
+    /// Calls `body` with each follower that wants a message of `kind` about `session`.
+    func each(wanting kind: FrameHeader.Kind, _ session: String, _ body: (SessionFollower) -> Void) {
+        for id in bySession[session] ?? [] {
+            if let follower = byID[id], follower.wants(kind, session) { body(follower) }
+        }
+        for id in everything {
+            if let follower = byID[id], follower.wants(kind, session) { body(follower) }
+        }
+    }
+}
+
+extension FollowTarget {
+    /// The one session followed (nil: every session).
+    var session: String? {
+        switch self {
+        case .session(let session), .rejections(let session): session
+        case .everything: nil
+        }
+    }
+}
+
 /// Where a follower's events go: an AsyncThrowingStream's continuation, or callbacks.
 struct FollowSink: Sendable {
     /// Each event, in order, on the connection's I/O thread.

@@ -48,31 +48,6 @@ public enum LoadRunner {
         defer { Task { await cluster.close() } }
         let before = try await cluster.stats()
         let service = try cluster.processes(plan)
-        let cpuBefore = service?.cpuSeconds
-        let navload = ProcessStats(pid: getpid())
-        let ownBefore = navload.cpuSeconds
-        let cpuFrom = wallClock()
-        // Soak: navigatord's RSS and CPU every `soakInterval` seconds, until the run ends.
-        let samples = Mutex<[LoadReport.Sample]>([])
-        let sampler = Task {
-            guard let interval = plan.soakInterval, let service else { return }
-            var lastCPU = service.cpuSeconds ?? 0
-            var lastAt = wallClock()
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-                guard !Task.isCancelled, let cpu = service.cpuSeconds, let rss = service.residentBytes else { return }
-                let now = wallClock()
-                let sample = LoadReport.Sample(
-                    seconds: Double(now - cpuFrom) / 1e9, rssBytes: rss,
-                    cpu: (cpu - lastCPU) / max(Double(now - lastAt) / 1e9, 0.001))
-                samples.withLock { $0.append(sample) }
-                soakProgress?(sample)
-                lastCPU = cpu
-                lastAt = now
-            }
-        }
-        defer { sampler.cancel() }
-
         // The subscriber, subscribed before anything is sent.
         let listener = Listener()
         let topics =
@@ -142,6 +117,33 @@ public enum LoadRunner {
             }
         }
         defer { followers.join() }
+
+        // navigatord's CPU is counted from here: opening the streams (a snapshot each) is not
+        // part of what the run measures.
+        let cpuBefore = service?.cpuSeconds
+        let navload = ProcessStats(pid: getpid())
+        let ownBefore = navload.cpuSeconds
+        let cpuFrom = wallClock()
+        // Soak: navigatord's RSS and CPU every `soakInterval` seconds, until the run ends.
+        let samples = Mutex<[LoadReport.Sample]>([])
+        let sampler = Task {
+            guard let interval = plan.soakInterval, let service else { return }
+            var lastCPU = service.cpuSeconds ?? 0
+            var lastAt = wallClock()
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+                guard !Task.isCancelled, let cpu = service.cpuSeconds, let rss = service.residentBytes else { return }
+                let now = wallClock()
+                let sample = LoadReport.Sample(
+                    seconds: Double(now - cpuFrom) / 1e9, rssBytes: rss,
+                    cpu: (cpu - lastCPU) / max(Double(now - lastAt) / 1e9, 0.001))
+                samples.withLock { $0.append(sample) }
+                soakProgress?(sample)
+                lastCPU = cpu
+                lastAt = now
+            }
+        }
+        defer { sampler.cancel() }
 
         // The schedule.
         let schedule = Schedule(start: wallClock() + 200_000_000, rate: plan.rate)

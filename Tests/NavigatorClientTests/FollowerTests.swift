@@ -59,6 +59,35 @@ struct FollowerTests {
         #expect(seen == ["snapshot 2", "batch 3 -> search", "gap 4 got 5", "snapshot 5"])
     }
 
+    @Test(
+        "a connection's followers are found by session: a message reaches its session's followers and everything's only"
+    )
+    func followersBySession() {
+        let sink = FollowSink(event: { _ in }, end: { _ in })
+        var followers = Followers()
+        let targets: [FollowTarget] = [.session("a"), .rejections("a"), .everything, .session("b"), .session("a")]
+        for (id, target) in targets.enumerated() {
+            followers.add(SessionFollower(id: id, target: target, sink: sink))
+        }
+        func wanting(_ kind: FrameHeader.Kind, _ session: String) -> [Int] {
+            var ids: [Int] = []
+            followers.each(wanting: kind, session) { ids.append($0.id) }
+            return ids.sorted()
+        }
+        #expect(wanting(.batch, "a") == [0, 2, 4])
+        #expect(wanting(.rejection, "a") == [0, 1, 2, 4])
+        #expect(wanting(.batch, "b") == [2, 3])
+        #expect(wanting(.audit, "c") == [2])
+        #expect(followers.remove(0)?.id == 0)
+        #expect(followers.remove(0) == nil)
+        #expect(followers.remove(2)?.id == 2)
+        #expect(wanting(.batch, "a") == [4])
+        #expect(followers.remove(3)?.id == 3)
+        #expect(wanting(.batch, "b") == [])
+        #expect(followers.all.map(\.id).sorted() == [1, 4])
+        #expect(followers[4]?.target == .session("a"))
+    }
+
     @Test("a batch that does not apply to the mirror also resyncs")
     func divergence() throws {
         let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()

@@ -448,7 +448,7 @@ final class FollowerPool: Sendable {
         self.endpoints = endpoints
     }
 
-    /// Connections open now (tests and the service's metrics read it).
+    /// Connections open now.
     var connections: Int { state.withLock { $0.slots.count } }
 
     private enum Found {
