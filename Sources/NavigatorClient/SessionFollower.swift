@@ -187,6 +187,9 @@ struct Followers {
         return follower
     }
 
+    /// Followers in the by-session and everything indexes (equal to the followers held).
+    var indexed: Int { bySession.values.reduce(everything.count) { $0 + $1.count } }
+
     /// Calls `body` with each follower that wants a message of `kind` about `session`.
     func each(wanting kind: FrameHeader.Kind, _ session: String, _ body: (SessionFollower) -> Void) {
         for id in bySession[session] ?? [] {

@@ -78,6 +78,8 @@ struct FollowerTests {
         #expect(wanting(.rejection, "a") == [0, 1, 2, 4])
         #expect(wanting(.batch, "b") == [2, 3])
         #expect(wanting(.audit, "c") == [2])
+        #expect(wanting(.audit, "a") == [0, 2, 4])
+        #expect(followers.indexed == 5)
         #expect(followers.remove(0)?.id == 0)
         #expect(followers.remove(0) == nil)
         #expect(followers.remove(2)?.id == 2)
@@ -85,6 +87,7 @@ struct FollowerTests {
         #expect(followers.remove(3)?.id == 3)
         #expect(wanting(.batch, "b") == [])
         #expect(followers.all.map(\.id).sorted() == [1, 4])
+        #expect(followers.indexed == 2)
         #expect(followers[4]?.target == .session("a"))
     }
 

@@ -388,7 +388,29 @@ struct StreamTests {
             pool.give(back: 2)
             #expect(try await pool.take().1 == 2)
             await pool.close()
+            #expect(pool.connections == 0)
             await #expect(throws: HTTPAPI.APIError.self) { try await pool.take() }
+
+            // Closed while a connection is being opened: the taker waiting for it is told the pool
+            // is stopping, and that connection is closed, not kept.
+            let asked = Atomic<Bool>(false)
+            let slow = FollowerPool(capacity: 10) {
+                asked.store(true, ordering: .releasing)
+                try await Task.sleep(for: .milliseconds(300))
+                return service
+            }
+            let taker = Task { try await slow.take() }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !asked.load(ordering: .acquiring) {
+                guard ContinuousClock.now < deadline else {
+                    throw TestFailure("the pool never began to open a connection")
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            await slow.close()
+            #expect(slow.connections == 0)
+            await #expect(throws: HTTPAPI.APIError.self) { try await taker.value }
+            #expect(slow.connections == 0)
         }
     }
 

@@ -429,16 +429,27 @@ final class Channel: Sendable {
 /// Client connections to the service's own sockets for the followers, each following at most
 /// `capacity` sessions (the service drops a subscriber holding more than
 /// `maxSubscriptionsPerPeer` topics). One connection is opened at a time: takers that find no
-/// room wait for it, so a burst of new sessions opens one connection, not one each.
+/// room wait for it, so a burst of new sessions opens one connection, not one each (opening one
+/// only starts its thread and sockets: the wait is short, and if it fails every taker waiting
+/// gets its error; the next take tries again).
 final class FollowerPool: Sendable {
     let capacity: Int
     private let endpoints: @Sendable () async throws -> ServiceEndpoints
 
+    private enum Phase {
+        /// No connection is being opened.
+        case ready
+        /// A connection is being opened; takers wait for it.
+        case opening(Task<Void, any Error>)
+        /// Closed: nothing is taken or opened any more.
+        case closed
+    }
+
     private struct State {
         var slots: [(connection: NavigatorConnection, used: Int)] = []
-        /// The connection being opened, if one is.
-        var opening: Task<Void, any Error>?
-        var closed = false
+        var phase = Phase.ready
+        /// Connections opened and not yet closed.
+        var live = 0
     }
 
     private let state = Mutex(State())
@@ -448,51 +459,68 @@ final class FollowerPool: Sendable {
         self.endpoints = endpoints
     }
 
-    /// Connections open now.
-    var connections: Int { state.withLock { $0.slots.count } }
+    /// Connections opened and not yet closed.
+    var connections: Int { state.withLock { $0.live } }
 
     private enum Found {
         case slot(NavigatorConnection, Int)
         case opening(Task<Void, any Error>)
+        case closed
     }
 
     /// A connection with room for one more follower, and its slot to give back.
     func take() async throws -> (NavigatorConnection, Int) {
         while true {
             let found = state.withLock { state -> Found in
-                if let index = state.slots.firstIndex(where: { $0.used < capacity }) {
-                    state.slots[index].used += 1
-                    return .slot(state.slots[index].connection, index)
+                switch state.phase {
+                case .closed:
+                    return .closed
+                case .opening(let opening):
+                    if let slot = Self.room(&state, capacity) { return slot }
+                    return .opening(opening)
+                case .ready:
+                    if let slot = Self.room(&state, capacity) { return slot }
+                    // Its body waits for this lock to be released before it looks at the state.
+                    let opening = Task { try await self.open() }
+                    state.phase = .opening(opening)
+                    return .opening(opening)
                 }
-                if let opening = state.opening { return .opening(opening) }
-                let opening = Task { try await self.open() }
-                state.opening = opening
-                return .opening(opening)
             }
             switch found {
             case .slot(let connection, let index): return (connection, index)
             case .opening(let opening): try await opening.value
+            case .closed: throw StreamHub.stoppingError
             }
         }
     }
 
-    /// Opens one more connection and makes it a slot (closed at once if the pool closed meanwhile).
+    private static func room(_ state: inout State, _ capacity: Int) -> Found? {
+        guard let index = state.slots.firstIndex(where: { $0.used < capacity }) else { return nil }
+        state.slots[index].used += 1
+        return .slot(state.slots[index].connection, index)
+    }
+
+    /// Opens one more connection and makes it a slot; closes it at once if the pool closed
+    /// meanwhile (``close()`` waits for that).
     private func open() async throws {
+        let opened: Result<NavigatorConnection, any Error>
         do {
-            if state.withLock({ $0.closed }) { throw StreamHub.stoppingError }
-            let connection = try await NavigatorConnection(endpoints: try await endpoints(), timeout: .seconds(5))
-            let closed = state.withLock { state -> Bool in
-                state.opening = nil
-                if !state.closed { state.slots.append((connection, 0)) }
-                return state.closed
-            }
-            if closed {
-                await connection.close()
-                throw StreamHub.stoppingError
-            }
+            opened = .success(try await NavigatorConnection(endpoints: try await endpoints(), timeout: .seconds(5)))
         } catch {
-            state.withLock { $0.opening = nil }
-            throw error
+            opened = .failure(error)
+        }
+        let kept = state.withLock { state -> Bool in
+            if case .success = opened { state.live += 1 }
+            guard case .opening = state.phase else { return false }
+            state.phase = .ready
+            if case .success(let connection) = opened { state.slots.append((connection, 0)) }
+            return true
+        }
+        let connection = try opened.get()
+        guard kept else {
+            await connection.close()
+            state.withLock { $0.live -= 1 }
+            throw StreamHub.stoppingError
         }
     }
 
@@ -500,13 +528,17 @@ final class FollowerPool: Sendable {
         state.withLock { state in if slot < state.slots.count { state.slots[slot].used -= 1 } }
     }
 
+    /// Closes every connection, the one being opened included, and takes no more.
     func close() async {
-        let all = state.withLock { state -> [NavigatorConnection] in
-            state.closed = true
+        let (all, opening) = state.withLock { state -> ([NavigatorConnection], Task<Void, any Error>?) in
+            let opening: Task<Void, any Error>? = if case .opening(let opening) = state.phase { opening } else { nil }
+            state.phase = .closed
             defer { state.slots = [] }
-            return state.slots.map(\.connection)
+            return (state.slots.map(\.connection), opening)
         }
         for connection in all { await connection.close() }
+        state.withLock { $0.live -= all.count }
+        _ = try? await opening?.value
     }
 }
 
