@@ -375,42 +375,50 @@ struct StreamTests {
         try await withService { _, endpoints in
             let service = try HTTPAPI.serviceEndpoints(endpoints, nil)
             let pool = FollowerPool(capacity: 10, endpoints: { service })
-            let taken = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<50 { group.addTask { try await pool.take().1 } }
-                var slots: [Int] = []
-                for try await slot in group { slots.append(slot) }
-                return slots
-            }
-            // Each taker that found no room used to open a connection of its own (a thread and a
-            // ZeroMQ context each): tens of them for a burst of new sessions.
-            #expect(pool.connections == 5)
-            #expect(Dictionary(grouping: taken, by: { $0 }).mapValues(\.count) == [0: 10, 1: 10, 2: 10, 3: 10, 4: 10])
-            pool.give(back: 2)
-            #expect(try await pool.take().1 == 2)
-            await pool.close()
-            #expect(pool.connections == 0)
-            await #expect(throws: HTTPAPI.APIError.self) { try await pool.take() }
-
-            // Closed while a connection is being opened: the taker waiting for it is told the pool
-            // is stopping, and that connection is closed, not kept.
             let asked = Atomic<Bool>(false)
             let slow = FollowerPool(capacity: 10) {
                 asked.store(true, ordering: .releasing)
                 try await Task.sleep(for: .milliseconds(300))
                 return service
             }
-            let taker = Task { try await slow.take() }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !asked.load(ordering: .acquiring) {
-                guard ContinuousClock.now < deadline else {
-                    throw TestFailure("the pool never began to open a connection")
+            do {
+                let taken = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<50 { group.addTask { try await pool.take().1 } }
+                    var slots: [Int] = []
+                    for try await slot in group { slots.append(slot) }
+                    return slots
                 }
-                try await Task.sleep(for: .milliseconds(5))
+                // Each taker that found no room used to open a connection of its own (a thread and
+                // a ZeroMQ context each): tens of them for a burst of new sessions.
+                #expect(pool.connections == 5)
+                #expect(
+                    Dictionary(grouping: taken, by: { $0 }).mapValues(\.count) == [0: 10, 1: 10, 2: 10, 3: 10, 4: 10])
+                pool.give(back: 2)
+                #expect(try await pool.take().1 == 2)
+                await pool.close()
+                #expect(pool.connections == 0)
+                await #expect(throws: HTTPAPI.APIError.self) { try await pool.take() }
+
+                // Closed while a connection is being opened: the taker waiting for it is told the
+                // pool is stopping, and that connection is closed, not kept.
+                let taker = Task { try await slow.take() }
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !asked.load(ordering: .acquiring) {
+                    guard ContinuousClock.now < deadline else {
+                        throw TestFailure("the pool never began to open a connection")
+                    }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                await slow.close()
+                #expect(slow.connections == 0)
+                await #expect(throws: HTTPAPI.APIError.self) { try await taker.value }
+                #expect(slow.connections == 0)
+            } catch {
+                // Whatever failed, no connection (a thread and a context each) outlives the test.
+                await pool.close()
+                await slow.close()
+                throw error
             }
-            await slow.close()
-            #expect(slow.connections == 0)
-            await #expect(throws: HTTPAPI.APIError.self) { try await taker.value }
-            #expect(slow.connections == 0)
         }
     }
 
