@@ -237,6 +237,27 @@ struct HTTPAPITests {
         let forged = try await token("ops", "admin", [], signedBy: JWTKeysBox(otherKeys))
         let expired = try await token("alice-phone", "shell", ["s1"], lifetime: -10)
         let stranger = try await token("mallory", "admin", [])
+        // Hostile tokens, validly signed with the service's key: an expiry no date arithmetic
+        // survives (it once crashed navigatord on a stream), a header that names another
+        // algorithm, a token not valid yet, one issued in the future, one living a century.
+        @Sendable func loose(
+            exp: Double, iat: Double = Date().timeIntervalSince1970, nbf: Double? = nil, header: JWTHeader = JWTHeader()
+        ) async throws -> String {
+            try await keys.sign(
+                LooseClaims(
+                    sub: .init(value: "alice-phone"), iat: .init(value: Date(timeIntervalSince1970: iat)),
+                    exp: .init(value: Date(timeIntervalSince1970: exp)),
+                    nbf: nbf.map { .init(value: Date(timeIntervalSince1970: $0)) }, role: "shell", sessions: ["s1"]),
+                header: header)
+        }
+        let now = Date().timeIntervalSince1970
+        let hostile = [
+            ("expected at most", try await loose(exp: 1e300)),
+            ("expected HS256", try await loose(exp: now + 60, header: ["alg": "none"])),
+            ("not valid yet", try await loose(exp: now + 600, nbf: now + 300)),
+            ("iat lies in the future", try await loose(exp: now + 600, iat: now + 300)),
+            ("expected at most", try await loose(exp: now + 100 * 365 * 86_400)),
+        ]
         try await withService(configure) { _, endpoints in
             let address = try #require(endpoints.metrics)
             @Sendable func call(_ method: String, _ path: String, _ token: String?, body: String? = nil) throws -> (
@@ -278,6 +299,17 @@ struct HTTPAPITests {
             #expect(
                 results[7].0 == 401 && results[7].1.rejected.message.contains("not in the access file"), "\(results[7])"
             )
+            for (reason, token) in hostile {
+                let (status, reply) = try await onThread { try call("GET", "/v1/sessions/s1", token) }
+                #expect(status == 401 && reply.rejected.message.contains(reason), "\(reason): \(status) \(reply)")
+                let refused = try await onThread {
+                    try http(address, "GET /v1/sessions/s1/stream?access_token=\(token) HTTP/1.1\r\nHost: t\r\n\r\n")
+                }
+                #expect(refused.status == "HTTP/1.1 401 Unauthorized", "a stream with a token whose \(reason)")
+            }
+            // Still serving.
+            let after = try await onThread { try call("GET", "/v1/sessions/s1", shell) }
+            #expect(after.0 == 200)
 
             // A stream ends when its token expires, saying why (the token rides in the query, as
             // EventSource cannot set headers).
@@ -334,6 +366,17 @@ struct HTTPAPITests {
 }
 
 /// The keys of a token collection, passed around in tests.
+/// Claims as a token's issuer may write them, checked by nothing on the way out.
+struct LooseClaims: JWTPayload {
+    var sub: SubjectClaim
+    var iat: IssuedAtClaim
+    var exp: ExpirationClaim
+    var nbf: NotBeforeClaim?
+    var role: String
+    var sessions: [String]
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
 struct JWTKeysBox: Sendable {
     let keys: JWTKeyCollection
     init(_ keys: JWTKeyCollection) { self.keys = keys }

@@ -51,8 +51,7 @@ extension HTTPAPI {
     static func closeAtExpiry(_ expiry: Date?, _ subscription: StreamSubscription) -> Task<Void, Never>? {
         guard let expiry else { return nil }
         return Task {
-            let delay = expiry.timeIntervalSinceNow
-            if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
+            try? await Task.sleep(for: .milliseconds(StreamSubscription.milliseconds(until: expiry)))
             guard !Task.isCancelled else { return }
             subscription.queue.push(.frame(expiredFrame))
         }

@@ -198,9 +198,17 @@ final class StreamSubscription: Sendable {
     func expire(at expiry: Date?, on loop: any EventLoop) -> Scheduled<Void>? {
         guard let expiry else { return nil }
         let queue = self.queue
-        return loop.scheduleTask(in: .milliseconds(max(0, Int64(expiry.timeIntervalSinceNow * 1000)))) {
+        return loop.scheduleTask(in: .milliseconds(Self.milliseconds(until: expiry))) {
             queue.push(.frame(HTTPAPI.expiredFrame))
         }
+    }
+
+    /// Milliseconds from now to `date`, within 0 and twice a token's longest lifetime (the
+    /// claims were checked already; this keeps the arithmetic safe whatever the date).
+    static func milliseconds(until date: Date) -> Int64 {
+        let milliseconds = date.timeIntervalSinceNow * 1000
+        guard milliseconds.isFinite, milliseconds > 0 else { return 0 }
+        return Int64(min(milliseconds, AccessToken.maxLifetime * 2000))
     }
 
     func close() {

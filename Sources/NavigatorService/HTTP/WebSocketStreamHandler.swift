@@ -11,12 +11,21 @@ import NavigatorWire
 /// `navigator.v1.StreamEvent` in JSON per text message (the bytes of the session's encoded
 /// event, shared), heartbeats as pings, written only while the channel is writable. Text
 /// messages from the client are `navigator.v1.Request`s in JSON, answered with a `reply` event;
-/// at most ``maxInFlight`` are answered at once — beyond, the client is not read from.
+/// at most ``maxInFlight`` are answered at once — beyond, the client is not read from, and a
+/// client that sent more than ``maxWaiting`` beyond them, or more than ``requestsPerSecond``
+/// (bursts of ``requestBurst``), is closed with 1008. A client that does not read is not read
+/// from either: nothing is written while the channel is not writable, and of the pings it sent
+/// meanwhile only the last is answered (RFC 6455, 5.5.3), so no write queue grows.
 final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
     static let maxInFlight = 8
+    /// Requests read while ``maxInFlight`` are being answered, at most.
+    static let maxWaiting = 64
+    /// Requests a client may send per second on average, and in a burst.
+    static let requestsPerSecond = 50
+    static let requestBurst = 100
 
     private let api: HTTPAPI
     private let subscription: StreamSubscription
@@ -28,6 +37,13 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     private var message: ByteBuffer?
     private var messageIsText = false
     private var inFlight = 0
+    /// Requests read while ``maxInFlight`` were in flight, answered as others finish.
+    private var waiting: [WebSocketMessage] = []
+    /// The payload of the last ping not yet answered (written once the channel is writable).
+    private var pongOwed: ByteBuffer?
+    /// Whether the channel reads from the client now.
+    private var reading = true
+    private var requestBudget = RequestBudget(perSecond: requestsPerSecond, burst: requestBurst)
 
     init(api: HTTPAPI, subscription: StreamSubscription, expiry: Date?) {
         self.api = api
@@ -72,7 +88,18 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable { drain() }
+        updateReading()
         context.fireChannelWritabilityChanged()
+    }
+
+    /// Reads from the client only while it reads what is written to it and has room for more
+    /// requests.
+    private func updateReading() {
+        guard let context, !ended else { return }
+        let read = context.channel.isWritable && inFlight < Self.maxInFlight
+        guard read != reading else { return }
+        reading = read
+        context.channel.setOption(ChannelOptions.autoRead, value: read).whenComplete { _ in }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -116,8 +143,9 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
             message = partial
             if frame.fin { received() }
         case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+            // Only the last ping is answered, and only while the client reads.
+            pongOwed = frame.unmaskedData
+            if context.channel.isWritable { drain() } else { updateReading() }
         case .connectionClose:
             var data = frame.unmaskedData
             let code = data.readWebSocketErrorCode() ?? .normalClosure
@@ -134,10 +162,32 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
         let incoming: WebSocketMessage =
             messageIsText
             ? .text(bytes.readString(length: bytes.readableBytes) ?? "") : .binary(bytes)
-        inFlight += 1
-        if inFlight >= Self.maxInFlight {
-            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        guard requestBudget.take(at: NIODeadline.now()) else {
+            return close(
+                code: .policyViolation,
+                reason:
+                    "over \(Self.requestsPerSecond) requests per second (bursts of \(Self.requestBurst)); expected fewer"
+            )
         }
+        guard inFlight < Self.maxInFlight else {
+            // Frames already read keep coming after reading stopped; a few wait their turn.
+            guard waiting.count < Self.maxWaiting else {
+                return close(
+                    code: .policyViolation,
+                    reason:
+                        "over \(Self.maxInFlight + Self.maxWaiting) requests unanswered; expected at most \(Self.maxInFlight) in flight"
+                )
+            }
+            waiting.append(incoming)
+            return
+        }
+        ask(incoming, context)
+    }
+
+    /// Sends one request of the client's to the service; its answer comes to ``answered(_:)``.
+    private func ask(_ incoming: WebSocketMessage, _ context: ChannelHandlerContext) {
+        inFlight += 1
+        updateReading()
         let (api, session, loop) = (self.api, subscription.session, context.eventLoop)
         let bound = NIOLoopBound(self, eventLoop: loop)
         Task {
@@ -151,10 +201,13 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private func answered(_ frame: StreamFrame) {
         inFlight -= 1
-        if inFlight == Self.maxInFlight - 1, let context, !ended {
-            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-        }
         subscription.queue.push(.frame(frame))
+        guard let context, !ended else { return }
+        if !waiting.isEmpty {
+            ask(waiting.removeFirst(), context)
+        } else {
+            updateReading()
+        }
     }
 
     /// Writes what the queue holds while the channel takes it.
@@ -166,6 +219,11 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
             end()
             context.close(promise: nil)
             return
+        }
+        if let pong = pongOwed, context.channel.isWritable {
+            pongOwed = nil
+            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: pong)), promise: nil)
+            wrote = true
         }
         while context.channel.isWritable {
             let frame: StreamFrame
@@ -207,5 +265,31 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
         ended = true
         closer?.cancel()
         subscription.close()
+    }
+}
+
+/// A token bucket: `burst` requests at once, refilled at `perSecond`.
+struct RequestBudget {
+    let perSecond: Int
+    let burst: Int
+    private var tokens: Double
+    private var at: NIODeadline?
+
+    init(perSecond: Int, burst: Int) {
+        self.perSecond = perSecond
+        self.burst = burst
+        tokens = Double(burst)
+    }
+
+    /// Takes one request's token at `now`; false when none is left.
+    mutating func take(at now: NIODeadline) -> Bool {
+        if let at {
+            let seconds = Double((now - at).nanoseconds) / 1e9
+            tokens = min(Double(burst), tokens + max(0, seconds) * Double(perSecond))
+        }
+        at = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
     }
 }
