@@ -25,10 +25,9 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // navigatord's HTTP side: /metrics, /healthz, /readyz, the JSON API, streams and the page.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        // Session streams over WebSocket (the same path as SSE; the upgrade decides).
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // Already under Hummingbird; named for the stream handler that runs in its NIO pipeline.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // Already under jwt-kit: SHA-1 for the WebSocket handshake done in the stream handler.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // Bearer tokens (JWT) for HTTP in secure mode; navctl token issues them.
@@ -67,10 +66,11 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

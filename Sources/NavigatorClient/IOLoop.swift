@@ -31,7 +31,7 @@ struct IOLoop: Sendable {
             try push.set(.immediate, true)
             try push.set(.linger, .milliseconds(500))
             try push.secure(with: endpoints.curve)
-            try push.connect(endpoints.intents)
+            if !endpoints.intents.isEmpty { try push.connect(endpoints.intents) }
             let dealer = try Socket(context, type: .dealer)
             try dealer.set(.immediate, true)
             try dealer.secure(with: endpoints.curve)

@@ -1,4 +1,5 @@
 import Logging
+import NavigatorClient
 import NavigatorCore
 import NavigatorYAML
 import ServiceLifecycle
@@ -32,8 +33,19 @@ public final class NavigatorServer: Service, Sendable {
     /// `stop()`; nil with PostgreSQL, whose instance lock is the database's.
     let directoryLock: DataDirectoryLock?
     let bound: BoundEndpoints
-    /// The JSON API and session streams of the HTTP server; nil when HTTP is off.
-    let httpAPI: HTTPAPI?
+    /// The JSON API and session streams of the HTTP server, once its part runs; nil when HTTP is
+    /// off.
+    var httpAPI: HTTPAPI? { api.withLock { $0 } }
+    private let api = Mutex<HTTPAPI?>(nil)
+    /// Calls made in process (``NavigatorPort``), admitted by the requests thread.
+    let desk: CallDesk
+    /// Follows made in process (``NavigatorPort/follow(_:as:_:)``).
+    let follows: SessionFollows
+    let callCounter = Atomic<UInt64>(0)
+    /// Several instances: the live instances, as the lease thread last read them.
+    let livePeers: LivePeers
+    /// Set once the service stops: no new follow.
+    let followsClosed = Atomic<Bool>(false)
     /// Hears of any thread that fails; `run()` then stops the service and throws.
     let supervisor: Supervisor
     let startedAt = WallClock.now()
@@ -55,11 +67,11 @@ public final class NavigatorServer: Service, Sendable {
         case stopped
     }
     /// Parts that report when they have opened: all but the gate.
-    private let readiness: Readiness
+    private let partsReady: PartsReady
     /// Secure mode (CURVE + ZAP): the server's keys and the access list; nil without security.
     public let security: Security?
     /// Secure mode: ready once the ZAP handler answers; the other parts wait for it.
-    private let zapReady = Readiness(expected: 1)
+    private let zapReady = PartsReady(expected: 1)
     private let shutdownRecord = ShutdownRecord()
 
     /// Builds the service: loads and checks the route map; opens nothing yet.
@@ -80,12 +92,6 @@ public final class NavigatorServer: Service, Sendable {
         } else {
             security = nil
         }
-        httpAPI =
-            configuration.metricsAddress == "off"
-            ? nil
-            : HTTPAPI(
-                bound: { bound.current }, security: security, maxMessageBytes: configuration.maxMessageBytes,
-                streams: configuration.streamSettings, logger: logger)
         // The route map first: a map that does not load is refused before any file is touched.
         var (resolver, source) = try Self.loadResolver(configuration)
         counters = ServiceCounters(workers: configuration.workers)
@@ -111,6 +117,31 @@ public final class NavigatorServer: Service, Sendable {
         }
         persistence = Persistence(
             database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
+        let remote: RemoteFollows?
+        if cluster != nil {
+            // Sessions another instance serves are followed through a peer's sockets, as this
+            // instance (its key pair, in secure mode).
+            let (instance, keys, peers) = (configuration.instanceID, security?.serverKeys, LivePeers())
+            // 2 topics a session (batches, rejections), and room for a few more, within what a
+            // peer takes from one subscriber (the instances of a deployment share settings).
+            let capacity = max(1, (configuration.maxSubscriptionsPerPeer - 10) / 2)
+            remote = RemoteFollows(capacity: capacity, logger: logger) {
+                guard
+                    let peer = peers.list.first(where: {
+                        $0.id != instance && !$0.requestEndpoints.isEmpty && !$0.commandEndpoints.isEmpty
+                    })
+                else { return nil }
+                return ServiceEndpoints(
+                    intents: "", requests: peer.requestEndpoints[0], commands: peer.commandEndpoints[0],
+                    curve: keys.map { CurveCredentials(keys: $0, serverKey: $0.publicKey) })
+            }
+            livePeers = peers
+        } else {
+            remote = nil
+            livePeers = LivePeers()
+        }
+        let follows = SessionFollows(store: store, remote: remote, logger: logger)
+        self.follows = follows
         if let cluster, case .postgresql(let url) = configuration.store {
             quarantinedSessions = try database.quarantinedCount()
             // Sessions load as their partitions are claimed (``LeaseKeeper``).
@@ -121,6 +152,8 @@ public final class NavigatorServer: Service, Sendable {
                     url: url, instance: instance, partitions: cluster.partitions,
                     ttl: .seconds(configuration.leaseSeconds)),
                 database: cluster, store: store, persistence: persistence, logger: logger,
+                peers: livePeers, left: { partitions in follows.stoppedServing(partitions) },
+                joined: { partitions in follows.startedServing(partitions) },
                 record: { [advertiseHost = configuration.advertiseHost] in
                     let endpoints = bound.current
                     return InstanceRecord(
@@ -158,8 +191,10 @@ public final class NavigatorServer: Service, Sendable {
         // event always before its disconnected event).
         context = try Context(ioThreads: 1)
         commands = try SharedSocket(context, type: .xpub)
+        desk = try CallDesk(context: context, highWaterMark: configuration.handoffHighWaterMark)
+
         // ZAP (secure mode), HTTP (if on), flush, egress, each worker, requests.
-        readiness = Readiness(
+        partsReady = PartsReady(
             expected: (security == nil ? 0 : 1) + (configuration.metricsAddress == "off" ? 0 : 1) + 3
                 + configuration.workers)
     }
@@ -219,7 +254,7 @@ public final class NavigatorServer: Service, Sendable {
         let group = try claim()
         let task = Task { try await run(group) }
         lifecycle.withLock { $0 = .running(group, task) }
-        guard await readiness.wait() else {
+        guard await partsReady.wait() else {
             lifecycle.withLock { $0 = .stopped }
             try await task.value
             throw ServiceError("navigatord ended before it was ready")
@@ -280,6 +315,10 @@ public final class NavigatorServer: Service, Sendable {
                     releases: zapReady))
         }
         if configuration.metricsAddress != "off" {
+            let httpAPI = HTTPAPI(
+                port: self, secure: security != nil, tokens: security?.tokens,
+                maxMessageBytes: configuration.maxMessageBytes, streams: configuration.streamSettings, logger: logger)
+            api.withLock { $0 = httpAPI }
             parts.append(
                 HTTPPart(
                     address: configuration.metricsAddress,
@@ -330,7 +369,8 @@ public final class NavigatorServer: Service, Sendable {
                 part(
                     WorkerLoop(
                         index: index, context: context, commands: commands, store: store, resolvers: resolvers,
-                        counters: counters, persistence: persistence, maxSessions: configuration.maxSessions,
+                        counters: counters, persistence: persistence, follows: follows,
+                        maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
                         supervisor: supervisor, logger: logger),
                     stop: reader ? stopIntake : nil))
@@ -346,8 +386,8 @@ public final class NavigatorServer: Service, Sendable {
                     handoffHighWaterMark: configuration.handoffHighWaterMark, store: store, resolvers: resolvers,
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
                     clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
-                    instances: { [self] in instances }, instanceID: configuration.instanceID, supervisor: supervisor,
-                    logger: logger),
+                    instances: { [self] in instances }, instanceID: configuration.instanceID, desk: desk,
+                    supervisor: supervisor, logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)
                     signalStop(context, Internal.requestsControl)
@@ -357,7 +397,7 @@ public final class NavigatorServer: Service, Sendable {
                 ready.store(false, ordering: .releasing)
                 logger.info("navigatord stopping: draining in-flight work")
             })
-        precondition(parts.count - 1 == readiness.expected, "every part but the gate reports when it opened")
+        precondition(parts.count - 1 == partsReady.expected, "every part but the gate reports when it opened")
         var group = ServiceGroupConfiguration(
             services: parts.map {
                 .init(
@@ -371,7 +411,7 @@ public final class NavigatorServer: Service, Sendable {
 
     /// A part has bound its sockets; the last one makes the service ready.
     private func opened() {
-        guard readiness.opened() else { return }
+        guard partsReady.opened() else { return }
         ready.store(true, ordering: .releasing)
         let endpoints = bound.current
         logger.info(
@@ -407,7 +447,10 @@ public final class NavigatorServer: Service, Sendable {
             ended = error
         }
         ready.store(false, ordering: .releasing)
-        readiness.ended()
+        partsReady.ended()
+        followsClosed.store(true, ordering: .releasing)
+        await follows.stopAll("navigatord is stopping")
+        desk.close(.shuttingDown, "the service is shutting down and takes no new requests")
         let persistence = self.persistence
         persistence.stop()
         let complete = (try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }) ?? false
@@ -426,7 +469,7 @@ public final class NavigatorServer: Service, Sendable {
                 logger.error(
                     "could not mark \(persistence.database.kind) cleanly stopped", metadata: ["error": "\(error)"])
             }
-        } else if readiness.wasReady {
+        } else if partsReady.wasReady {
             logger.error("navigatord did not stop cleanly; the next run starts a new epoch")
         }
         let context = self.context
@@ -446,31 +489,21 @@ public final class NavigatorServer: Service, Sendable {
     func respond(to path: String) -> HTTPReply {
         switch path {
         case "/metrics":
-            let metrics = counters.metrics
-            metrics.sessions.record(store.sessionCount)
-            metrics.parked.record(store.parkedCount)
-            metrics.quarantined.record(quarantinedSessions)
-            metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
-            for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }
-            return HTTPReply(200, "text/plain; version=0.0.4; charset=utf-8", metrics.registry.emitToBuffer())
+            return HTTPReply(200, "text/plain; version=0.0.4; charset=utf-8", metrics())
         case "/healthz":
             return HTTPReply(200, "ok\n")
         case "/readyz":
-            if let failure = supervisor.failure {
-                return HTTPReply(503, "not ready: \(failure.part) failed; navigatord is stopping\n")
+            switch readiness {
+            case .ready: return HTTPReply(200, "ready\n")
+            case .notReady(let reason): return HTTPReply(503, "not ready: \(reason)\n")
             }
-            if let leaseKeeper, !leaseKeeper.isCurrent {
-                return HTTPReply(
-                    503, "not ready: the partition leases could not be renewed (the database is not reachable)\n")
-            }
-            guard persistence.fileInPlace.load(ordering: .acquiring) else {
-                return HTTPReply(503, "not ready: the state file was deleted or replaced and is being written again\n")
-            }
-            return ready.load(ordering: .acquiring) ? HTTPReply(200, "ready\n") : HTTPReply(503, "not ready\n")
         default:
             return HTTPReply(404, "no such path; try /metrics, /healthz or /readyz\n")
         }
     }
+
+    /// Whether every part opened and the service has not begun to stop.
+    var isReady: Bool { ready.load(ordering: .acquiring) }
 
     // MARK: Route map
 

@@ -10,7 +10,7 @@ import ZeroMQ
 /// the group then shuts the others down gracefully.
 
 /// Counts the parts that have opened their sockets; when all have, the service is ready.
-final class Readiness: Sendable {
+final class PartsReady: Sendable {
     private let state = Mutex<(opened: Int, ended: Bool, waiters: [CheckedContinuation<Bool, Never>])>((0, false, []))
     let expected: Int
 
@@ -77,13 +77,13 @@ struct LoopPart<Loop: SocketLoop>: Service {
     let opened: @Sendable () -> Void
     var stop: (@Sendable () -> Void)? = nil
     /// Opens its sockets only once this prerequisite is ready (ends at once if it never is).
-    var after: Readiness? = nil
+    var after: PartsReady? = nil
     /// Run once the loop runs, before it counts as opened; a throw stops the loop and fails the
     /// part (the ZAP handler proves it answers).
     var check: (@Sendable () async throws -> Void)? = nil
     /// Told when this part ends, however it ends (before it opened, too), so that the parts
     /// waiting on it (`after`) stop waiting.
-    var releases: Readiness? = nil
+    var releases: PartsReady? = nil
 
     func run() async throws {
         defer { releases?.ended() }

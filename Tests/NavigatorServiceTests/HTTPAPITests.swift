@@ -360,8 +360,6 @@ struct HTTPAPITests {
         #expect(HTTPAPI.status(of: .moved) == 503 && HTTPAPI.status(of: .unavailable) == 503)
         #expect(HTTPAPI.method(of: "/v1/sessions/x/events") == "POST")
         #expect(HTTPAPI.method(of: "/v1/sessions/") == nil)
-        #expect(HTTPAPI.connectable(["inproc://x", "tcp://0.0.0.0:7402"]) == "tcp://127.0.0.1:7402")
-        #expect(HTTPAPI.connectable(["inproc://x"]) == nil)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NavigatorClient
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
@@ -307,14 +308,21 @@ struct StreamTests {
         }
         try await withService(configure) { server, endpoints in
             let api = try #require(server.httpAPI)
-            let subscription = try await api.hub.subscribe("sse-3", since: nil)
+            let subscription = try api.hub.subscribe("sse-3", since: nil, as: .anonymous)
             defer { subscription.close() }
             // The next frame that is not a heartbeat (one may come before the first snapshot).
-            func next() async -> StreamFrame? {
-                while let frame = await subscription.next() { if frame.kind != .heartbeat { return frame } }
-                return nil
+            func next() async throws -> StreamFrame? {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while ContinuousClock.now < deadline {
+                    switch subscription.queue.poll() {
+                    case .frame(let frame): if frame.kind != .heartbeat { return frame }
+                    case .closed: return nil
+                    case .empty: try await Task.sleep(for: .milliseconds(5))
+                    }
+                }
+                throw TestFailure("no frame came")
             }
-            let first = try #require(await next())
+            let first = try #require(try await next())
             #expect(first.kind == .snapshot)
             // Ten batches while the reader reads nothing.
             try await onThread {
@@ -330,7 +338,7 @@ struct StreamTests {
                 guard ContinuousClock.now < deadline else { throw TestFailure("the queue never overflowed") }
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let caughtUp = try #require(await next())
+            let caughtUp = try #require(try await next())
             #expect(caughtUp.kind == .snapshot)
             let snapshot = try Navigator_V1_StreamEvent(jsonString: String(buffer: caughtUp.jsonBytes)).snapshot
             // The snapshot has every batch so far; what follows (if anything) is newer.
@@ -369,17 +377,18 @@ struct StreamTests {
     }
 
     @Test(
-        "a burst of new sessions fills the followers' connections one at a time: 50 at once on 10 per connection open 5"
+        "several instances: a burst of sessions followed through a peer fills its connections one at a time: 50 at once on 10 per connection open 5"
     )
-    func followerPool() async throws {
+    func remoteFollowConnections() async throws {
         try await withService { _, endpoints in
-            let service = try HTTPAPI.serviceEndpoints(endpoints, nil)
-            let pool = FollowerPool(capacity: 10, endpoints: { service })
+            let peer = ServiceEndpoints(intents: "", requests: endpoints.requests[0], commands: endpoints.commands[0])
+            let logger = TestService.logger("remote-follows")
+            let pool = RemoteFollows(capacity: 10, logger: logger) { peer }
             let asked = Atomic<Bool>(false)
-            let slow = FollowerPool(capacity: 10) {
+            let slow = RemoteFollows(capacity: 10, logger: logger) {
                 asked.store(true, ordering: .releasing)
-                try await Task.sleep(for: .milliseconds(300))
-                return service
+                usleep(300_000)
+                return peer
             }
             do {
                 let taken = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -388,63 +397,70 @@ struct StreamTests {
                     for try await slot in group { slots.append(slot) }
                     return slots
                 }
-                // Each taker that found no room used to open a connection of its own (a thread and
+                // Each follow that found no room used to open a connection of its own (a thread and
                 // a ZeroMQ context each): tens of them for a burst of new sessions.
                 #expect(pool.connections == 5)
                 #expect(
                     Dictionary(grouping: taken, by: { $0 }).mapValues(\.count) == [0: 10, 1: 10, 2: 10, 3: 10, 4: 10])
                 pool.give(back: 2)
                 #expect(try await pool.take().1 == 2)
-                await pool.close()
+                await pool.close("the test ends")
                 #expect(pool.connections == 0)
-                await #expect(throws: HTTPAPI.APIError.self) { try await pool.take() }
+                await #expect(throws: FollowError.self) { try await pool.take() }
 
-                // Closed while a connection is being opened: the taker waiting for it is told the
-                // pool is stopping, and that connection is closed, not kept.
+                // Closed while a connection is being opened: the follow waiting for it is told so,
+                // and that connection is closed, not kept.
                 let taker = Task { try await slow.take() }
                 let deadline = ContinuousClock.now + .seconds(10)
                 while !asked.load(ordering: .acquiring) {
                     guard ContinuousClock.now < deadline else {
-                        throw TestFailure("the pool never began to open a connection")
+                        throw TestFailure("the follows never began to open a connection")
                     }
                     try await Task.sleep(for: .milliseconds(5))
                 }
-                await slow.close()
+                await slow.close("the test ends")
                 #expect(slow.connections == 0)
-                await #expect(throws: HTTPAPI.APIError.self) { try await taker.value }
+                await #expect(throws: FollowError.self) { try await taker.value }
                 #expect(slow.connections == 0)
             } catch {
                 // Whatever failed, no connection (a thread and a context each) outlives the test.
-                await pool.close()
-                await slow.close()
+                await pool.close("the test failed")
+                await slow.close("the test failed")
                 throw error
             }
         }
     }
 
-    @Test("the queue: beyond its capacity what it holds becomes one snapshot marker; a closed queue ends")
+    @Test(
+        "the queue: beyond its capacity what it holds is dropped (replies kept) and the reader told; a closed queue ends"
+    )
     func queue() async {
         let queue = StreamQueue(capacity: 2)
-        for seq in 1...3 {
-            queue.push(.frame(StreamFrame(.batch, position: (7, UInt64(seq)), json: [])))
-        }
+        #expect(!queue.push(StreamFrame(.batch, position: StreamPosition(epoch: 7, seq: 1), json: [])))
+        #expect(!queue.push(StreamFrame(.reply, position: nil, json: [])))
+        #expect(queue.push(StreamFrame(.batch, position: StreamPosition(epoch: 7, seq: 2), json: [])))
         #expect(queue.overflows == 1)
-        guard case .snapshotNow? = await queue.next() else {
-            Issue.record("expected the snapshot marker")
+        guard case .frame(let kept) = queue.poll(), kept.kind == .reply else {
+            Issue.record("expected the reply, kept")
             return
         }
-        queue.push(.frame(StreamFrame(.batch, position: (7, 4), json: [])))
-        queue.push(.frame(StreamFrame(.batch, position: (7, 5), json: [])))
-        queue.dropCovered(epoch: 7, seq: 4)
-        guard case .frame(let frame)? = await queue.next() else {
+        guard case .empty = queue.poll() else {
+            Issue.record("expected the batches dropped")
+            return
+        }
+        queue.push(StreamFrame(.batch, position: StreamPosition(epoch: 7, seq: 5), json: []))
+        guard case .frame(let frame) = queue.poll() else {
             Issue.record("expected a frame")
             return
         }
         #expect(frame.position?.seq == 5)
         queue.close()
-        #expect(await queue.next() == nil)
-        #expect(StreamFrame.position("12:34")! == (12, 34))
-        #expect(StreamFrame.position("12") == nil && StreamFrame.position("a:1") == nil)
+        guard case .closed = queue.poll() else {
+            Issue.record("expected the queue closed")
+            return
+        }
+        #expect(StreamPosition("12:34") == StreamPosition(epoch: 12, seq: 34))
+        #expect(StreamPosition("12") == nil && StreamPosition("a:1") == nil)
     }
 
     @Test("over WebSocket (the same path, upgraded): the same events, and client events answered on the socket")

@@ -110,9 +110,7 @@ public struct ServiceConfiguration: Hashable, Sendable {
     var streamSettings: StreamSettings {
         StreamSettings(
             historySize: streamHistorySize, historySeconds: streamHistorySeconds, queueSize: streamQueueSize,
-            maxStreams: maxStreams, heartbeatSeconds: streamHeartbeatSeconds,
-            // 2 topics a session (batches, rejections), and room for a few more.
-            sessionsPerConnection: max(1, (maxSubscriptionsPerPeer - 10) / 2))
+            maxStreams: maxStreams, heartbeatSeconds: streamHeartbeatSeconds)
     }
     /// How long a session may stay unchanged before it is forgotten (memory and state file);
     /// 0 keeps sessions forever.

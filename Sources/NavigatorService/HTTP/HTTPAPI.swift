@@ -5,41 +5,42 @@ import NIOCore
 import NavigatorClient
 import NavigatorWire
 import SwiftProtobuf
-import Synchronization
 
 /// The JSON API of navigatord's HTTP server: intents, explain, snapshots and client events for
 /// apps and backends that do not speak ZeroMQ. Bodies are the protos' messages in protobuf's
 /// canonical JSON mapping (as SwiftProtobuf reads and writes it), so `proto/` stays the one
 /// schema; every response body is a `navigator.v1.Reply`.
 ///
-/// Each call goes through the service's own requests and intents sockets (a client connection
-/// the API opens to this process), so an HTTP request is validated, limited, forwarded to
-/// another instance, made durable and answered exactly as a ZeroMQ one. A rejection keeps its
-/// reject code and gets the HTTP status that fits it (``status(of:)``).
+/// Each call goes to the engine in process, through its ``NavigatorPort``, which admits it
+/// exactly as a message on its ZeroMQ sockets (validated, limited, forwarded to another
+/// instance, made durable, answered). A rejection keeps its reject code and gets the HTTP status
+/// that fits it (``status(of:)``).
 ///
-/// Secure mode: HTTP takes no bearer tokens yet, so every API call is refused with 401 and
-/// nothing reaches the service (never an anonymous way around CURVE).
+/// Secure mode: a call needs a bearer token (a JWT signed with `security.tokenKeyFile`, see
+/// ``AccessToken``) naming a client of the access file; the engine authorizes the call as that
+/// client. Without a token key every call is refused 401 (never an anonymous way around CURVE).
 final class HTTPAPI: Sendable {
-    /// The endpoints this process bound (the API connects to them once they are).
-    let bound: @Sendable () -> Endpoints
-    /// Secure mode: the access list and the token verifier; nil without security.
-    let security: Security?
+    let port: any NavigatorPort
+    /// Whether the engine runs in secure mode (then every call needs a token).
+    let secure: Bool
+    /// Secure mode: the bearer tokens' verifier; nil refuses every call.
+    let tokens: TokenVerifier?
     /// The largest request body taken, in bytes (JSON of at most `maxMessageBytes` of protobuf).
     let maxBodyBytes: Int
-    private let connection = Mutex<Task<NavigatorConnection, any Error>?>(nil)
     /// The session streams (SSE and WebSocket).
     let hub: StreamHub
     /// The live session page's files.
     let page = PageResources()
 
     init(
-        bound: @escaping @Sendable () -> Endpoints, security: Security?, maxMessageBytes: Int,
-        streams: StreamSettings, logger: Logger
+        port: any NavigatorPort, secure: Bool, tokens: TokenVerifier?, maxMessageBytes: Int, streams: StreamSettings,
+        logger: Logger
     ) {
-        self.bound = bound
-        self.security = security
+        self.port = port
+        self.secure = secure
+        self.tokens = tokens
         self.maxBodyBytes = maxMessageBytes * 4
-        self.hub = StreamHub(settings: streams, logger: logger) { try Self.serviceEndpoints(bound(), security) }
+        self.hub = StreamHub(settings: streams, port: port, logger: logger)
     }
 
     /// The paths the API serves, with their methods (404 and 405 answers list them).
@@ -60,7 +61,6 @@ final class HTTPAPI: Sendable {
     }
 
     func register(on router: Router<BasicRequestContext>) {
-        registerStreams(on: router)
         router.get("/v1/openapi.json") { _, _ in
             HTTPEndpoint.response(HTTPReply(200, "application/json", Array(OpenAPIDocument.json.utf8)))
         }
@@ -71,43 +71,46 @@ final class HTTPAPI: Sendable {
             HTTPEndpoint.response(page.reply(context.parameters.get("file") ?? ""))
         }
         router.post("/v1/intents") { [self] request, _ in
-            try await handle(request) { body in
+            try await handle(request) { caller, body in
                 let intent = try Self.decode(Navigator_V1_Intent.self, body)
-                _ = try await self.authorize(request, .publish(session: intent.session))
                 let wait = request.uri.queryParameters["wait"].map(String.init)
                 guard wait == nil || ["true", "false", "1", "0"].contains(wait!) else {
                     throw APIError(
                         .malformed, "wait=\(LogText(wait!)) is not a yes or no; expected true, false, 1 or 0")
                 }
                 guard wait == "true" || wait == "1" else {
-                    // Fire and forget: the intents socket; its outcome goes to the session's shells
-                    // (a rejection to r/<session>/).
-                    try await self.client().send(intent)
+                    // Fire and forget: admitted now; its outcome goes to the session's followers
+                    // (a later rejection to its streams and to r/<session>/).
+                    if let refused = await self.port.send(intent, as: caller) {
+                        var reply = Navigator_V1_Reply()
+                        reply.rejected = .with {
+                            $0.code = refused.code
+                            $0.message = refused.message
+                        }
+                        return (Self.status(of: refused.code), reply)
+                    }
                     return (202, Navigator_V1_Reply())
                 }
-                return try await self.ask(.intent(intent))
+                return (200, await self.port.ask(.with { $0.intent = intent }, as: caller))
             }
         }
         router.post("/v1/explain") { [self] request, _ in
-            try await handle(request) { body in
+            try await handle(request) { caller, body in
                 let intent = try Self.decode(Navigator_V1_Intent.self, body)
-                _ = try await self.authorize(request, .publish(session: intent.session))
-                return try await self.ask(.explain(intent))
+                return (200, await self.port.ask(.with { $0.explain = intent }, as: caller))
             }
         }
         router.get("/v1/sessions/:id") { [self] request, context in
             let session = Self.session(context)
-            return try await handle(request, body: false) { _ in
+            return try await handle(request, body: false) { caller, _ in
                 let session = try session.get()
-                _ = try await self.authorize(request, .follow(session: session))
-                return try await self.ask(.snapshot(.with { $0.session = session }))
+                return (200, await self.port.ask(.with { $0.snapshot = .with { $0.session = session } }, as: caller))
             }
         }
         router.post("/v1/sessions/:id/events") { [self] request, context in
             let session = Self.session(context)
-            return try await handle(request) { body in
+            return try await handle(request) { caller, body in
                 let session = try session.get()
-                _ = try await self.authorize(request, .follow(session: session))
                 var event = try Self.decode(Navigator_V1_ClientEvent.self, body)
                 if !event.session.isEmpty && event.session != session {
                     throw APIError(
@@ -116,7 +119,7 @@ final class HTTPAPI: Sendable {
                     )
                 }
                 event.session = session
-                return try await self.ask(.clientEvent(event))
+                return (200, await self.port.ask(.with { $0.clientEvent = event }, as: caller))
             }
         }
     }
@@ -145,31 +148,27 @@ final class HTTPAPI: Sendable {
         }
 
         /// The refusal as a response: a Reply with `rejected`, the status of its code.
-        var response: Response {
+        var response: Response { HTTPEndpoint.response(reply) }
+
+        /// The refusal as navigatord answers it, on every path (a Hummingbird route, or a stream
+        /// refused in the connection's pipeline).
+        var reply: HTTPReply {
             var reply = Navigator_V1_Reply()
             reply.rejected = .with {
                 $0.code = code
                 $0.message = message
             }
-            var response = HTTPAPI.response(status ?? HTTPAPI.status(of: code), reply)
-            if status == 401 { response.headers[.wwwAuthenticate] = "Bearer realm=\"navigatord\"" }
-            return response
+            return HTTPAPI.reply(status ?? HTTPAPI.status(of: code), reply)
         }
     }
 
-    /// Secure mode: the caller's bearer token (`Authorization: Bearer …`, or `?access_token=`
-    /// where a browser cannot set headers: EventSource, WebSocket), checked and its client
-    /// authorized for `action` by the access file as it is now. Returns when the token expires
-    /// (nil without security). 401 without a valid token, 403 for what the client may not do.
-    func authorize(_ request: Request, _ action: AccessList.Action) async throws -> Date? {
-        try await authorize(
-            header: request.headers[.authorization],
-            query: request.uri.queryParameters["access_token"].map(String.init), action)
-    }
-
-    func authorize(header: String?, query: String?, _ action: AccessList.Action) async throws -> Date? {
-        guard let security else { return nil }
-        guard let tokens = security.tokens else {
+    /// Who calls: in secure mode the client its bearer token names (`Authorization: Bearer …`,
+    /// or `?access_token=` where a browser cannot set headers: EventSource, WebSocket), checked
+    /// and known to the engine's access file as it is now, and when the token expires; anyone
+    /// without security. 401 without a valid token.
+    func authenticate(header: String?, query: String?) async throws(APIError) -> (Caller, Date?) {
+        guard secure else { return (.anonymous, nil) }
+        guard let tokens else {
             throw APIError(
                 .forbidden,
                 "navigatord runs in secure mode without a token key (security.tokenKeyFile), so its HTTP API takes no calls; use the ZeroMQ sockets with a CURVE key",
@@ -193,23 +192,25 @@ final class HTTPAPI: Sendable {
         case .success(let verified): claims = verified
         case .failure(let refusal): throw APIError(.forbidden, refusal.reason, status: 401)
         }
-        guard security.client(named: claims.client) != nil, claims.client != Security.internalName else {
+        let caller = Caller(name: claims.client)
+        guard port.knows(caller) else {
             throw APIError(
                 .forbidden, "the token's client \(LogText(claims.client)) is not in the access file (any more)",
                 status: 401)
         }
-        if let refusal = security.refusal(of: action, by: claims.client) {
-            throw APIError(.forbidden, refusal)
-        }
-        return claims.expiresAt
+        return (caller, claims.expiresAt)
     }
 
-    /// Reads the body (bounded), runs `work`, and answers its reply as JSON with its status;
-    /// a rejection, from the service or from here, is answered with the status of its code.
+    /// Authenticates the caller, reads the body (bounded), runs `work`, and answers its reply as
+    /// JSON with its status; a rejection, from the engine or from here, is answered with the
+    /// status of its code.
     private func handle(
-        _ request: Request, body: Bool = true, _ work: ([UInt8]) async throws -> (Int, Navigator_V1_Reply)
+        _ request: Request, body: Bool = true, _ work: (Caller, [UInt8]) async throws -> (Int, Navigator_V1_Reply)
     ) async throws -> Response {
         do {
+            let (caller, _) = try await authenticate(
+                header: request.headers[.authorization],
+                query: request.uri.queryParameters["access_token"].map(String.init))
             var bytes: [UInt8] = []
             if body {
                 if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
@@ -225,27 +226,14 @@ final class HTTPAPI: Sendable {
                 }
                 bytes = Array(buffer.readableBytesView)
             }
-            let (status, reply) = try await work(bytes)
+            let (status, reply) = try await work(caller, bytes)
             if case .rejected(let rejected)? = reply.kind {
                 return Self.response(Self.status(of: rejected.code), reply)
             }
             return Self.response(status, reply)
         } catch let error as APIError {
             return error.response
-        } catch let error as ClientError {
-            // The service did not answer in time, or is stopping.
-            var reply = Navigator_V1_Reply()
-            reply.rejected = .with {
-                $0.code = .unavailable
-                $0.message = "navigatord did not answer: \(error.description); retry"
-            }
-            return Self.response(503, reply)
         }
-    }
-
-    /// Sends a request through the service's requests socket.
-    private func ask(_ kind: Navigator_V1_Request.OneOf_Kind) async throws -> (Int, Navigator_V1_Reply) {
-        (200, try await client().request(kind))
     }
 
     static func decode<M: SwiftProtobuf.Message>(_ type: M.Type, _ body: [UInt8]) throws -> M {
@@ -287,67 +275,16 @@ final class HTTPAPI: Sendable {
     }
 
     static func response(_ status: Int, _ reply: Navigator_V1_Reply) -> Response {
+        HTTPEndpoint.response(Self.reply(status, reply))
+    }
+
+    /// A `Reply` as the API answers it: JSON, with `Retry-After` on 429 and 503 and
+    /// `WWW-Authenticate` on 401.
+    static func reply(_ status: Int, _ reply: Navigator_V1_Reply) -> HTTPReply {
         let json = (try? reply.jsonUTF8Bytes()) ?? Array("{}".utf8)
-        var response = HTTPEndpoint.response(HTTPReply(status, "application/json", json + [0x0A]))
-        if status == 503 || status == 429 { response.headers[.retryAfter] = "1" }
-        return response
-    }
-
-    /// The API's connection to this process's sockets, made on first use.
-    func client() async throws -> NavigatorConnection {
-        let task = connection.withLock { current in
-            if let current { return current }
-            let bound = self.bound
-            let security = self.security
-            let task = Task { () throws -> NavigatorConnection in
-                try await NavigatorConnection(
-                    endpoints: try Self.serviceEndpoints(bound(), security), timeout: .seconds(5))
-            }
-            current = task
-            return task
-        }
-        do {
-            return try await task.value
-        } catch {
-            connection.withLock { $0 = nil }  // tried again on the next call
-            throw error
-        }
-    }
-
-    /// Where the API's client connections reach this process's sockets.
-    static func serviceEndpoints(_ endpoints: Endpoints, _ security: Security?) throws -> ServiceEndpoints {
-        guard let requests = connectable(endpoints.requests), let intents = connectable(endpoints.intents),
-            let commands = connectable(endpoints.commands)
-        else {
-            throw APIError(
-                .unavailable,
-                "navigatord has no tcp or ipc intents, requests and commands endpoints bound (yet) for its HTTP API to use",
-                status: 503)
-        }
-        // Secure mode: the API's own key, admitted as an admin (each caller is checked here).
-        let curve = security.map {
-            CurveCredentials(keys: $0.internalClient.keys, serverKey: $0.publicKey)
-        }
-        return ServiceEndpoints(intents: intents, requests: requests, commands: commands, curve: curve)
-    }
-
-    /// An endpoint this process can connect to: tcp or ipc (a client connection has its own
-    /// context, which inproc names are not shared with); a wildcard host becomes loopback.
-    static func connectable(_ endpoints: [String]) -> String? {
-        guard let endpoint = endpoints.first(where: { $0.hasPrefix("tcp://") || $0.hasPrefix("ipc://") }) else {
-            return nil
-        }
-        return endpoint.replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
-            .replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
-            .replacingOccurrences(of: "tcp://[::]:", with: "tcp://[::1]:")
-    }
-
-    /// Closes the API's connection (the service is stopping).
-    func close() async {
-        let task = connection.withLock { task -> Task<NavigatorConnection, any Error>? in
-            defer { task = nil }
-            return task
-        }
-        if let connection = try? await task?.value { await connection.close() }
+        var answer = HTTPReply(status, "application/json", json + [0x0A])
+        if status == 503 || status == 429 { answer.headers.append(("Retry-After", "1")) }
+        if status == 401 { answer.headers.append(("WWW-Authenticate", "Bearer realm=\"navigatord\"")) }
+        return answer
     }
 }

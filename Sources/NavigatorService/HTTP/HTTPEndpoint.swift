@@ -1,6 +1,5 @@
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NavigatorWire
@@ -12,6 +11,8 @@ struct HTTPReply: Sendable {
     var code: Int
     var contentType: String
     var body: [UInt8]
+    /// More header fields (`Retry-After`, `WWW-Authenticate`, `Allow`).
+    var headers: [(String, String)] = []
 
     init(_ code: Int, _ text: String) {
         self.init(code, "text/plain; charset=utf-8", Array(text.utf8))
@@ -70,35 +71,14 @@ struct HTTPPart: Service {
             router.get(RouterPath(path)) { _, _ in HTTPEndpoint.response(reply()) }
         }
         api?.register(on: router)
-        defer { if let api { Task { await api.close() } } }
         let running = Atomic<Bool>(false)
         let onRunning = self.onRunning
         let server: HTTPServerBuilder
         if let api {
-            // The same path serves SSE and WebSocket: an upgrade request for a stream becomes a
-            // WebSocket; anything else (including an upgrade this API would refuse) is HTTP.
-            let heartbeat = Duration.seconds(max(1, api.hub.settings.heartbeatSeconds))
-            let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
-                http1: .init(idleTimeout: .seconds(30)),
-                ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: heartbeat)))
+            // Session streams (Server-Sent Events and WebSocket) run in each connection's
+            // pipeline, without a task each; everything else is Hummingbird's.
             server = HTTPServerBuilder { responder in
-                // Server-Sent Event streams run in each connection's pipeline, without a task each.
-                StreamingHTTPChannel(
-                    inner: HTTP1WebSocketUpgradeChannel(
-                        responder: responder, configuration: configuration,
-                        shouldUpgrade: { request, _, _ in
-                            let lastEventID = request.headerFields[HTTPAPI.lastEventID]
-                            guard let path = request.path,
-                                let (session, since, expiry) = await api.webSocketTarget(
-                                    path: path, lastEventID: lastEventID,
-                                    authorization: request.headerFields[.authorization])
-                            else { return .dontUpgrade }
-                            return .upgrade([:]) { inbound, outbound, _ in
-                                try await api.serveWebSocket(
-                                    session: session, since: since, expiry: expiry, inbound: inbound,
-                                    outbound: outbound)
-                            }
-                        }), api: api)
+                StreamingHTTPChannel(responder: responder, idleTimeout: .seconds(30), api: api)
             }
         } else {
             server = .http1(configuration: .init(idleTimeout: .seconds(30)))
@@ -155,10 +135,13 @@ enum HTTPEndpoint {
     }
 
     static func response(_ reply: HTTPReply) -> Response {
-        Response(
+        var headers: HTTPFields = [.contentType: reply.contentType, .cacheControl: "no-store"]
+        for (name, value) in reply.headers {
+            if let name = HTTPFields.Element.Name(name) { headers.append(.init(name: name, value: value)) }
+        }
+        return Response(
             status: .init(code: reply.code, reasonPhrase: String(reply.status.drop { $0 != " " }.dropFirst())),
-            headers: [.contentType: reply.contentType, .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+            headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
     }
 
     /// Answers what no route matched: 405 for a served path asked with another method, 404
@@ -182,10 +165,9 @@ enum HTTPEndpoint {
                     return HTTPEndpoint.response(
                         HTTPReply(404, "no such path; try \(paths.joined(separator: ", "))\n"))
                 }
-                var response = HTTPEndpoint.response(
-                    HTTPReply(405, "\(request.method) is not served on \(request.uri.path); use GET\n"))
-                response.headers[.allow] = "GET, HEAD"
-                return response
+                var reply = HTTPReply(405, "\(request.method) is not served on \(request.uri.path); use GET\n")
+                reply.headers = [("Allow", "GET, HEAD")]
+                return HTTPEndpoint.response(reply)
             }
         }
 
@@ -204,9 +186,9 @@ enum HTTPEndpoint {
                 $0.code = .unknownRequest
                 $0.message = "\(request.method) is not served on \(LogText(path)); use \(method)"
             }
-            var response = HTTPAPI.response(405, reply)
-            response.headers[.allow] = method
-            return response
+            var answer = HTTPAPI.reply(405, reply)
+            answer.headers.append(("Allow", method))
+            return HTTPEndpoint.response(answer)
         }
     }
 }

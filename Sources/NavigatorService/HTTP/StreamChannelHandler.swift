@@ -1,28 +1,28 @@
 import Foundation
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import NIOWebSocket
 import NavigatorWire
 
 /// Serves `GET /v1/sessions/{id}/stream` — as Server-Sent Events, or as a WebSocket when the
-/// request asks for the upgrade — inside the connection's channel pipeline. Hummingbird gives each
-/// connection a task, which keeps the high-water mark of its async frames (about 9 KiB once a
-/// request has been handled, 16 KiB inside a handler) for as long as the connection lives; a
-/// stream taken here never reaches it, the connection's task ends (``StreamingHTTPChannel``), and
-/// the stream costs its NIO channel, this handler (or ``WebSocketStreamHandler``) and its queue.
-/// Each event is one write of a buffer encoded once per session, on the channel's event loop,
-/// only while the channel is writable: a reader that falls behind leaves its events in the
-/// bounded ``StreamQueue``, which turns them into a snapshot.
+/// request asks for the upgrade — inside the connection's channel pipeline: the one stream
+/// implementation of each transport. Hummingbird gives each connection a task, which keeps the
+/// high-water mark of its async frames for as long as the connection lives; a stream taken here
+/// never reaches it, the connection's task ends (``StreamingHTTPChannel``), and the stream costs
+/// its NIO channel, this handler (or ``WebSocketStreamHandler``) and its queue. Each event is one
+/// write of a buffer encoded once per session, on the channel's event loop, only while the channel
+/// is writable: a reader that falls behind leaves its events in the bounded ``StreamQueue``, and
+/// gets a snapshot instead.
 ///
-/// It sits right after the HTTP/1 request decoder, before the WebSocket upgrade negotiation and
-/// Hummingbird's connection handling. A request it does not take — any other, a stream request
-/// while a response of Hummingbird's is still being written — passes through untouched; another
-/// upgrade request removes it from the pipeline; a stream request it cannot serve (refused,
-/// malformed, over the limit) is passed on after all, and Hummingbird's route or WebSocket upgrade
-/// answers it with the error, so every refusal is written in one place.
+/// It sits right after the HTTP/1 request decoder, before Hummingbird's connection handling. Every
+/// other request passes through untouched. A stream request that comes while Hummingbird still
+/// owes responses to earlier requests on the connection waits for them (nothing more is read
+/// meanwhile); a stream that cannot be opened (refused, malformed, over the limit) is answered here
+/// with the API's refusal (``HTTPAPI/APIError/reply``), and the connection goes on.
 final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -32,6 +32,9 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private enum State {
         /// Requests go to Hummingbird.
         case passing
+        /// A stream request waits for Hummingbird's responses to the requests before it; its
+        /// parts, and any that follow, wait here.
+        case waitingTurn([HTTPServerRequestPart])
         /// A stream request is being authorized and subscribed; its parts wait here.
         case opening([HTTPServerRequestPart])
         case streaming(StreamSubscription, Scheduled<Void>?)
@@ -43,17 +46,23 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     /// Requests passed to Hummingbird whose response it has not finished writing.
     private var responsesOwed = 0
     private var context: ChannelHandlerContext?
-    /// Whether Hummingbird has the connection to serve: false once the first request is a
-    /// stream taken here (or the connection closed before any), true once one is passed on.
-    /// The connection's task waits for it, and ends at once for a stream.
-    let forHummingbird: EventLoopPromise<Bool>
+    /// Hummingbird's async channel once a request is passed on to it (made then, by
+    /// `makeHummingbirdChannel`), or nil once the first request is a stream taken here (or the
+    /// connection closed before any). The connection's task waits for it, and ends at once for a
+    /// stream.
+    let forHummingbird: EventLoopPromise<StreamingHTTPChannel.HummingbirdChannel?>
+    private let makeHummingbirdChannel: () throws -> StreamingHTTPChannel.HummingbirdChannel
     private var decided = false
     /// The server began stopping, or the client closed its side, while a stream was opening.
     private var stopping = false
 
-    init(api: HTTPAPI, eventLoop: any EventLoop) {
+    init(
+        api: HTTPAPI, eventLoop: any EventLoop,
+        hummingbird: @escaping () throws -> StreamingHTTPChannel.HummingbirdChannel
+    ) {
         self.api = api
         self.forHummingbird = eventLoop.makePromise()
+        self.makeHummingbirdChannel = hummingbird
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -64,20 +73,33 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         self.context = nil
     }
 
+    /// Settles who serves the connection, once: Hummingbird (its async channel is made now, at
+    /// the end of the pipeline, before the first request reaches it) or a stream.
     private func decide(_ hummingbird: Bool) {
         guard !decided else { return }
         decided = true
-        forHummingbird.succeed(hummingbird)
+        guard hummingbird else { return forHummingbird.succeed(nil) }
+        do {
+            forHummingbird.succeed(try makeHummingbirdChannel())
+        } catch {
+            forHummingbird.fail(error)
+            context?.close(promise: nil)
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        read(unwrapInboundIn(data), context)
+    }
+
+    private func read(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext) {
         switch state {
         case .passing:
-            if !pass(unwrapInboundIn(data), context, mayOpen: true) {
-                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-            }
+            pass(part, context)
+        case .waitingTurn(var parts):
+            parts.append(part)
+            state = .waitingTurn(parts)
         case .opening(var parts):
-            parts.append(unwrapInboundIn(data))
+            parts.append(part)
             state = .opening(parts)
         case .streaming, .ended:
             break  // a stream reads nothing more from its client (raw bytes once the decoder is gone)
@@ -85,31 +107,35 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     }
 
     /// Passes a request part on to Hummingbird, counting the requests it owes a response; a
-    /// stream request (`mayOpen`, nothing owed) is opened here instead. False after an upgrade
-    /// request: what follows may not be HTTP, and this handler must leave the pipeline.
-    private func pass(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext, mayOpen: Bool) -> Bool {
-        if case .head(let head) = part {
-            if mayOpen, responsesOwed == 0, head.method == .GET,
-                !head.headers.contains(name: "upgrade") || WebSocketStreamHandler.isUpgrade(head),
-                let session = Self.streamedSession(head.uri)
-            {
-                open(session, head, context)
-                return true
+    /// stream request is kept here instead, opened at once or once the responses owed are written.
+    private func pass(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext) {
+        if case .head(let head) = part, head.method == .GET, Self.streamedSession(head.uri) != nil {
+            // Nothing more is read until the stream is open or answered.
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            if responsesOwed == 0 {
+                open(head, context)
+            } else {
+                state = .waitingTurn([part])
             }
+            return
+        }
+        if case .head = part {
             decide(true)
             responsesOwed += 1
-            context.fireChannelRead(wrapInboundOut(part))
-            // A WebSocket (or other) upgrade.
-            return !head.headers.contains(name: "upgrade")
         }
         context.fireChannelRead(wrapInboundOut(part))
-        return true
     }
 
-    /// Hummingbird's responses pass here; the end of each settles one request passed to it.
+    /// Hummingbird's responses pass here; the end of each settles one request passed to it. A
+    /// stream request waiting for its turn opens once none is owed.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { responsesOwed = max(0, responsesOwed - 1) }
+        let ended = if case .end = unwrapOutboundIn(data) { true } else { false }
+        if ended { responsesOwed = max(0, responsesOwed - 1) }
         context.write(data, promise: promise)
+        if ended, responsesOwed == 0, case .waitingTurn(let parts) = state, case .head(let head) = parts.first {
+            state = .passing
+            open(head, context, then: Array(parts.dropFirst()))
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -129,7 +155,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         if Self.endsStream(event) {
             switch state {
             case .streaming: finish()
-            case .opening: stopping = true
+            case .opening, .waitingTurn: stopping = true
             case .passing, .ended: break
             }
         }
@@ -153,73 +179,80 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         return String(segments[3])
     }
 
-    private func open(_ rawSession: String, _ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
-        state = .opening([.head(head)])
-        // Nothing more is read until the stream is open or passed on.
-        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+    /// Authorizes and subscribes the stream that `head` asks for, off the event loop; `then` are
+    /// the parts read after it so far.
+    private func open(_ head: HTTPRequestHead, _ context: ChannelHandlerContext, then: [HTTPServerRequestPart] = []) {
+        state = .opening([.head(head)] + then)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let (api, loop) = (self.api, context.eventLoop)
+        let rawSession = Self.streamedSession(head.uri) ?? ""
         let query = head.uri.firstIndex(of: "?").map { String(head.uri[$0...].dropFirst()) }
         let lastEventID = head.headers.first(name: "last-event-id")
         let authorization = head.headers.first(name: "authorization")
+        let upgrade = head.headers.contains(name: "upgrade")
         Task {
-            let opened: (StreamSubscription, Date?)?
-            do {
-                opened = try await api.openStream(
-                    rawSession: rawSession, query: query, lastEventID: lastEventID, authorization: authorization)
+            let opened: Result<(StreamSubscription, Date?), HTTPAPI.APIError>
+            do throws(HTTPAPI.APIError) {
+                if upgrade, !WebSocketStreamHandler.isUpgrade(head) {
+                    throw HTTPAPI.APIError(
+                        .malformed,
+                        "an upgrade of a stream must be a WebSocket one (Upgrade: websocket, Connection: Upgrade, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key); expected that, or no upgrade for Server-Sent Events"
+                    )
+                }
+                opened = .success(
+                    try await api.openStream(
+                        rawSession: rawSession, query: query, lastEventID: lastEventID, authorization: authorization))
             } catch {
-                opened = nil  // the route answers the same request with the error
+                opened = .failure(error)
             }
             loop.execute { bound.value.opened(opened) }
         }
     }
 
-    private func opened(_ opened: (StreamSubscription, Date?)?) {
+    private func opened(_ opened: Result<(StreamSubscription, Date?), HTTPAPI.APIError>) {
         guard let context, case .opening(let parts) = state, context.channel.isActive else {
-            opened?.0.close()
+            if case .success(let (subscription, _)) = opened { subscription.close() }
             return
         }
         if stopping {
-            opened?.0.close()
+            if case .success(let (subscription, _)) = opened { subscription.close() }
             decide(false)
             end()
             context.close(promise: nil)
             return
         }
         context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-        guard let (subscription, expiry) = opened else {
-            // Hummingbird answers it (with the error); the parts that came meanwhile follow,
-            // each counted, none opened here.
+        guard case .head(let request) = parts.first else { return }
+        let (subscription, expiry): (StreamSubscription, Date?)
+        switch opened {
+        case .success(let value):
+            (subscription, expiry) = value
+        case .failure(let refusal):
+            refuse(request, refusal, context)
+            // The parts of the refused request are done with; what came after it goes on.
             state = .passing
-            var stays = true
-            for part in parts where !pass(part, context, mayOpen: false) { stays = false }
+            let rest = parts.drop { if case .end = $0 { false } else { true } }.dropFirst()
+            for part in rest { read(part, context) }
             context.fireChannelReadComplete()
-            if !stays { context.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
             return
         }
         decide(false)
         // What is left of HTTP/1 on this connection goes: the request decoder (what the client
-        // sends now is read and dropped), the upgrade negotiation, and Hummingbird's idle
-        // timeout, which sees none of the stream's traffic and must not close it.
+        // sends now is read and dropped) and Hummingbird's idle timeout, which sees none of the
+        // stream's traffic and must not close it.
         let operations = context.pipeline.syncOperations
         if let decoder = try? operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
             operations.removeHandler(decoder, promise: nil)
         }
-        if let upgrade = try? operations.handler(
-            type: NIOTypedHTTPServerUpgradeHandler<HTTP1WebSocketUpgradeChannel.UpgradeResult>.self)
-        {
-            operations.removeHandler(upgrade, promise: nil)
-        }
         if let idle = try? operations.handler(type: HTTPConnectionStateHandler.self) {
             operations.removeHandler(idle, promise: nil)
         }
-        if case .head(let request) = parts.first, let accept = WebSocketStreamHandler.acceptKey(request) {
+        if let accept = WebSocketStreamHandler.acceptKey(request) {
             becomeWebSocket(request, accept: accept, subscription, expiry, context)
             return
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         state = .streaming(subscription, subscription.expire(at: expiry, on: context.eventLoop))
-        guard case .head(let request) = parts.first else { return }
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
         ])
@@ -231,6 +264,29 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         context.flush()
         let loop = context.eventLoop
         subscription.queue.setNotify { loop.execute { bound.value.drain() } }
+    }
+
+    /// Answers a stream request that cannot be opened with the API's refusal.
+    private func refuse(_ request: HTTPRequestHead, _ refusal: HTTPAPI.APIError, _ context: ChannelHandlerContext) {
+        let reply = refusal.reply
+        var headers = HTTPHeaders([
+            ("Content-Type", reply.contentType), ("Cache-Control", "no-store"),
+            ("Content-Length", "\(reply.body.count)"),
+        ])
+        for (name, value) in reply.headers { headers.add(name: name, value: value) }
+        context.write(
+            wrapOutboundOut(
+                .head(
+                    HTTPResponseHead(
+                        version: request.version, status: HTTPResponseStatus(statusCode: reply.code), headers: headers))
+            ),
+            promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: reply.body)))), promise: nil)
+        if request.isKeepAlive {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
+            context.writeThenClose(wrapOutboundOut(.end(nil)))
+        }
     }
 
     /// The upgrade to WebSocket, done here: `101 Switching Protocols`, then the WebSocket frame
@@ -254,7 +310,10 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             }
             let stream = WebSocketStreamHandler(api: api, subscription: subscription, expiry: expiry)
             try operations.addHandlers(
-                [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 16)), WebSocketFrameEncoder(), stream],
+                [
+                    ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: WebSocketStreamHandler.maxFrameSize)),
+                    WebSocketFrameEncoder(), stream,
+                ],
                 position: .after(self))
             operations.removeHandler(context: context, promise: nil)
         } catch {
@@ -276,7 +335,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
         while context.channel.isWritable {
             let frame: StreamFrame
-            switch subscription.poll() {
+            switch subscription.queue.poll() {
             case .empty: return
             case .closed:
                 finish()
@@ -324,71 +383,49 @@ extension ChannelHandlerContext {
     }
 }
 
-/// Hummingbird's HTTP/1 channel with WebSocket upgrades, with a ``StreamChannelHandler`` put
-/// right after the request decoder of each connection.
-/// A connection's task ends as soon as its first request is a stream taken by the handler.
-struct StreamingHTTPChannel: ServerChildChannel {
-    let inner: HTTP1WebSocketUpgradeChannel
+/// Hummingbird's HTTP/1 channel with a ``StreamChannelHandler`` right after the request
+/// decoder of each connection. The pipeline is Hummingbird's (``HTTP1Channel``'s), except that the
+/// async channel Hummingbird serves requests through is made only when the first request is one
+/// for Hummingbird: a connection whose first request is a stream never has one, and its task ends
+/// at once.
+struct StreamingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
+    typealias HummingbirdChannel = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: HTTPChannelHandler.Responder
+    let idleTimeout: Duration
     let api: HTTPAPI
 
     struct Value: ServerChildChannelValue {
-        let inner: HTTP1WebSocketUpgradeChannel.Value
-        let forHummingbird: EventLoopFuture<Bool>
-        var channel: any NIOCore.Channel { inner.channel }
+        let channel: any NIOCore.Channel
+        /// Hummingbird's async channel, or nil when the connection became a stream.
+        let hummingbird: EventLoopFuture<HummingbirdChannel?>
     }
 
     func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let api = self.api
-        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        let (api, idleTimeout) = (self.api, self.idleTimeout)
+        return channel.eventLoop.makeCompletedFuture {
+            let operations = channel.pipeline.syncOperations
+            try operations.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: .init())
             // Each connection keeps its receive buffer for the next read: 2 KiB by default, most
             // of an idle stream's memory. Requests start with 512 bytes, doubled while they fill.
             try channel.syncOptions?.setOption(
                 .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
-            let operations = channel.pipeline.syncOperations
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop)
+            let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop) {
+                try HummingbirdChannel(
+                    wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            }
             try operations.addHandler(streams, position: .after(decoder))
-            return Value(inner: value, forHummingbird: streams.forHummingbird.futureResult)
+            try operations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try operations.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
+            return Value(channel: channel, hummingbird: streams.forHummingbird.futureResult)
         }
     }
 
     func handle(value: Value, logger: Logger) async {
-        guard (try? await value.forHummingbird.get()) == true else { return }
-        await inner.handle(value: value.inner, logger: logger)
-    }
-}
-
-extension HTTPAPI {
-    /// What a stream request asks for, checked as the SSE route checks it: the session (its raw,
-    /// percent-encoded form from the path), the caller's authorization (`Authorization` header or
-    /// `?access_token=`; the token's expiry) and where to resume (`Last-Event-ID`, else
-    /// `?since=epoch:seq`). Throws the refusal.
-    func streamTarget(rawSession: String, query: String?, lastEventID: String?, authorization: String?)
-        async throws -> (session: String, since: (epoch: UInt64, seq: UInt64)?, expiry: Date?)
-    {
-        guard let session = rawSession.removingPercentEncoding, SessionID.problem(with: session) == nil else {
-            throw APIError(.invalidSession, "not a session id")
-        }
-        var accessToken: String?
-        var sinceText = lastEventID
-        for pair in (query ?? "").split(separator: "&") {
-            if pair.hasPrefix("access_token=") { accessToken = String(pair.dropFirst(13)).removingPercentEncoding }
-            if pair.hasPrefix("since="), sinceText?.isEmpty ?? true {
-                sinceText = String(pair.dropFirst(6)).removingPercentEncoding ?? ""
-            }
-        }
-        let expiry = try await authorize(header: authorization, query: accessToken, .follow(session: session))
-        guard let sinceText, !sinceText.isEmpty else { return (session, nil, expiry) }
-        guard let since = StreamFrame.position(sinceText) else { throw APIError(.malformed, "not epoch:seq") }
-        return (session, since, expiry)
-    }
-
-    /// Opens a stream for a request taken by ``StreamChannelHandler``.
-    func openStream(rawSession: String, query: String?, lastEventID: String?, authorization: String?) async throws
-        -> (StreamSubscription, Date?)
-    {
-        let target = try await streamTarget(
-            rawSession: rawSession, query: query, lastEventID: lastEventID, authorization: authorization)
-        return (try await hub.subscribe(target.session, since: target.since), target.expiry)
+        guard let channel = try? await value.hummingbird.get() else { return }
+        await handleHTTP(asyncChannel: channel, logger: logger)
     }
 }

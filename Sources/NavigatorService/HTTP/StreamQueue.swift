@@ -15,7 +15,7 @@ struct StreamFrame: Sendable {
     let kind: Kind
     /// The session's position after this event (snapshot, batch; recovered: the position resumed
     /// from); nil for events that move nothing.
-    let position: (epoch: UInt64, seq: UInt64)?
+    let position: StreamPosition?
     /// The event as a Server-Sent Event: `id:` (the position), `event:` (the kind) and `data:`
     /// (the JSON); a heartbeat is a comment line, which EventSource ignores. Shared, not copied,
     /// by every connection that writes it.
@@ -26,7 +26,7 @@ struct StreamFrame: Sendable {
     /// When it was made (history ages out by it).
     let at: ContinuousClock.Instant
 
-    init(_ kind: Kind, position: (epoch: UInt64, seq: UInt64)?, json: [UInt8], at: ContinuousClock.Instant = .now) {
+    init(_ kind: Kind, position: StreamPosition?, json: [UInt8], at: ContinuousClock.Instant = .now) {
         self.kind = kind
         self.position = position
         self.at = at
@@ -37,7 +37,7 @@ struct StreamFrame: Sendable {
             jsonCount = 0
         } else {
             bytes.reserveCapacity(json.count + 64)
-            if let position { bytes.writeString("id: \(position.epoch):\(position.seq)\n") }
+            if let position { bytes.writeString("id: \(position)\n") }
             bytes.writeString("event: \(kind.rawValue)\ndata: ")
             jsonStart = bytes.writerIndex
             jsonCount = json.count
@@ -53,34 +53,21 @@ struct StreamFrame: Sendable {
     /// slice of `serverSentEvent` (no copy): a WebSocket text message.
     var jsonBytes: ByteBuffer { serverSentEvent.getSlice(at: jsonStart, length: jsonCount) ?? ByteBuffer() }
 
-    /// `epoch:seq`, the SSE id and what a client resumes from.
-    var id: String? { position.map { "\($0.epoch):\($0.seq)" } }
-
-    /// Parses `epoch:seq` (a Last-Event-ID or `since`).
-    static func position(_ text: String) -> (epoch: UInt64, seq: UInt64)? {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let epoch = UInt64(parts[0]), let seq = UInt64(parts[1]) else { return nil }
-        return (epoch, seq)
-    }
+    /// Replies to the client's requests and the closing frame: never dropped for a snapshot.
+    var isKept: Bool { kind == .reply || kind == .closed }
 }
 
 /// What one stream connection has still to write, bounded: a reader that falls `capacity`
-/// events behind loses them and gets a snapshot instead (``Item/snapshotNow``), so a slow
-/// client never grows the service's memory.
+/// events behind loses them (``push(_:)`` says so, and its session queues it a snapshot
+/// instead), so a slow client never grows the service's memory. Replies to the client's own
+/// requests and the closing frame are never dropped.
 final class StreamQueue: Sendable {
-    enum Item: Sendable {
-        case frame(StreamFrame)
-        /// The reader fell behind: write the session's snapshot as it is now.
-        case snapshotNow
-    }
-
     private struct State {
-        var items: [Item] = []
-        var waiter: CheckedContinuation<Item?, Never>?
+        var items: [StreamFrame] = []
         var closed = false
         /// Times the reader fell behind.
         var overflows = 0
-        /// A reader that polls (``setNotify(_:)``): told when there is something to take.
+        /// The reader, told when there is something to take.
         var notify: (@Sendable () -> Void)?
         /// The reader was told and has not yet found the queue empty: no need to tell it again.
         var notified = false
@@ -91,40 +78,38 @@ final class StreamQueue: Sendable {
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    /// Adds an item; beyond the capacity everything queued is replaced by one `snapshotNow`.
-    func push(_ item: Item) {
-        let (waiter, notify) = state.withLock {
-            state -> (CheckedContinuation<Item?, Never>?, (@Sendable () -> Void)?) in
-            guard !state.closed else { return (nil, nil) }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return (waiter, nil)
-            }
+    /// Adds a frame; returns true if the queue was full: what it held is dropped (replies and
+    /// the closing frame kept) and the reader needs a snapshot.
+    @discardableResult
+    func push(_ frame: StreamFrame) -> Bool {
+        let (notify, overflowed) = state.withLock { state -> ((@Sendable () -> Void)?, Bool) in
+            guard !state.closed else { return (nil, false) }
+            var overflowed = false
             if state.items.count >= capacity {
-                // Replies to the client's own requests are kept (at most `maxReplies` wait).
-                state.items = state.items.filter(Self.isReply) + [.snapshotNow] + (Self.isReply(item) ? [item] : [])
+                state.items = state.items.filter(\.isKept) + (frame.isKept ? [frame] : [])
                 state.overflows += 1
+                overflowed = true
             } else {
-                state.items.append(item)
+                state.items.append(frame)
             }
-            guard !state.notified, let notify = state.notify else { return (nil, nil) }
+            guard !state.notified, let notify = state.notify else { return (nil, overflowed) }
             state.notified = true
-            return (nil, notify)
+            return (notify, overflowed)
         }
-        waiter?.resume(returning: item)
         notify?()
+        return overflowed
     }
 
     /// What ``poll()`` finds.
     enum Polled {
-        case item(Item)
+        case frame(StreamFrame)
         case empty
         case closed
     }
 
-    /// For a reader that is told rather than waits: `notify` is called (from any thread) when
-    /// items come after ``poll()`` found the queue empty, and once when the queue closes. It is
-    /// called once now, for what is queued already.
+    /// For the reader: `notify` is called (from any thread) when frames come after ``poll()``
+    /// found the queue empty, and once when the queue closes. It is called once now, for what is
+    /// queued already.
     func setNotify(_ notify: @escaping @Sendable () -> Void) {
         state.withLock { state in
             state.notify = state.closed ? nil : notify
@@ -133,86 +118,31 @@ final class StreamQueue: Sendable {
         notify()
     }
 
-    /// The next item without waiting; `empty` re-arms the notification.
+    /// The next frame without waiting; `empty` re-arms the notification.
     func poll() -> Polled {
         state.withLock { state in
-            if !state.items.isEmpty { return .item(state.items.removeFirst()) }
+            if !state.items.isEmpty { return .frame(state.items.removeFirst()) }
             if state.closed { return .closed }
             state.notified = false
             return .empty
         }
     }
 
-    /// Replies waiting to be written, at most: a client that sends requests but reads nothing
-    /// is not read from further (``pushReply(_:)`` waits).
-    static let maxReplies = 8
-
-    /// Replies and the closing frame are never dropped for a snapshot.
-    static func isReply(_ item: Item) -> Bool {
-        if case .frame(let frame) = item { frame.kind == .reply || frame.kind == .closed } else { false }
-    }
-
-    /// Queues the answer to a request, waiting while `maxReplies` are not written yet; false
-    /// once the queue is closed.
-    func pushReply(_ frame: StreamFrame) async -> Bool {
-        while true {
-            let (room, closed) = state.withLock { state in
-                (state.items.count { Self.isReply($0) } < Self.maxReplies, state.closed)
-            }
-            if closed { return false }
-            if room { break }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        push(.frame(frame))
-        return true
-    }
-
     /// A heartbeat, only when nothing else is waiting to be written.
     func pushHeartbeat() {
         let idle = state.withLock { $0.items.isEmpty && !$0.closed }
-        if idle { push(.frame(.heartbeat)) }
+        if idle { push(.heartbeat) }
     }
 
-    /// The next item, waiting for one; nil once closed.
-    func next() async -> Item? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Item?, Never>) in
-            let ready = state.withLock { state -> Item?? in
-                if !state.items.isEmpty { return .some(state.items.removeFirst()) }
-                if state.closed { return .some(nil) }
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
-    /// Items left with a position at or before `seq` of `epoch` are dropped (a snapshot just
-    /// written has them).
-    func dropCovered(epoch: UInt64, seq: UInt64) {
-        state.withLock { state in
-            state.items.removeAll { item in
-                guard case .frame(let frame) = item, frame.kind == .batch, let position = frame.position else {
-                    return false
-                }
-                return position.epoch == epoch && position.seq <= seq
-            }
-        }
-    }
-
-    /// Ends the stream: `next()` answers nil at once (what is queued is dropped).
+    /// Ends the stream: ``poll()`` answers `closed` at once (what is queued is dropped).
     func close() {
-        let (waiter, notify) = state.withLock {
-            state -> (CheckedContinuation<Item?, Never>?, (@Sendable () -> Void)?) in
-            guard !state.closed else { return (nil, nil) }
+        let notify = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.closed else { return nil }
             state.closed = true
             state.items = []
-            defer {
-                state.waiter = nil
-                state.notify = nil
-            }
-            return (state.waiter, state.notify)
+            defer { state.notify = nil }
+            return state.notify
         }
-        waiter?.resume(returning: nil)
         notify?()
     }
 
@@ -220,4 +150,7 @@ final class StreamQueue: Sendable {
 
     /// Whether the queue was closed.
     var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Frames waiting to be written.
+    var count: Int { state.withLock { $0.items.count } }
 }

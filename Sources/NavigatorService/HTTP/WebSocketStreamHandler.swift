@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HummingbirdWebSocket
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -21,6 +20,8 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     typealias OutboundOut = WebSocketFrame
 
     static let maxInFlight = 8
+    /// The largest frame a client may send (a message may come in several).
+    static let maxFrameSize = 1 << 16
     /// Requests read while ``maxInFlight`` are being answered, at most.
     static let maxWaiting = 64
     /// Requests a client may send per second on average, and in a burst.
@@ -37,8 +38,9 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     private var message: ByteBuffer?
     private var messageIsText = false
     private var inFlight = 0
-    /// Requests read while ``maxInFlight`` were in flight, answered as others finish.
-    private var waiting: [WebSocketMessage] = []
+    /// Requests read while ``maxInFlight`` were in flight (text or not), answered as others
+    /// finish.
+    private var waiting: [(ByteBuffer, Bool)] = []
     /// The payload of the last ping not yet answered (written once the channel is writable).
     private var pongOwed: ByteBuffer?
     /// Whether the channel reads from the client now.
@@ -157,11 +159,9 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
 
     /// A whole message from the client: a Request, answered on the stream.
     private func received() {
-        guard let context, var bytes = message else { return }
+        guard let context, let bytes = message else { return }
         message = nil
-        let incoming: WebSocketMessage =
-            messageIsText
-            ? .text(bytes.readString(length: bytes.readableBytes) ?? "") : .binary(bytes)
+        let incoming = (bytes, messageIsText)
         guard requestBudget.take(at: NIODeadline.now()) else {
             return close(
                 code: .policyViolation,
@@ -185,13 +185,13 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     /// Sends one request of the client's to the service; its answer comes to ``answered(_:)``.
-    private func ask(_ incoming: WebSocketMessage, _ context: ChannelHandlerContext) {
+    private func ask(_ incoming: (ByteBuffer, Bool), _ context: ChannelHandlerContext) {
         inFlight += 1
         updateReading()
-        let (api, session, loop) = (self.api, subscription.session, context.eventLoop)
+        let (api, session, caller, loop) = (self.api, subscription.session, subscription.caller, context.eventLoop)
         let bound = NIOLoopBound(self, eventLoop: loop)
         Task {
-            let reply = await api.answer(incoming, session: session)
+            let reply = await api.answer(incoming.0, isText: incoming.1, session: session, caller: caller)
             var event = Navigator_V1_StreamEvent()
             event.reply = reply
             let frame = StreamFrame(.reply, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [])
@@ -201,7 +201,7 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private func answered(_ frame: StreamFrame) {
         inFlight -= 1
-        subscription.queue.push(.frame(frame))
+        subscription.queue.push(frame)
         guard let context, !ended else { return }
         if !waiting.isEmpty {
             ask(waiting.removeFirst(), context)
@@ -227,7 +227,7 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
         }
         while context.channel.isWritable {
             let frame: StreamFrame
-            switch subscription.poll() {
+            switch subscription.queue.poll() {
             case .empty: return
             case .closed:
                 close(code: .goingAway, reason: "the stream ended; reconnect")

@@ -11,6 +11,8 @@ import ZeroMQ
 /// | the flush thread | ``Kind/durableReply`` from a worker | `[routing id][delimiter][session][Reply]` (an empty session: nothing to write) |
 /// | requests | ``Kind/reply`` from the flush thread | `[routing id][delimiter][Reply]` |
 /// | egress | ``Kind/subscriptionsWaiting`` from a publisher that found the XPUB holding subscriptions | `[0xFE]` alone |
+/// | requests' calls | ``Kind/calledRequest`` from ``CallDesk`` (a call in process) | `[4][call id][Request][client]` |
+/// | requests' calls | ``Kind/calledIntent`` from ``CallDesk`` | `[5][call id][session][Intent][client]` |
 /// | any | ``Kind/stop`` | `[0xFF]` alone |
 ///
 /// `delimiter` is one byte: 1 if the client sent an empty delimiter frame (DEALER or REQ
@@ -25,15 +27,18 @@ enum Internal {
     static let acks = "inproc://navigator-acks"
     static let ingressControl = "inproc://navigator-control-ingress"
     static let requestsControl = "inproc://navigator-control-requests"
+    static let calls = "inproc://navigator-calls"
 
     static let intentKind: UInt8 = 1
     static let requestKind: UInt8 = 2
     static let clientIntentKind: UInt8 = 3
+    static let calledRequestKind: UInt8 = 4
+    static let calledIntentKind: UInt8 = 5
     static let stop: [UInt8] = [0xFF]
     static let subscriptionsWaiting: [UInt8] = [0xFE]
 
     enum Inbox: String {
-        case worker, flush, requests, egress
+        case worker, flush, requests, egress, calls
     }
 
     enum Kind: Equatable {
@@ -44,6 +49,10 @@ enum Internal {
         case durableReply
         case reply
         case subscriptionsWaiting
+        /// A request made in process, to be admitted as a client's.
+        case calledRequest
+        /// A fire-and-forget intent made in process.
+        case calledIntent
     }
 
     /// What the `count` frames received at `inbox` are; nil for a shape nobody sends there.
@@ -63,6 +72,11 @@ enum Internal {
         case .flush: return count == 4 ? .durableReply : nil
         case .requests: return count == 3 ? .reply : nil
         case .egress: return nil
+        case .calls:
+            let first = frames[0].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 }
+            if first == calledRequestKind, count == 4 { return .calledRequest }
+            if first == calledIntentKind, count == 5 { return .calledIntent }
+            return nil
         }
     }
 

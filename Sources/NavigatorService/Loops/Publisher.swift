@@ -5,7 +5,8 @@ import ZeroMQ
 
 /// A worker's way of publishing: builds the header and payload of
 /// batches, rejections and audit records and sends them onto the commands XPUB itself, under the
-/// XPUB's lock (``SharedSocket``) — no thread between a worker and the shells' connections.
+/// XPUB's lock (``SharedSocket``) — no thread between a worker and the shells' connections — and
+/// hands batches and rejections to the session's follows made in process (``SessionFollows``).
 ///
 /// Messages wait in ``pending`` until ``flush()`` (the owner calls it when it has nothing more to
 /// read, and before it waits) or until ``bundleLimit`` of them wait: a busy worker takes the lock
@@ -18,6 +19,7 @@ import ZeroMQ
 /// XPUB: at 2,000 intents/s its wake-ups cost 0.08 of a core, a sixth of the service's CPU.)
 final class Publisher {
     private let commands: SharedSocket
+    private let follows: SessionFollows
     /// To egress: stop markers, and word that the XPUB holds subscriptions to read (a send may
     /// have taken the XPUB descriptor's signal that egress waits on).
     private let egress: Socket
@@ -30,9 +32,12 @@ final class Publisher {
     private var pending: [ZeroMQ.Message] = []
     static let bundleLimit = 64
 
-    init(context: Context, commands: SharedSocket, counters: ServiceCounters, epoch: UInt64) throws {
+    init(context: Context, commands: SharedSocket, follows: SessionFollows, counters: ServiceCounters, epoch: UInt64)
+        throws
+    {
         self.epoch = epoch
         self.commands = commands
+        self.follows = follows
         egress = try Socket(context, type: .push)
         try egress.connect(Internal.egress)
         self.counters = counters
@@ -44,6 +49,7 @@ final class Publisher {
             Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch.encoded(),
             epoch: batch.epoch)
         counters.batches.add()
+        follows.published(batch)
     }
 
     func rejection(
@@ -58,6 +64,7 @@ final class Publisher {
             $0.atUnixNanos = WallClock.now()
         }
         try send(Topic.rejections(session), .rejection, [], counters.rejectionSeq.next(), sentAt, rejection)
+        follows.published(rejection)
     }
 
     /// Publishes an audit record — built only if someone subscribes to the audit stream.

@@ -12,10 +12,6 @@ public final class Security: Sendable {
     let accessFile: String
     private let state: Mutex<(access: AccessList, generation: Int)>
 
-    /// The HTTP API's own connections to the sockets: a key pair made at start, never written
-    /// anywhere, admitted as an admin. The HTTP API checks each caller's bearer token against
-    /// the access list itself before it passes a call on.
-    let internalClient: (keys: CurveKeyPair, client: AccessList.Client)
     /// Bearer tokens for HTTP (nil: HTTP in secure mode refuses every call).
     let tokens: TokenVerifier?
 
@@ -24,16 +20,17 @@ public final class Security: Sendable {
         self.accessFile = accessFile
         state = Mutex((access, 1))
         self.tokens = tokens
-        // A key pair cannot fail to be made unless libzmq lacks CURVE, which secure mode needs anyway.
-        let keys = (try? CurveKeyPair.generate()) ?? CurveKeyPair(publicKey: "", secretKey: "")
-        internalClient = (
-            keys, AccessList.Client(name: Self.internalName, key: keys.publicKey, role: .admin, sessions: ["*"])
-        )
+        peer = AccessList.Client(name: Self.peerName, key: serverKeys.publicKey, role: .admin, sessions: ["*"])
     }
 
-    /// The name the HTTP API's own connections have (not a name the access file can hold: it has
+    /// Another instance of this deployment: it proves itself with the server's own key pair,
+    /// which the instances share (as replicas share a TLS certificate), and follows sessions for
+    /// its streams as an admin.
+    let peer: AccessList.Client
+
+    /// The name a peer instance's connections have (not a name the access file can hold: it has
     /// a space).
-    static let internalName = "navigatord http"
+    static let peerName = "navigatord peer"
 
     /// Reads the secret key file and the access file.
     static func load(secretKeyFile: String, accessFile: String, tokenKeyFile: String? = nil) throws(ConfigurationError)
@@ -50,7 +47,7 @@ public final class Security: Sendable {
     /// The client behind a User-Id, as the access list says now (nil: unknown, or removed since).
     func client(named name: String?) -> AccessList.Client? {
         guard let name, !name.isEmpty else { return nil }
-        if name == Self.internalName { return internalClient.client }
+        if name == Self.peerName { return peer }
         return state.withLock { $0.access.client(named: name) }
     }
 
@@ -80,7 +77,7 @@ public final class Security: Sendable {
 
     /// The client holding a public key (Z85), for the ZAP handler.
     func client(key: String) -> AccessList.Client? {
-        if !internalClient.keys.publicKey.isEmpty, key == internalClient.keys.publicKey { return internalClient.client }
+        if key == serverKeys.publicKey { return peer }
         return state.withLock { $0.access.client(key: key) }
     }
 

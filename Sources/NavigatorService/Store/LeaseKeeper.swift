@@ -26,6 +26,12 @@ final class LeaseKeeper: Sendable {
     let logger: Logger
     /// What this instance advertises (its endpoints are known once bound).
     let record: @Sendable () -> InstanceRecord
+    /// The live instances, as the last round read them.
+    let peers: LivePeers
+    /// Told of partitions this instance stopped serving (lost or handed over).
+    let left: @Sendable (Set<Int32>) -> Void
+    /// Told of partitions this instance began serving (claimed, their sessions loaded).
+    let joined: @Sendable (Set<Int32>) -> Void
     /// When a round last went through (monotonic ns).
     private let lastRound = Atomic<Int64>(0)
     private let stopping = Atomic<Bool>(false)
@@ -33,8 +39,12 @@ final class LeaseKeeper: Sendable {
 
     init(
         leases: PartitionLeases, database: PostgresStateDatabase, store: SessionStore, persistence: Persistence,
-        logger: Logger, record: @escaping @Sendable () -> InstanceRecord
+        logger: Logger, peers: LivePeers, left: @escaping @Sendable (Set<Int32>) -> Void,
+        joined: @escaping @Sendable (Set<Int32>) -> Void, record: @escaping @Sendable () -> InstanceRecord
     ) {
+        self.peers = peers
+        self.left = left
+        self.joined = joined
         self.leases = leases
         self.ownership = database.ownership
         self.database = database
@@ -55,21 +65,20 @@ final class LeaseKeeper: Sendable {
     /// What the last heartbeat advertised: a change (the endpoints bound after the first
     /// round) brings the next round forward.
     private let advertised = Mutex<InstanceRecord?>(nil)
-    /// The live instances as the last round read them.
-    private let liveInstances = Mutex<[InstanceRecord]>([])
-    var live: [InstanceRecord] { liveInstances.withLock { $0 } }
+    var live: [InstanceRecord] { peers.list }
 
     /// One round: heartbeat, renewal, losses, and a step towards an even share.
     func round() throws {
         let me = record()
         let live = try leases.heartbeat(me)
         advertised.withLock { $0 = me }
-        liveInstances.withLock { $0 = live }
+        peers.list = live
         let renewed = try leases.renew()
         let lost = Set(ownership.all.keys).subtracting(renewed.keys)
         if !lost.isEmpty {
             ownership.remove(lost)
             let dropped = store.drop(partitions: lost)
+            left(lost)
             logger.warning(
                 "partition leases lost (they ran out before renewal); their sessions are another instance's now",
                 metadata: ["partitions": "\(lost.count)", "sessions dropped": "\(dropped)"])
@@ -88,6 +97,7 @@ final class LeaseKeeper: Sendable {
                 }
                 store.load(loaded.records)
                 ownership.serve(claimed.keys)
+                joined(Set(claimed.keys))
                 logger.info(
                     "claimed partitions",
                     metadata: [
@@ -123,6 +133,7 @@ final class LeaseKeeper: Sendable {
         try persistence.flush(store.changed(in: partitions))
         try leases.release(Array(partitions))
         ownership.remove(partitions)
+        defer { left(partitions) }
         return store.drop(partitions: partitions)
     }
 
@@ -149,6 +160,7 @@ final class LeaseKeeper: Sendable {
                         let lost = Set(ownership.all.keys)
                         ownership.remove(lost)
                         store.drop(partitions: lost)
+                        left(lost)
                         logger.critical(
                             "partition leases ran out while the database could not be reached; this instance serves no session until it can claim some again",
                             metadata: ["partitions": "\(lost.count)"])
@@ -196,5 +208,14 @@ final class LeaseKeeper: Sendable {
         let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
         var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         _ = nanosleep(&request, nil)
+    }
+}
+
+/// The live instances of a deployment, as the lease thread last read them.
+final class LivePeers: Sendable {
+    private let value = Mutex<[InstanceRecord]>([])
+    var list: [InstanceRecord] {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }

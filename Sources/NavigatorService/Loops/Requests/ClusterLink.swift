@@ -39,6 +39,18 @@ enum ClusterLink {
         return socket
     }
 
+    /// Forwards a fire-and-forget intent to the peer that serves its session: `[1][session]
+    /// [Intent][client]`; false (nothing sent) when the link is full.
+    static func forward(intent: some FrameBytes, session: some FrameBytes, client: String, to peer: Socket)
+        throws(ZeroMQError) -> Bool
+    {
+        guard try peer.trySend([intentKind], more: true) else { return false }
+        try peer.send(session, more: true)
+        try peer.send(intent, more: true)
+        try peer.send(Array(client.utf8))
+        return true
+    }
+
     /// The routing id a forwarded request has inside its owner: `[0][C][peer length][peer id]
     /// [client's routing id]`. libzmq's own routing ids are 5 bytes and a ROUTER refuses ids set by
     /// peers that begin with a zero byte, so no client's id looks like this.

@@ -5,10 +5,11 @@ import NavigatorYAML
 import SwiftProtobuf
 import ZeroMQ
 
-/// Owns the requests ROUTER. Acknowledged intents and client events go to the session's worker
-/// (so they keep their order with the session's other work), and the worker's reply comes back
-/// here to be routed; snapshots, dry runs, stats and the route map are answered here, reading
-/// the store under its shard locks.
+/// Owns the requests ROUTER and the calls made in process (``CallDesk``), admitted alike by
+/// ``process(routingID:delimited:payload:client:forwarded:stopping:_:)``. Acknowledged intents and
+/// client events go to the session's worker (so they keep their order with the session's other
+/// work), and the worker's reply comes back here to be routed; snapshots, dry runs, stats and the
+/// route map are answered here, reading the store under its shard locks.
 struct RequestsLoop: SocketLoop {
     let context: Context
     /// The commands XPUB, only to bring its subscriptions in force before a snapshot is taken.
@@ -31,6 +32,9 @@ struct RequestsLoop: SocketLoop {
     /// The live instances (this one alone with SQLite), and this one's id.
     var instances: @Sendable () -> [InstanceRecord] = { [] }
     var instanceID = ""
+    /// Calls made in process: their messages come on ``Internal/calls``, their replies go back
+    /// to it.
+    let desk: CallDesk
     let supervisor: Supervisor
     let logger: Logger
 
@@ -40,6 +44,8 @@ struct RequestsLoop: SocketLoop {
         let router: Socket
         let replies: Socket
         let control: Socket
+        /// Calls made in process (``CallDesk``).
+        let calls: Socket
         let workers: [Socket]
         /// To egress: word that the XPUB holds subscriptions to read (after a snapshot's
         /// ``SharedSocket/processCommands()`` may have taken the signal egress waits on).
@@ -60,6 +66,9 @@ struct RequestsLoop: SocketLoop {
         try replies.bind(Internal.replies)
         let control = try Socket(context, type: .pull)
         try control.bind(Internal.requestsControl)
+        let calls = try Socket(context, type: .pull)
+        try calls.set(.receiveHighWaterMark, handoffHighWaterMark)
+        try calls.bind(Internal.calls)
         let pushes = try (0..<workers).map { index in
             let push = try Socket(context, type: .push)
             try push.set(.sendHighWaterMark, handoffHighWaterMark)
@@ -77,7 +86,7 @@ struct RequestsLoop: SocketLoop {
             cluster = socket
         }
         return Sockets(
-            router: router, replies: replies, control: control, workers: pushes, egress: egress,
+            router: router, replies: replies, control: control, calls: calls, workers: pushes, egress: egress,
             limiter: LogLimiter(logger: logger), cluster: cluster, peers: ClusterPeers(context: context))
     }
 
@@ -87,12 +96,13 @@ struct RequestsLoop: SocketLoop {
             poller.add(sockets.router)
             poller.add(sockets.replies)
             poller.add(sockets.control)
+            poller.add(sockets.calls)
             if let cluster = sockets.cluster { poller.add(cluster) }
             for peer in sockets.peers.sockets { poller.add(peer.socket) }
             return poller
         }
         var poller = makePoller()
-        let firstPeer = sockets.cluster == nil ? 3 : 4
+        let firstPeer = sockets.cluster == nil ? 4 : 5
         var frames: [ZeroMQ.Message] = []
         var stopping = false
         var workersStopped = 0
@@ -102,8 +112,10 @@ struct RequestsLoop: SocketLoop {
                     sockets.peers.added = false
                     poller = makePoller()
                 }
-                try poller.poll(timeout: nil)
+                // Woken at least once a second: calls past their deadline are answered.
+                try poller.poll(timeout: .seconds(1))
                 try supervisor.checkInjected(name)
+                desk.expire(now: MonotonicClock.now())
                 if poller.events(at: 2).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()
                     stopping = true
@@ -127,7 +139,14 @@ struct RequestsLoop: SocketLoop {
                         try handle(frames, count, stopping: stopping, sockets)
                     }
                 }
-                if let cluster = sockets.cluster, poller.events(at: 3).contains(.readable) {
+                if poller.events(at: 3).contains(.readable) {
+                    for _ in 0..<256 {
+                        guard let count = try sockets.calls.receiveMultipart(into: &frames, wait: false, maxFrames: 5)
+                        else { break }
+                        try handleCall(frames, count, stopping: stopping, sockets)
+                    }
+                }
+                if let cluster = sockets.cluster, poller.events(at: 4).contains(.readable) {
                     for _ in 0..<256 {
                         guard let count = try cluster.receiveMultipart(into: &frames, wait: false, maxFrames: 6)
                         else { break }
@@ -150,6 +169,62 @@ struct RequestsLoop: SocketLoop {
         } catch let error as ZeroMQError where error.code == .terminated {
             logger.debug("requests ended by context shutdown")
         }
+        desk.close(.shuttingDown, "the service is shutting down and takes no new requests")
+    }
+
+    /// A call made in process (``CallDesk``): a request, admitted as a client's; or a
+    /// fire-and-forget intent, admitted as one from the intents socket and handed to its worker.
+    private func handleCall(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
+        let kind = Internal.kind(of: frames, count: count, at: .calls)
+        let id = frames.count > 1 ? frames[1].bytes : []
+        guard id.count == 8, kind == .calledRequest || kind == .calledIntent else {
+            return Internal.unexpected(count, at: .calls, counters: counters, logger: logger)
+        }
+        let routingID = try ZeroMQ.Message(copying: CallDesk.routingID(id))
+        let client = frames[count - 1].string
+        if kind == .calledRequest {
+            counters.requests.add()
+            return try process(
+                routingID: routingID, delimited: false, payload: frames[2], client: security == nil ? nil : client,
+                forwarded: false, stopping: stopping, sockets)
+        }
+        let session = frames[2].string
+        func answer(_ code: Navigator_V1_RejectCode?, _ message: String = "") throws {
+            var reply = Navigator_V1_Reply()
+            if let code {
+                counters.refused(code, intent: true)
+                reply.rejected = .rejection(code, message)
+            }
+            try self.reply(reply, to: routingID, delimited: false, sockets)
+        }
+        if stopping { return try answer(.shuttingDown, "the service is shutting down and takes no new intents") }
+        if let problem = SessionID.problem(with: session) { return try answer(.invalidSession, problem) }
+        let admission = IntentAdmission(
+            workers: workers, maxMessageBytes: maxMessageBytes, security: security,
+            forwarding: sockets.cluster == nil ? nil : store.ownership)
+        let worker: Int
+        switch admission.admit(session: session, bytes: frames[3].count, client: client) {
+        case .refuse(let code, let message):
+            return try answer(code, message)
+        case .forward(let endpoint, let fallback):
+            if try ClusterLink.forward(
+                intent: frames[3], session: frames[2], client: client, to: try sockets.peers.socket(to: endpoint))
+            {
+                return try answer(nil)
+            }
+            worker = fallback
+        case .resolve(let index):
+            worker = index
+        }
+        guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3], frames[4]], stride: 3)
+        else {
+            return try answer(
+                .overloaded,
+                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later"
+            )
+        }
+        counters.forwarded[worker].add()
+        try answer(nil)
     }
 
     /// A message another instance forwarded here (``ClusterLink``): a request, handled as if
@@ -162,8 +237,9 @@ struct RequestsLoop: SocketLoop {
                 copying: ClusterLink.compoundID(peer: frames[0], routingID: frames[2]))
             let delimited = frames[3].withUnsafeBytes { $0.first == 1 }
             return try process(
-                routingID: routingID, delimited: delimited, payload: frames[4], forwarded: true, stopping: stopping,
-                sockets)
+                routingID: routingID, delimited: delimited, payload: frames[4],
+                client: security == nil ? nil : Security.clientName(of: frames[4]), forwarded: true,
+                stopping: stopping, sockets)
         }
         if kind == ClusterLink.intentKind, count == 5 {
             let session = String(decoding: frames[2].bytes, as: UTF8.self)
@@ -192,6 +268,7 @@ struct RequestsLoop: SocketLoop {
     /// instance forwarded): back to the client — or, for a request another instance forwarded
     /// here, back to that instance.
     private func route(reply frames: [ZeroMQ.Message], _ sockets: Sockets) throws {
+        if let call = CallDesk.call(of: frames[0]) { return desk.complete(call, frames[2].bytes) }
         if let cluster = sockets.cluster, let (peer, routingID) = ClusterLink.split(frames[0]) {
             return try toClient { () throws(ZeroMQError) in
                 try cluster.send(peer, more: true)
@@ -231,17 +308,18 @@ struct RequestsLoop: SocketLoop {
                 to: frames[0], delimited: count >= 2 && frames[1].count == 0, sockets)
         }
         try process(
-            routingID: frames[0], delimited: delimited, payload: frames[count - 1], forwarded: false,
-            stopping: stopping,
-            sockets)
+            routingID: frames[0], delimited: delimited, payload: frames[count - 1],
+            client: security == nil ? nil : Security.clientName(of: frames[count - 1]), forwarded: false,
+            stopping: stopping, sockets)
     }
 
-    /// A request from a client (or `forwarded` by another instance, whose client it was):
+    /// A request from a client — on the ROUTER, made in process, or `forwarded` by another
+    /// instance, whose client it was — from `client` (its access-file name in secure mode):
     /// answered here, handed to its session's worker, or forwarded to the instance that serves
-    /// its session.
+    /// its session. The one admission of every request, whichever way it came.
     private func process(
-        routingID: ZeroMQ.Message, delimited: Bool, payload: ZeroMQ.Message, forwarded: Bool, stopping: Bool,
-        _ sockets: Sockets
+        routingID: ZeroMQ.Message, delimited: Bool, payload: ZeroMQ.Message, client: String?, forwarded: Bool,
+        stopping: Bool, _ sockets: Sockets
     ) throws {
         guard payload.count <= maxMessageBytes else {
             counters.refused(.tooLarge, intent: false)
@@ -281,8 +359,6 @@ struct RequestsLoop: SocketLoop {
             answer.rejected = .rejection(.invalidSession, problem)
             return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
-        // Secure mode: the sender's name (the User-Id its connection got from the ZAP handler).
-        let client = security == nil ? nil : Security.clientName(of: payload)
         if let security, let action = request.action, let refusal = security.refusal(of: action, by: client) {
             counters.refused(.forbidden, intent: isIntent)
             answer.rejected = .rejection(.forbidden, refusal)
@@ -399,6 +475,7 @@ struct RequestsLoop: SocketLoop {
                 ])
         }
         let bytes: [UInt8] = try reply.serializedBytes()
+        if let call = CallDesk.call(of: routingID) { return desk.complete(call, bytes) }
         if let cluster = sockets.cluster, let (peer, original) = ClusterLink.split(routingID) {
             // A request another instance forwarded: the answer goes back through it.
             return try toClient { () throws(ZeroMQError) in

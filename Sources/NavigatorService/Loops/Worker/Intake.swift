@@ -33,6 +33,10 @@ struct Intake: Sendable {
     /// The worker whose thread reads the intents socket.
     static let reader = 0
 
+    var admission: IntentAdmission {
+        IntentAdmission(workers: workers, maxMessageBytes: maxMessageBytes, security: security, forwarding: forwarding)
+    }
+
     struct Sockets {
         let pull: Socket
         /// Where the stop marker comes from (``Internal/ingressControl``).
@@ -173,30 +177,23 @@ struct Intake: Sendable {
                 sockets, publisher)
         }
         if let sessionProblem { return try reject("", .invalidSession, sessionProblem, frames[0], sockets, publisher) }
-        if frames[1].count > maxMessageBytes {
-            return try reject(
-                session, .tooLarge, "intent is \(frames[1].count) bytes; expected at most \(maxMessageBytes)",
-                frames[0], sockets, publisher)
-        }
-        var client: String?
-        if let security {
-            client = Security.clientName(of: frames[0])
-            if let refusal = security.refusal(of: .publish(session: session), by: client) {
-                return try reject(session, .forbidden, refusal, frames[0], sockets, publisher)
-            }
-        }
-        if let forwarding, let endpoint = forwarding.forwardEndpoint(of: session) {
+        let client = security == nil ? nil : Security.clientName(of: frames[0])
+        var worker: Int
+        switch admission.admit(session: session, bytes: frames[1].count, client: client) {
+        case .refuse(let code, let message):
+            return try reject(session, code, message, frames[0], sockets, publisher)
+        case .forward(let endpoint, let fallback):
             // Another instance serves the session. A full link (that instance gone or
             // overwhelmed) leaves the intent to the worker, which refuses it MOVED.
-            let peer = try sockets.peers.socket(to: endpoint)
-            if try peer.trySend([ClusterLink.intentKind], more: true) {
-                try peer.send(frames[0], more: true)
-                try peer.send(frames[1], more: true)
-                try peer.send(Array((client ?? "").utf8))
+            if try ClusterLink.forward(
+                intent: frames[1], session: frames[0], client: client ?? "", to: try sockets.peers.socket(to: endpoint))
+            {
                 return
             }
+            worker = fallback
+        case .resolve(let index):
+            worker = index
         }
-        let worker = SessionStore.shardIndex(of: session, count: workers)
         counters.forwarded[worker].add()
         if worker == Self.reader { return try local(session, frames[0], frames[1], client ?? "") }
         try bundles.add(frames[0], frames[1], client: client, for: worker, sockets)
@@ -217,5 +214,44 @@ struct Intake: Sendable {
                 ])
         }
         try publisher.rejection(session: session, intentID: "", source: "", code: code, message: message, sentAt: 0)
+    }
+}
+
+/// The checks every fire-and-forget intent passes once its session id is known to be valid, on
+/// whichever path it came: the intents socket (``Intake``) or a call in process (the requests
+/// thread, for ``EnginePort``). One function, so the two paths cannot drift apart.
+struct IntentAdmission: Sendable {
+    let workers: Int
+    let maxMessageBytes: Int
+    /// Secure mode: the sender must be allowed to publish to the session.
+    let security: Security?
+    /// Several instances, plain mode: where sessions served elsewhere go (nil: nowhere; the
+    /// worker refuses them MOVED).
+    let forwarding: PartitionOwnership?
+
+    enum Decision: Equatable {
+        /// Refused: nothing reaches a worker.
+        case refuse(Navigator_V1_RejectCode, String)
+        /// Another instance serves the session: forward it there, or, if the link to it is full,
+        /// hand it to `fallback`, the session's worker here (which refuses it MOVED).
+        case forward(endpoint: String, fallback: Int)
+        /// Resolve it on the session's worker.
+        case resolve(worker: Int)
+    }
+
+    /// What to do with an intent of `bytes` bytes for `session` from `client` (its access-file
+    /// name in secure mode).
+    func admit(session: String, bytes: Int, client: String?) -> Decision {
+        if bytes > maxMessageBytes {
+            return .refuse(.tooLarge, "intent is \(bytes) bytes; expected at most \(maxMessageBytes)")
+        }
+        if let security, let refusal = security.refusal(of: .publish(session: session), by: client) {
+            return .refuse(.forbidden, refusal)
+        }
+        let worker = SessionStore.shardIndex(of: session, count: workers)
+        if let forwarding, let endpoint = forwarding.forwardEndpoint(of: session) {
+            return .forward(endpoint: endpoint, fallback: worker)
+        }
+        return .resolve(worker: worker)
     }
 }

@@ -14,6 +14,8 @@ struct WorkerLoop: SocketLoop {
     let resolvers: ResolverHolder
     let counters: ServiceCounters
     let persistence: Persistence
+    /// Follows made in process: the publisher hands them what it publishes.
+    let follows: SessionFollows
     /// Sessions in memory at most: an intent or event that would create one more is refused.
     let maxSessions: Int
     /// Messages queued to this worker before the sender waits.
@@ -49,7 +51,8 @@ struct WorkerLoop: SocketLoop {
         try replies.connect(Internal.acks)
         return Sockets(
             inbox: inbox, replies: replies,
-            publisher: try Publisher(context: context, commands: commands, counters: counters, epoch: store.epoch),
+            publisher: try Publisher(
+                context: context, commands: commands, follows: follows, counters: counters, epoch: store.epoch),
             limiter: LogLimiter(logger: logger), intake: try intake?.open(context))
     }
 
