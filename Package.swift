@@ -1,6 +1,11 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// The targets and the one-way rule between them (DESIGN.md §1; docs/architecture.md): navigatord
+// composes NavigatorEngine, NavigatorHTTP and NavigatorStore; NavigatorHTTP speaks only to the
+// port the engine implements (NavigatorPort), never to ZeroMQ, the engine or the store;
+// NavigatorEngine reaches the store through its protocol of rows. `./dev test` builds with
+// `--explicit-target-dependency-import-check=error`, so an import the graph does not allow fails.
 let package = Package(
     name: "Navigator",
     platforms: [.macOS(.v15)],
@@ -9,6 +14,7 @@ let package = Package(
         .library(name: "NavigatorCore", targets: ["NavigatorCore"]),
         .library(name: "NavigatorWire", targets: ["NavigatorWire"]),
         .library(name: "NavigatorClient", targets: ["NavigatorClient"]),
+        .library(name: "NavigatorLoad", targets: ["NavigatorLoad"]),
         .executable(name: "navigatord", targets: ["navigatord"]),
         .executable(name: "navctl", targets: ["navctl"]),
         .executable(name: "navload", targets: ["navload"]),
@@ -25,7 +31,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // navigatord's HTTP side: /metrics, /healthz, /readyz, the JSON API, streams and the page.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        // Already under Hummingbird; named for the stream handler that runs in its NIO pipeline.
+        // Already under Hummingbird; named for the stream handlers that run in its NIO pipeline
+        // (HTTP/1, WebSocket frames, and the HTTP types Hummingbird's channel speaks).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // Already under jwt-kit: SHA-1 for the WebSocket handshake done in the stream handler.
@@ -51,19 +58,42 @@ let package = Package(
             dependencies: ["NavigatorCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["Generated/README.md"]
         ),
+        // What the edges may ask of the engine in process: send, ask, follow, as a caller.
+        .target(name: "NavigatorPort", dependencies: ["NavigatorCore", "NavigatorWire"]),
+        // The bearer tokens of HTTP in secure mode: their claims, signing and checking.
+        .target(name: "NavigatorTokens", dependencies: [.product(name: "JWTKit", package: "jwt-kit")]),
+        // Where sessions are kept: the SQLite state file, PostgreSQL and its partition leases, the
+        // data-directory lock — rows of (session id, seq, bytes), nothing of the engine.
         .target(
-            name: "NavigatorService",
+            name: "NavigatorStore",
             dependencies: [
-                "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Postgres", "Yams",
-                // The HTTP API reaches the service's own sockets as a client does.
+                // NavigatorWire for one migration of old state files (intent ids to hashes).
+                "NavigatorCore", "NavigatorWire", "Postgres", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The loops, workers, the in-memory session store, write-behind, security, counters and
+        // metrics; implements NavigatorPort.
+        .target(
+            name: "NavigatorEngine",
+            dependencies: [
+                "NavigatorCore", "NavigatorWire", "NavigatorYAML", "NavigatorPort", "NavigatorStore", "ZeroMQ", "Yams",
+                // Sessions another instance serves are followed through its sockets, as a shell.
                 "NavigatorClient",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // The HTTP application: health, metrics, the JSON API, session streams, the page.
+        .target(
+            name: "NavigatorHTTP",
+            dependencies: [
+                "NavigatorCore", "NavigatorWire", "NavigatorPort", "NavigatorTokens",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -77,25 +107,30 @@ let package = Package(
             // The live session page: plain HTML, CSS and JavaScript modules, served as they are.
             resources: [.copy("Resources/page")]
         ),
+        // The client library for producers and shells.
         .target(
             name: "NavigatorClient",
             dependencies: [
                 "NavigatorCore", "NavigatorWire", "ZeroMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
+        // The composition root: configuration, store, engine and HTTP in one service group.
         .executableTarget(
             name: "navigatord",
             dependencies: [
-                "NavigatorService", "NavigatorCore", "NavigatorYAML",
+                "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
+                "NavigatorCore", "NavigatorYAML", "Yams",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
             name: "navctl",
             dependencies: [
-                "NavigatorClient", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorTokens", "ZeroMQ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
@@ -128,12 +163,14 @@ let package = Package(
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
-        // Helpers the test targets share (an in-process service's configuration, directories).
+        // Helpers the test targets share: an in-process engine's configuration, a ZeroMQ test
+        // client, HTTP, SSE and WebSocket clients on plain sockets, child processes, PostgreSQL.
         .target(
             name: "NavigatorTestSupport",
             dependencies: [
-                "NavigatorService", "NavigatorClient", "Postgres", "ZeroMQ",
+                "NavigatorEngine", "NavigatorClient", "NavigatorCore", "NavigatorWire", "Postgres", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             path: "Tests/NavigatorTestSupport"
         ),
@@ -141,15 +178,15 @@ let package = Package(
             name: "NavigatorLoadTests",
             dependencies: [
                 "NavigatorTestSupport",
-                "NavigatorLoad", "NavigatorClient", "NavigatorService", "NavigatorCore", "ZeroMQ",
+                "NavigatorLoad", "NavigatorClient", "NavigatorEngine", "NavigatorCore", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "NavigatorClientTests",
             dependencies: [
-                "NavigatorTestSupport",
-                "NavigatorClient", "NavigatorService", "NavigatorCore", "NavigatorWire",
+                "NavigatorTestSupport", "navctl",
+                "NavigatorClient", "NavigatorEngine", "NavigatorCore", "NavigatorWire", "NavigatorLoad", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -158,19 +195,32 @@ let package = Package(
         .testTarget(
             name: "NavigatorFuzzTests",
             dependencies: [
-                "NavigatorTestSupport", "NavigatorService", "NavigatorWire", "NavigatorCore",
+                "NavigatorTestSupport", "NavigatorEngine", "NavigatorStore", "NavigatorWire", "NavigatorCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
-            name: "NavigatorServiceTests",
+            name: "NavigatorEngineTests",
             dependencies: [
                 "NavigatorTestSupport",
-                "NavigatorService", "NavigatorWire", "NavigatorCore", "NavigatorClient", "ZeroMQ",
+                "NavigatorEngine", "NavigatorStore", "NavigatorPort", "NavigatorWire", "NavigatorCore",
+                "NavigatorClient", "Postgres", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // navigatord as a whole: configuration, the HTTP API and streams against a real engine,
+        // the executable.
+        .testTarget(
+            name: "NavigatordTests",
+            dependencies: [
+                "NavigatorTestSupport", "navigatord",
+                "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
+                "NavigatorWire", "NavigatorCore", "NavigatorClient", "NavigatorLoad", "Postgres", "ZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),

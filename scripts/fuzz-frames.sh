@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The frame fuzzer's long run (Tests/NavigatorServiceTests/FrameFuzzTests.swift): random and
+# The frame fuzzer's long run (Tests/NavigatordTests/FrameFuzzTests.swift): random and
 # mutated messages on every socket of a real in-process navigatord (intents, requests, commands),
 # raw bytes on each TCP port including HTTP, peers that come and go; every 2,000 messages a probe
 # must be answered and resolved, and at the end /healthz and /readyz must answer 200.

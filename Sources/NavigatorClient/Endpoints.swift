@@ -10,7 +10,7 @@ import ZeroMQ
 
 /// Where navigatord listens, and how to prove who this client is when it runs in secure mode;
 /// the defaults match navigatord's.
-public struct ServiceEndpoints: Hashable, Sendable {
+public struct ServerEndpoints: Hashable, Sendable {
     /// Empty for a connection that publishes no fire-and-forget intents (a follower).
     public var intents: String
     public var requests: String

@@ -6,7 +6,7 @@ import ZeroMQ
 /// The client's socket thread: sends intents and requests handed over through ``Shared``,
 /// routes replies, feeds followers, and fails whatever outlives its deadline.
 struct IOLoop: Sendable {
-    let endpoints: ServiceEndpoints
+    let endpoints: ServerEndpoints
     let timeout: Duration
     let shared: Shared
 

@@ -19,14 +19,14 @@ import ZeroMQ
 /// and await the result, so no ZeroMQ call ever runs on Swift concurrency's cooperative pool.
 /// Every call is bounded by the timeout: an unreachable service is an error, never a hang.
 public final class NavigatorConnection: Sendable {
-    public let endpoints: ServiceEndpoints
+    public let endpoints: ServerEndpoints
     public let timeout: Duration
     let shared: Shared
     private let thread: DedicatedThread
 
     /// Connects (the connection itself is made in the background by libzmq); throws for an
     /// endpoint libzmq cannot use.
-    public init(endpoints: ServiceEndpoints = ServiceEndpoints(), timeout: Duration = .seconds(2)) async throws {
+    public init(endpoints: ServerEndpoints = ServerEndpoints(), timeout: Duration = .seconds(2)) async throws {
         self.endpoints = endpoints
         self.timeout = timeout
         let shared = try Shared()

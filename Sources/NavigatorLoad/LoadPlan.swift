@@ -2,7 +2,7 @@ import NavigatorClient
 
 /// What one load run does.
 public struct LoadPlan: Hashable, Sendable {
-    public var endpoints = ServiceEndpoints()
+    public var endpoints = ServerEndpoints()
     /// Where the producers send intents: every producer connects to each (ZeroMQ's PUSH takes
     /// them in turn, like a load-balanced address). Empty: `endpoints.intents` alone.
     public var intentEndpoints: [String] = []
@@ -52,6 +52,8 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// End-to-end latency in microseconds, from the intent's due time to its batch's arrival.
     public var latency: Latency.Summary
     public var batchesMeasured: UInt64
+    /// Batches the subscriber received, the warm-up's included.
+    public var batches: UInt64 = 0
     /// Batches missed by the subscriber (seq gaps).
     public var batchesLost: UInt64
     /// From navigatord's stats, before and after.

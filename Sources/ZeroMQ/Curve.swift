@@ -101,25 +101,6 @@ extension CurveKeyPair {
         return key
     }
 
-    /// The first line of a secret file (its whitespace removed), refused when others may read
-    /// it: for secrets that are not CURVE keys (the token key).
-    public static func readSecretText(fromFile path: String) throws(KeyFileError) -> String {
-        var status = stat()
-        guard stat(path, &status) == 0, let file = fopen(path, "r") else {
-            throw KeyFileError(description: "\(path): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        if status.st_mode & 0o077 != 0 {
-            throw KeyFileError(
-                description:
-                    "\(path) has mode \(String(status.st_mode & 0o777, radix: 8)); expected it readable by its owner only (chmod 600 \(path))"
-            )
-        }
-        var line = [CChar](repeating: 0, count: 4096)
-        let text = fgets(&line, Int32(line.count), file) == nil ? "" : Self.text(line)
-        return String(text.filter { !$0.isWhitespace })
-    }
-
     /// The key pair of a secret key file (``readKey(fromFile:secret:)``): the public key is
     /// derived from the secret one.
     public static func load(secretKeyFile path: String) throws(KeyFileError) -> CurveKeyPair {

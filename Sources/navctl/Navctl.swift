@@ -69,7 +69,7 @@ struct ConnectionOptions: ParsableArguments {
 
     func connect() async throws -> NavigatorConnection {
         try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
+            endpoints: ServerEndpoints(
                 intents: intents, requests: requests, commands: commands,
                 curve: try CurveCredentials.fromOptions(serverKey: serverKey, keyFile: keyFile)),
             timeout: .milliseconds(Int(timeout * 1000)))

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import NavigatorClient
+import NavigatorTokens
 
 /// `navctl token CLIENT`: a bearer token for navigatord's HTTP side in secure mode.
 struct Token: AsyncParsableCommand {
@@ -50,9 +50,8 @@ struct Token: AsyncParsableCommand {
             client: client, role: role, sessions: sessions.split(separator: ",").map(String.init),
             lifetime: TimeInterval(ttl))
         do {
-            let keys = await AccessToken.keys(try AccessToken.readKey(tokenKeyFile))
-            print(try await token.signed(with: keys))
-        } catch let error as ClientError {
+            print(try await TokenKey.load(file: tokenKeyFile).sign(token))
+        } catch let error as TokenKey.FileError {
             FileHandle.standardError.write(Data("navctl: \(error)\n".utf8))
             throw ExitCode(2)
         }

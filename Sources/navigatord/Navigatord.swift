@@ -1,7 +1,8 @@
 import ArgumentParser
 import Logging
 import NavigatorCore
-import NavigatorService
+import NavigatorEngine
+import NavigatorTokens
 import NavigatorYAML
 
 #if canImport(Glibc)
@@ -12,8 +13,8 @@ import NavigatorYAML
     import Darwin
 #endif
 
-/// `navigatord`: parse options, build the configuration, run the service. Everything else is in
-/// NavigatorService.
+/// `navigatord`: parse options, build the configuration, run ``Navigator`` (the engine and its
+/// HTTP server). Everything else is in NavigatorEngine, NavigatorHTTP and NavigatorStore.
 @main
 struct Navigatord: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -68,12 +69,13 @@ struct Navigatord: AsyncParsableCommand {
     var commands: [String] = []
 
     @Option(
+        name: [.customLong("http"), .customLong("metrics")],
         help: help(
-            "metrics",
-            "HTTP host:port ([ipv6]:port) for /metrics, /healthz, /readyz and the JSON API (/v1/...) (port 0: a free one, shown in the start-up log), or off [default: 127.0.0.1:7480]"
+            "http",
+            "The HTTP server's host:port ([ipv6]:port): /metrics, /healthz, /readyz, the JSON API (/v1/...), session streams and the page (port 0: a free one, shown in the start-up log), or off; --metrics is its older name [default: 127.0.0.1:7480]"
         )
     )
-    var metrics: String?
+    var http: String?
 
     @Option(help: help("dataDirectory", "Directory of the state file [default: ./navigator-data]"))
     var dataDirectory: String?
@@ -252,7 +254,7 @@ struct Navigatord: AsyncParsableCommand {
 
     func run() async throws {
         let flags: [String: [String]] = [
-            "intents": intents, "requests": requests, "commands": commands, "metrics": one(metrics),
+            "intents": intents, "requests": requests, "commands": commands, "http": one(http),
             "dataDirectory": one(dataDirectory), "store": one(store), "instanceId": one(instanceId),
             "leaseSeconds": one(leaseSeconds), "clusterEndpoint": one(clusterEndpoint),
             "advertiseHost": one(advertiseHost), "routes": one(routes),
@@ -286,7 +288,7 @@ struct Navigatord: AsyncParsableCommand {
             "security.allowInsecureRemote": allowInsecureRemote ? ["true"] : [],
         ]
         let environment = ProcessEnvironment.current
-        let configuration: ServiceConfiguration
+        let configuration: NavigatordConfiguration
         do {
             configuration = try ConfigurationLoader.load(
                 file: config ?? environment["NAVIGATOR_CONFIG"], environment: environment, flags: flags)
@@ -302,7 +304,7 @@ struct Navigatord: AsyncParsableCommand {
         }
         let logger = Logger(label: "navigatord")
         do {
-            try await runNavigatord(configuration: configuration, logger: logger)
+            try await Navigator(configuration: configuration, logger: logger).run()
         } catch let error as RouteMapLoadError {
             // A route map that does not load is a bad setting, like any other: exit status 2.
             printError("navigatord: \(error)")
@@ -312,6 +314,9 @@ struct Navigatord: AsyncParsableCommand {
             throw ExitCode(2)
         } catch let error as ConfigurationError {
             // The key or access file of secure mode.
+            printError("navigatord: \(error)")
+            throw ExitCode(2)
+        } catch let error as TokenKey.FileError {
             printError("navigatord: \(error)")
             throw ExitCode(2)
         } catch {
@@ -341,5 +346,21 @@ struct StandardError: TextOutputStream {
     mutating func write(_ string: String) {
         var text = string
         text.withUTF8 { bytes in _ = Glibc.write(2, bytes.baseAddress, bytes.count) }
+    }
+}
+
+/// The process environment as a dictionary, without Foundation.
+enum ProcessEnvironment {
+    static var current: [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
     }
 }

@@ -105,7 +105,7 @@ struct RunCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("navload: \(error)\n".utf8))
             throw ExitCode(error.exitStatus)
         }
-        plan.endpoints = ServiceEndpoints(
+        plan.endpoints = ServerEndpoints(
             intents: intents.first ?? "tcp://127.0.0.1:7401", requests: requests, commands: commands, curve: curve)
         plan.intentEndpoints = intents
         plan.rate = rate

@@ -2,22 +2,22 @@ import Foundation
 import Logging
 import NavigatorClient
 import NavigatorCore
-import NavigatorService
+import NavigatorEngine
 import NavigatorTestSupport
 import NavigatorWire
 import Testing
 
 /// A service on ephemeral ports and a connection to it, both stopped whatever happens.
-func withConnection(_ body: @Sendable (NavigatorConnection, NavigatorServer) async throws -> Void) async throws {
+func withConnection(_ body: @Sendable (NavigatorConnection, Engine) async throws -> Void) async throws {
     let directory = TestService.temporaryDirectory("navcli")
     defer { try? FileManager.default.removeItem(at: directory) }
     let configuration = TestService.configuration(dataDirectory: directory)
-    let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("client-test"))
+    let server = try Engine(configuration: configuration, logger: TestService.logger("client-test"))
     try await server.start()
     let endpoints = server.endpoints
     do {
         let connection = try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
+            endpoints: ServerEndpoints(
                 intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0]),
             timeout: .seconds(10))
         do {
@@ -154,7 +154,7 @@ struct ClientTests {
     /// A connection to a port nothing listens on (9, discard).
     static func unreachableConnection(timeout: Duration) async throws -> NavigatorConnection {
         try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
+            endpoints: ServerEndpoints(
                 intents: "tcp://127.0.0.1:9", requests: "tcp://127.0.0.1:9", commands: "tcp://127.0.0.1:9"),
             timeout: timeout)
     }
@@ -162,7 +162,7 @@ struct ClientTests {
     @Test("a bad endpoint is refused when connecting")
     func badEndpoint() async {
         await #expect {
-            _ = try await NavigatorConnection(endpoints: ServiceEndpoints(intents: "bogus://x"))
+            _ = try await NavigatorConnection(endpoints: ServerEndpoints(intents: "bogus://x"))
         } throws: { "\($0)".contains("cannot set up the connection to navigatord") }
     }
 }

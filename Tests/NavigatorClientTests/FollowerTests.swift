@@ -1,4 +1,5 @@
 import NavigatorCore
+import NavigatorTestSupport
 import NavigatorWire
 import SwiftProtobuf
 import Testing

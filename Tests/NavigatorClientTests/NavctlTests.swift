@@ -1,12 +1,14 @@
 import Foundation
 import NavigatorClient
 import NavigatorCore
-import NavigatorService
+import NavigatorEngine
 import NavigatorTestSupport
 import NavigatorWire
 import SwiftProtobuf
 import Synchronization
 import Testing
+
+@testable import navctl
 
 @Suite("Intent words")
 struct IntentWordsTests {
@@ -78,7 +80,7 @@ func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throw
 
 @Suite("navctl", .serialized)
 struct NavctlTests {
-    func options(_ server: NavigatorServer) -> [String] {
+    func options(_ server: Engine) -> [String] {
         let endpoints = server.endpoints
         return [
             "--intents", endpoints.intents[0], "--requests", endpoints.requests[0], "--commands", endpoints.commands[0],
@@ -264,7 +266,7 @@ struct NavctlSecureTests {
         var configuration = TestService.configuration(dataDirectory: data)
         configuration.secretKeyFile = directory.appendingPathComponent("server.key").path
         configuration.accessFile = access
-        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("navctl-secure"))
+        let server = try Engine(configuration: configuration, logger: TestService.logger("navctl-secure"))
         try await server.start()
         do {
             try await checkClients(server, directory: directory, secret: secret, publicKey: publicKey)
@@ -276,7 +278,7 @@ struct NavctlSecureTests {
     }
 
     func checkClients(
-        _ server: NavigatorServer, directory: URL, secret: String, publicKey: (String) throws -> String
+        _ server: Engine, directory: URL, secret: String, publicKey: (String) throws -> String
     ) async throws {
         let endpoints = server.endpoints
         let base = [
@@ -311,7 +313,7 @@ struct NavctlSecureTests {
 
         // A shell follows its own session through NavigatorConnection, and only that.
         let alice = try await NavigatorConnection(
-            endpoints: ServiceEndpoints(
+            endpoints: ServerEndpoints(
                 intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0],
                 curve: try CurveCredentials.load(
                     keyFile: directory.appendingPathComponent("alice.key").path, serverKey: serverPub)),

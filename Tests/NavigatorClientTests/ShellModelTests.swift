@@ -1,7 +1,8 @@
 import Foundation
 import NavigatorClient
 import NavigatorCore
-import NavigatorService
+import NavigatorEngine
+import NavigatorLoad
 import NavigatorTestSupport
 import NavigatorWire
 import Synchronization
@@ -10,10 +11,10 @@ import Testing
 /// Collects a follower's events on a task of its own, so the test can wait for them with a deadline.
 /// The in-process service of a test, replaced by a new one on a restart.
 final class RunningServer: Sendable {
-    let server = Mutex<NavigatorServer?>(nil)
+    let server = Mutex<Engine?>(nil)
 
-    func start(_ configuration: ServiceConfiguration) async throws {
-        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("shell-test"))
+    func start(_ configuration: EngineConfiguration) async throws {
+        let server = try Engine(configuration: configuration, logger: TestService.logger("shell-test"))
         try await server.start()
         self.server.withLock { $0 = server }
     }
@@ -63,7 +64,7 @@ struct ShellModelTests {
         try await running.start(configuration)
         do {
             let connection = try await NavigatorConnection(
-                endpoints: ServiceEndpoints(
+                endpoints: ServerEndpoints(
                     intents: configuration.intentEndpoints[0], requests: configuration.requestEndpoints[0],
                     commands: configuration.commandEndpoints[0]),
                 timeout: .seconds(10))

@@ -1,6 +1,6 @@
 import Foundation
 import NavigatorClient
-import NavigatorService
+import NavigatorEngine
 import NavigatorTestSupport
 import Synchronization
 import Testing
@@ -170,7 +170,7 @@ struct ShellTerminalTests {
         configuration.intentEndpoints = [endpoints[0]]
         configuration.requestEndpoints = [endpoints[1]]
         configuration.commandEndpoints = [endpoints[2]]
-        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("shell-late"))
+        let server = try Engine(configuration: configuration, logger: TestService.logger("shell-late"))
         try await server.start()
         do {
             try await shell.waitFor("the tree, connected") {

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import NavigatorCore
+import NavigatorStore
 import NavigatorTestSupport
 import NavigatorWire
 import Testing
 
-@testable import NavigatorService
+@testable import NavigatorEngine
 
 /// The semantic fuzzer (issue 20): random sequences of intents, client events (random syncs of
 /// random trees, pushes, presents, dismissals, conditions, stale ones), expiry passes, route-map

@@ -8,8 +8,8 @@ import Synchronization
 import Testing
 import ZeroMQ
 
+@testable import NavigatorEngine
 @testable import NavigatorLoad
-@testable import NavigatorService
 
 #if canImport(Glibc)
     import Glibc
@@ -92,13 +92,13 @@ struct LoadTests {
         let directory = TestService.temporaryDirectory("navload")
         defer { try? FileManager.default.removeItem(at: directory) }
         let configuration = TestService.configuration(dataDirectory: directory)
-        let server = try NavigatorServer(
+        let server = try Engine(
             configuration: configuration, logger: TestService.logger("navload-test", level: .critical))
         try await server.start()
         do {
             var plan = LoadPlan()
             let endpoints = server.endpoints
-            plan.endpoints = ServiceEndpoints(
+            plan.endpoints = ServerEndpoints(
                 intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0])
             plan.rate = 500
             plan.duration = 1
@@ -129,7 +129,7 @@ struct LoadTests {
             #expect(rate > 0 && rate <= 600 / (599 / 500.0))
             // CPU is a share of the machine's cores over the whole run, not of the send time alone.
             let cpu = try #require(report.serviceCPU)
-            #expect(cpu >= 0 && cpu <= Double(ServiceConfiguration.onlineCores) * 1.05)
+            #expect(cpu >= 0 && cpu <= Double(EngineConfiguration.onlineCores) * 1.05)
         } catch {
             await server.stop()
             throw error
@@ -217,7 +217,7 @@ struct LoadTests {
                     try await Task.sleep(for: .milliseconds(20))
                 }
                 var plan = LoadPlan()
-                plan.endpoints = ServiceEndpoints(
+                plan.endpoints = ServerEndpoints(
                     intents: first.endpoints.intents[0], requests: first.endpoints.requests[0],
                     commands: first.endpoints.commands[0])
                 plan.intentEndpoints = [first.endpoints.intents[0], second.endpoints.intents[0]]
@@ -237,39 +237,5 @@ struct LoadTests {
                 #expect(served.allSatisfy { $0 > 0 }, "resolved per instance: \(served)")
             }
         }
-    }
-
-    @Test("--streams: the run's sessions followed over SSE too; each batch's delivery measured from its due time")
-    func streams() async throws {
-        let directory = TestService.temporaryDirectory("navload-streams")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = TestService.configuration(dataDirectory: directory)
-        configuration.metricsAddress = "127.0.0.1:0"
-        let server = try NavigatorServer(configuration: configuration, logger: TestService.logger("navload-streams"))
-        try await server.start()
-        do {
-            let endpoints = server.endpoints
-            var plan = LoadPlan()
-            plan.endpoints = ServiceEndpoints(
-                intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0])
-            plan.rate = 400
-            plan.duration = 1
-            plan.warmup = 0.2
-            plan.sessions = 20
-            plan.streams = 20
-            plan.http = try #require(endpoints.metrics)
-            plan.servicePID = getpid()
-            let report = try await LoadRunner.run(plan)
-            #expect(report.accounted == 480)
-            #expect(report.streams == 20)
-            // One stream per session: every batch the ZeroMQ subscriber measured reached a stream.
-            #expect(report.streamBatchesMeasured > 0)
-            #expect(report.streamBatchesMeasured == report.batchesMeasured, "\(report)")
-            #expect((report.streamLatency?.p50 ?? 0) > 0)
-        } catch {
-            await server.stop()
-            throw error
-        }
-        await server.stop()
     }
 }

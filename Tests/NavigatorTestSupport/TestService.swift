@@ -1,17 +1,16 @@
 import Foundation
 import Logging
-import NavigatorService
+import NavigatorEngine
 import ZeroMQ
 
 /// What every test that starts a service in-process needs: ephemeral ports on 127.0.0.1, no HTTP
 /// endpoint, a data directory of its own, a quiet logger.
 public enum TestService {
-    public static func configuration(dataDirectory: URL, workers: Int = 2) -> ServiceConfiguration {
-        var configuration = ServiceConfiguration()
+    public static func configuration(dataDirectory: URL, workers: Int = 2) -> EngineConfiguration {
+        var configuration = EngineConfiguration()
         configuration.intentEndpoints = ["tcp://127.0.0.1:*"]
         configuration.requestEndpoints = ["tcp://127.0.0.1:*"]
         configuration.commandEndpoints = ["tcp://127.0.0.1:*"]
-        configuration.metricsAddress = "off"
         configuration.clusterEndpoint = "tcp://127.0.0.1:*"
         configuration.dataDirectory = dataDirectory.path
         configuration.workers = workers
@@ -36,12 +35,12 @@ extension TestService {
     /// (ephemeral ports, a data directory of its own), started in order, handed to `body`, and
     /// all stopped afterwards — also when `body` throws or a later instance cannot start.
     public static func withInstances<R>(
-        _ ids: [String], url: String, _ configure: (inout ServiceConfiguration) -> Void = { _ in },
-        _ body: ([NavigatorServer]) async throws -> R
+        _ ids: [String], url: String, _ configure: (inout EngineConfiguration) -> Void = { _ in },
+        _ body: ([Engine]) async throws -> R
     ) async throws -> R {
         let directory = temporaryDirectory("navpg")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var servers: [NavigatorServer] = []
+        var servers: [Engine] = []
         func stopAll() async { for server in servers.reversed() { await server.stop() } }
         do {
             for id in ids {
@@ -51,7 +50,7 @@ extension TestService {
                 configure(&configuration)
                 // Connecting and migrating block (libpq): not on the cooperative pool.
                 let server = try await DedicatedThread.run(name: "test-navigatord-init") { [configuration] in
-                    try NavigatorServer(configuration: configuration, logger: logger("navigatord-\(id)"))
+                    try Engine(configuration: configuration, logger: logger("navigatord-\(id)"))
                 }
                 try await server.start()
                 servers.append(server)

@@ -1,0 +1,538 @@
+import Logging
+import NavigatorCore
+import NavigatorPort
+import NavigatorStore
+import NavigatorWire
+import NavigatorYAML
+import SwiftProtobuf
+import ZeroMQ
+
+/// Owns the requests ROUTER and the calls made in process (``CallDesk``), admitted alike by
+/// ``process(routingID:delimited:payload:client:forwarded:stopping:_:)``. Acknowledged intents and
+/// client events go to the session's worker (so they keep their order with the session's other
+/// work), and the worker's reply comes back here to be routed; snapshots, dry runs, stats and the
+/// route map are answered here, reading the store under its shard locks.
+struct RequestsLoop: SocketLoop {
+    let context: Context
+    /// The commands XPUB, only to bring its subscriptions in force before a snapshot is taken.
+    let commands: SharedSocket
+    let endpoints: [String]
+    let workers: Int
+    let maxMessageBytes: Int
+    /// Messages queued to each worker before requests for it are answered OVERLOADED.
+    let handoffHighWaterMark: Int32
+    let store: SessionStore
+    let resolvers: ResolverHolder
+    let counters: ServiceCounters
+    let bound: BindingRecord
+    /// Secure mode: each request's client (User-Id) must be allowed what it asks.
+    let security: Security?
+    let startedAt: Int64
+    /// Several instances, plain mode: where peers forward to this instance (empty: no
+    /// forwarding; see ``ClusterLink``).
+    var clusterEndpoints: [String] = []
+    /// The live instances (this one alone with SQLite), and this one's id.
+    var instances: @Sendable () -> [InstanceRecord] = { [] }
+    var instanceID = ""
+    /// Calls made in process: their messages come on ``Internal/calls``, their replies go back
+    /// to it.
+    let desk: CallDesk
+    let supervisor: Supervisor
+    let logger: Logger
+
+    var name: String { "nav-requests" }
+
+    struct Sockets {
+        let router: Socket
+        let replies: Socket
+        let control: Socket
+        /// Calls made in process (``CallDesk``).
+        let calls: Socket
+        let workers: [Socket]
+        /// To egress: word that the XPUB holds subscriptions to read (after a snapshot's
+        /// ``SharedSocket/processCommands()`` may have taken the signal egress waits on).
+        let egress: Socket
+        let limiter: LogLimiter
+        /// Several instances: the ROUTER peers forward to, and the DEALERs to the peers.
+        let cluster: Socket?
+        let peers: ClusterPeers
+    }
+
+    func open() throws -> Sockets {
+        let router = try Socket(context, type: .router)
+        try router.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
+        try router.set(.linger, .milliseconds(500))
+        bound.set(requests: try bindAll(router, endpoints, "requests", security: security))
+        let replies = try Socket(context, type: .pull)
+        try replies.set(.receiveHighWaterMark, 0)
+        try replies.bind(Internal.replies)
+        let control = try Socket(context, type: .pull)
+        try control.bind(Internal.requestsControl)
+        let calls = try Socket(context, type: .pull)
+        try calls.set(.receiveHighWaterMark, handoffHighWaterMark)
+        try calls.bind(Internal.calls)
+        let pushes = try (0..<workers).map { index in
+            let push = try Socket(context, type: .push)
+            try push.set(.sendHighWaterMark, handoffHighWaterMark)
+            try push.connect(Internal.worker(index))
+            return push
+        }
+        let egress = try Socket(context, type: .push)
+        try egress.connect(Internal.egress)
+        var cluster: Socket? = nil
+        if !clusterEndpoints.isEmpty, store.ownership != nil {
+            let socket = try Socket(context, type: .router)
+            try socket.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
+            try socket.set(.linger, .milliseconds(500))
+            bound.set(cluster: try bindAll(socket, clusterEndpoints, "cluster", security: nil).first)
+            cluster = socket
+        }
+        return Sockets(
+            router: router, replies: replies, control: control, calls: calls, workers: pushes, egress: egress,
+            limiter: LogLimiter(logger: logger), cluster: cluster, peers: ClusterPeers(context: context))
+    }
+
+    func run(_ sockets: Sockets) throws {
+        func makePoller() -> Poller {
+            var poller = Poller()
+            poller.add(sockets.router)
+            poller.add(sockets.replies)
+            poller.add(sockets.control)
+            poller.add(sockets.calls)
+            if let cluster = sockets.cluster { poller.add(cluster) }
+            for peer in sockets.peers.sockets { poller.add(peer.socket) }
+            return poller
+        }
+        var poller = makePoller()
+        let firstPeer = sockets.cluster == nil ? 4 : 5
+        var frames: [ZeroMQ.Message] = []
+        var stopping = false
+        var workersStopped = 0
+        do {
+            while workersStopped < workers {
+                if sockets.peers.added {
+                    sockets.peers.added = false
+                    poller = makePoller()
+                }
+                // Woken at least once a second: calls past their deadline are answered.
+                try poller.poll(timeout: .seconds(1))
+                try supervisor.checkInjected(name)
+                desk.expire(now: MonotonicClock.now())
+                if poller.events(at: 2).contains(.readable) {
+                    _ = try sockets.control.receiveMultipart()
+                    stopping = true
+                    // Nothing more goes to the workers; they stop once intake has stopped too.
+                    for worker in sockets.workers { try worker.send(Internal.stop) }
+                }
+                if poller.events(at: 1).contains(.readable) {
+                    while let count = try sockets.replies.receiveMultipart(into: &frames, wait: false) {
+                        switch Internal.kind(of: frames, count: count, at: .requests) {
+                        case .stop: workersStopped += 1
+                        case .reply: try route(reply: frames, sockets)
+                        default: Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+                        }
+                    }
+                }
+                if poller.events(at: 0).contains(.readable) {
+                    for _ in 0..<256 {
+                        // [routing id][empty][Request] at most: longer messages are counted, not kept.
+                        guard let count = try sockets.router.receiveMultipart(into: &frames, wait: false, maxFrames: 3)
+                        else { break }
+                        try handle(frames, count, stopping: stopping, sockets)
+                    }
+                }
+                if poller.events(at: 3).contains(.readable) {
+                    for _ in 0..<256 {
+                        guard let count = try sockets.calls.receiveMultipart(into: &frames, wait: false, maxFrames: 5)
+                        else { break }
+                        try handleCall(frames, count, stopping: stopping, sockets)
+                    }
+                }
+                if let cluster = sockets.cluster, poller.events(at: 4).contains(.readable) {
+                    for _ in 0..<256 {
+                        guard let count = try cluster.receiveMultipart(into: &frames, wait: false, maxFrames: 6)
+                        else { break }
+                        try handleForwarded(frames, count, stopping: stopping, sockets)
+                    }
+                }
+                for (index, peer) in sockets.peers.sockets.enumerated()
+                where firstPeer + index < poller.count && poller.events(at: firstPeer + index).contains(.readable) {
+                    // [routing id][delimiter][Reply] from the owner: back to the client.
+                    while let count = try peer.socket.receiveMultipart(into: &frames, wait: false, maxFrames: 3) {
+                        guard count == 3 else {
+                            Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+                            continue
+                        }
+                        try route(reply: frames, sockets)
+                    }
+                }
+            }
+            logger.debug("requests stopped")
+        } catch let error as ZeroMQError where error.code == .terminated {
+            logger.debug("requests ended by context shutdown")
+        }
+        desk.close(.shuttingDown, "the service is shutting down and takes no new requests")
+    }
+
+    /// A call made in process (``CallDesk``): a request, admitted as a client's; or a
+    /// fire-and-forget intent, admitted as one from the intents socket and handed to its worker.
+    private func handleCall(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
+        let kind = Internal.kind(of: frames, count: count, at: .calls)
+        let id = frames.count > 1 ? frames[1].bytes : []
+        guard id.count == 8, kind == .calledRequest || kind == .calledIntent else {
+            return Internal.unexpected(count, at: .calls, counters: counters, logger: logger)
+        }
+        let routingID = try ZeroMQ.Message(copying: CallDesk.routingID(id))
+        let client = frames[count - 1].string
+        if kind == .calledRequest {
+            counters.requests.add()
+            return try process(
+                routingID: routingID, delimited: false, payload: frames[2], client: security == nil ? nil : client,
+                forwarded: false, stopping: stopping, sockets)
+        }
+        let session = frames[2].string
+        func answer(_ code: Navigator_V1_RejectCode?, _ message: String = "") throws {
+            var reply = Navigator_V1_Reply()
+            if let code {
+                counters.refused(code, intent: true)
+                reply.rejected = .rejection(code, message)
+            }
+            try self.reply(reply, to: routingID, delimited: false, sockets)
+        }
+        if stopping { return try answer(.shuttingDown, "the service is shutting down and takes no new intents") }
+        if let problem = SessionID.problem(with: session) { return try answer(.invalidSession, problem) }
+        let admission = IntentAdmission(
+            workers: workers, maxMessageBytes: maxMessageBytes, security: security,
+            forwarding: sockets.cluster == nil ? nil : store.ownership)
+        let worker: Int
+        switch admission.admit(session: session, bytes: frames[3].count, client: client) {
+        case .refuse(let code, let message):
+            return try answer(code, message)
+        case .forward(let endpoint, let fallback):
+            if try ClusterLink.forward(
+                intent: frames[3], session: frames[2], client: client, to: try sockets.peers.socket(to: endpoint))
+            {
+                return try answer(nil)
+            }
+            worker = fallback
+        case .resolve(let index):
+            worker = index
+        }
+        guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3], frames[4]], stride: 3)
+        else {
+            return try answer(
+                .overloaded,
+                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later"
+            )
+        }
+        counters.forwarded[worker].add()
+        try answer(nil)
+    }
+
+    /// A message another instance forwarded here (``ClusterLink``): a request, handled as if
+    /// its client had sent it here (never forwarded again), or a fire-and-forget intent, handed
+    /// to its session's worker.
+    private func handleForwarded(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
+        let kind = count >= 2 ? frames[1].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 } : 0
+        if kind == ClusterLink.requestKind, count == 6 {
+            let routingID = try ZeroMQ.Message(
+                copying: ClusterLink.compoundID(peer: frames[0], routingID: frames[2]))
+            let delimited = frames[3].withUnsafeBytes { $0.first == 1 }
+            return try process(
+                routingID: routingID, delimited: delimited, payload: frames[4],
+                client: security == nil ? nil : Security.clientName(of: frames[4]), forwarded: true,
+                stopping: stopping, sockets)
+        }
+        if kind == ClusterLink.intentKind, count == 5 {
+            let session = String(decoding: frames[2].bytes, as: UTF8.self)
+            guard SessionID.problem(with: session) == nil else {
+                counters.unexpectedInternal.add()
+                return
+            }
+            let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
+            guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3]], stride: 2) else {
+                // The worker's queue is full: the producer's instance cannot be held back from here.
+                counters.refused(.overloaded, intent: true)
+                if sockets.limiter.allow("cluster-overloaded") {
+                    logger.warning(
+                        "a forwarded intent was dropped: its worker's queue is full (handoffHighWaterMark)",
+                        metadata: ["session": "\(LogText(session))"])
+                }
+                return
+            }
+            counters.forwarded[worker].add()
+            return
+        }
+        Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+    }
+
+    /// `[routing id][delimiter][Reply]` from a worker (or from the owner of a request this
+    /// instance forwarded): back to the client — or, for a request another instance forwarded
+    /// here, back to that instance.
+    private func route(reply frames: [ZeroMQ.Message], _ sockets: Sockets) throws {
+        if let call = CallDesk.call(of: frames[0]) { return desk.complete(call, frames[2].bytes) }
+        if let cluster = sockets.cluster, let (peer, routingID) = ClusterLink.split(frames[0]) {
+            return try toClient { () throws(ZeroMQError) in
+                try cluster.send(peer, more: true)
+                try cluster.send(routingID, more: true)
+                try cluster.send(frames[1], more: true)
+                try cluster.send(frames[2])
+            }
+        }
+        let delimited = frames[1].withUnsafeBytes { $0.first == 1 }
+        try toClient { () throws(ZeroMQError) in
+            try sockets.router.send(frames[0], more: true)
+            if delimited { try sockets.router.send([] as [UInt8], more: true) }
+            try sockets.router.send(frames[2])
+        }
+    }
+
+    /// Sends to a client; one that has gone away (ROUTER_MANDATORY would say so) is logged, not fatal.
+    private func toClient(_ body: () throws(ZeroMQError) -> Void) throws(ZeroMQError) {
+        do {
+            try body()
+        } catch {
+            guard error.code == .hostUnreachable else { throw error }
+            logger.info("client left before its reply", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func handle(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
+        counters.requests.add()
+        // [id][empty][Request] from DEALER/REQ clients, or [id][Request].
+        let delimited = count == 3 && frames[1].count == 0
+        guard count == 2 || delimited else {
+            counters.refused(.badFrames, intent: false)
+            return try reply(
+                .rejection(
+                    .badFrames,
+                    "request message has \(count - 1) frames after the routing id; expected [empty][Request]"),
+                to: frames[0], delimited: count >= 2 && frames[1].count == 0, sockets)
+        }
+        try process(
+            routingID: frames[0], delimited: delimited, payload: frames[count - 1],
+            client: security == nil ? nil : Security.clientName(of: frames[count - 1]), forwarded: false,
+            stopping: stopping, sockets)
+    }
+
+    /// A request from a client — on the ROUTER, made in process, or `forwarded` by another
+    /// instance, whose client it was — from `client` (its access-file name in secure mode):
+    /// answered here, handed to its session's worker, or forwarded to the instance that serves
+    /// its session. The one admission of every request, whichever way it came.
+    private func process(
+        routingID: ZeroMQ.Message, delimited: Bool, payload: ZeroMQ.Message, client: String?, forwarded: Bool,
+        stopping: Bool, _ sockets: Sockets
+    ) throws {
+        guard payload.count <= maxMessageBytes else {
+            counters.refused(.tooLarge, intent: false)
+            return try reply(
+                .rejection(.tooLarge, "request is \(payload.count) bytes; expected at most \(maxMessageBytes)"),
+                to: routingID, delimited: delimited, sockets)
+        }
+        let request: Navigator_V1_Request
+        do {
+            request = try Navigator_V1_Request(serializedBytes: payload.bytes)
+        } catch {
+            counters.refused(.malformed, intent: false)
+            return try reply(
+                .rejection(.malformed, "request is not a valid navigator.v1.Request message: \(error)"), to: routingID,
+                delimited: delimited, sockets)
+        }
+        var answer = Navigator_V1_Reply()
+        answer.requestID = request.requestID
+        let isIntent = if case .intent? = request.kind { true } else { false }
+        guard !request.requestID.isEmpty, request.requestID.utf8.count <= 128 else {
+            // The id goes back as it came, so a client pipelining requests can tell which failed.
+            counters.refused(.invalidID, intent: isIntent)
+            answer.rejected = .rejection(
+                .invalidID,
+                "request_id \(request.requestID.isEmpty ? "is empty" : "has \(request.requestID.utf8.count) bytes"); expected 1 to 128 bytes"
+            )
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        if stopping {
+            counters.refused(.shuttingDown, intent: isIntent)
+            answer.rejected = .rejection(.shuttingDown, "the service is shutting down and takes no new requests")
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        // The one check of the session id of requests: workers, snapshots and dry runs rely on it.
+        if let session = request.session, let problem = SessionID.problem(with: session) {
+            counters.refused(.invalidSession, intent: isIntent)
+            answer.rejected = .rejection(.invalidSession, problem)
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        if let security, let action = request.action, let refusal = security.refusal(of: action, by: client) {
+            counters.refused(.forbidden, intent: isIntent)
+            answer.rejected = .rejection(.forbidden, refusal)
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        if !forwarded, let session = request.forwardableSession,
+            let endpoint = store.ownership?.forwardEndpoint(of: session), sockets.cluster != nil
+        {
+            // Another instance serves the session: the request goes there, its reply comes back.
+            let peer = try sockets.peers.socket(to: endpoint)
+            if try peer.trySend([ClusterLink.requestKind], more: true) {
+                try peer.send(routingID, more: true)
+                try peer.send([delimited ? 1 : 0] as [UInt8], more: true)
+                try peer.send(payload, more: true)
+                try peer.send(Array((client ?? "").utf8))
+                return
+            }
+            // The link to it is full (the peer is gone or overwhelmed): say where the session is.
+        }
+        switch request.kind {
+        case .intent(let intent):
+            try forward(
+                routingID, delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
+                client: client ?? "", sockets)
+        case .clientEvent(let event):
+            try forward(
+                routingID, delimited, payload, session: event.session, requestID: request.requestID, intent: false,
+                client: client ?? "", sockets)
+        case .snapshot(let wanted):
+            // A shell subscribes, then asks for a snapshot (the Clone pattern). Its subscription
+            // reached the XPUB before this request reached us, but takes effect only when the
+            // XPUB processes its commands: make it do so now, so that every batch after the
+            // snapshot reaches the shell — without it, a batch published between the snapshot
+            // and the XPUB's next turn was lost with no later batch to reveal the gap.
+            if try commands.processCommands()?.contains(.readable) == true {
+                _ = try sockets.egress.trySend(Internal.subscriptionsWaiting)  // full: egress is awake
+            }
+            if let reason = store.notServed(wanted.session) {
+                counters.refused(.moved, intent: false)
+                answer.rejected = .rejection(.moved, reason)
+            } else {
+                answer.snapshot = snapshot(wanted.session)
+            }
+            try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .explain(let intent):
+            explain(intent, into: &answer)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .stats:
+            answer.stats = stats()
+            try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .instances:
+            answer.instances = .with { list in
+                list.instances = instances().map { record in
+                    .with {
+                        $0.id = record.id
+                        $0.requestEndpoints = record.requestEndpoints
+                        $0.commandEndpoints = record.commandEndpoints
+                        $0.answering = record.id == instanceID
+                    }
+                }
+            }
+            try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .routes:
+            answer.routes = .with {
+                let current = resolvers.snapshot
+                $0.source = current.source
+                $0.yaml = RouteMapYAML.encode(current.resolver.map)
+            }
+            try reply(answer, to: routingID, delimited: delimited, sockets)
+        case nil:
+            counters.refused(.unknownRequest, intent: false)
+            answer.rejected = .rejection(
+                .unknownRequest,
+                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes or instances"
+            )
+            try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+    }
+
+    /// Hands an acknowledged request to its session's worker; a worker whose queue is full
+    /// (`handoffHighWaterMark`) gets nothing more, and the client an OVERLOADED reply at once:
+    /// this thread never waits for a worker (it also passes on the replies workers wait for).
+    private func forward(
+        _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String,
+        requestID: String, intent: Bool, client: String, _ sockets: Sockets
+    ) throws {
+        let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
+        let push = sockets.workers[worker]
+        guard
+            try Internal.trySendRequest(
+                on: push, routingID: routingID, delimited: delimited, request: payload, client: client)
+        else {
+            counters.refused(.overloaded, intent: intent)
+            var answer = Navigator_V1_Reply()
+            answer.requestID = requestID
+            answer.rejected = .rejection(
+                .overloaded,
+                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later"
+            )
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        counters.forwarded[worker].add()
+    }
+
+    private func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
+        throws
+    {
+        if case .rejected(let rejected)? = reply.kind, sockets.limiter.allow(peerKey(routingID, "requests")) {
+            logger.notice(
+                "request rejected",
+                metadata: [
+                    "request": "\(LogText(reply.requestID))", "code": "\(rejected.code.label)",
+                    "reason": "\(LogText(rejected.message))",
+                ])
+        }
+        let bytes: [UInt8] = try reply.serializedBytes()
+        if let call = CallDesk.call(of: routingID) { return desk.complete(call, bytes) }
+        if let cluster = sockets.cluster, let (peer, original) = ClusterLink.split(routingID) {
+            // A request another instance forwarded: the answer goes back through it.
+            return try toClient { () throws(ZeroMQError) in
+                try cluster.send(peer, more: true)
+                try cluster.send(original, more: true)
+                try cluster.send([delimited ? 1 : 0] as [UInt8], more: true)
+                try cluster.send(bytes)
+            }
+        }
+        try toClient { () throws(ZeroMQError) in
+            try sockets.router.send(routingID, more: true)
+            if delimited { try sockets.router.send([] as [UInt8], more: true) }
+            try sockets.router.send(bytes)
+        }
+    }
+
+    private func reply(
+        _ rejected: Navigator_V1_Rejected, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets
+    ) throws {
+        var answer = Navigator_V1_Reply()
+        answer.rejected = rejected
+        try reply(answer, to: routingID, delimited: delimited, sockets)
+    }
+}
+
+extension Navigator_V1_Request {
+    /// The session of a request its session's owner must answer (intents, client events,
+    /// snapshots); nil for the others, which any instance answers.
+    var forwardableSession: String? {
+        switch kind {
+        case .intent(let intent): intent.session
+        case .clientEvent(let event): event.session
+        case .snapshot(let snapshot): snapshot.session
+        case .explain, .stats, .routes, .instances, nil: nil
+        }
+    }
+
+    /// The session the request concerns; nil for those about the service (stats, routes).
+    var session: String? {
+        switch action {
+        case .publish(let session), .follow(let session): session
+        case .inspect, nil: nil
+        }
+    }
+
+    /// What the request does, in the access list's terms (nil: no kind, refused anyway; or the
+    /// list of instances, which every admitted client may read: shells need it).
+    var action: AccessList.Action? {
+        switch kind {
+        case .intent(let intent): .publish(session: intent.session)
+        case .explain(let intent): .publish(session: intent.session)
+        case .clientEvent(let event): .follow(session: event.session)
+        case .snapshot(let snapshot): .follow(session: snapshot.session)
+        case .stats, .routes: .inspect
+        case .instances, nil: nil
+        }
+    }
+}

@@ -1,0 +1,320 @@
+import NavigatorCore
+import NavigatorStore
+import NavigatorWire
+import Synchronization
+
+/// The active-screen trees of all sessions, split into shards by session.
+///
+/// Each shard belongs to one worker, its only writer, and sits behind a Mutex so that the
+/// requests thread can read snapshots without asking the worker. A session's shard is
+/// `fnv1a(session) % shards`, the same function that routes its intents, so one session's work
+/// is always done, in order, by one worker.
+final class SessionStore: Sendable {
+    /// One session: its state, live or packed, and the seq of its last batch.
+    ///
+    /// A session nobody has changed for a while (see ``Persistence/compactIdle(now:)``)
+    /// keeps its state only as the protobuf `StoredSession` bytes the state file holds — a few
+    /// hundred bytes instead of the Swift values' allocations — and is unpacked on its next use.
+    struct Record: Sendable {
+        private var storage: Storage
+        /// The seq of the last batch published for the session (0: none yet).
+        var seq: UInt64 { didSet { changedAt = MonotonicClock.now() } }
+        /// When the state or seq last changed (monotonic nanoseconds; 0: not since created).
+        private(set) var changedAt: Int64 = 0
+        /// How many intents the session has parked, readable without unpacking.
+        private(set) var parkedCount: Int32
+
+        private enum Storage: Sendable {
+            case live(Live)
+            case packed([UInt8])
+        }
+
+        /// The live state, boxed so that a packed record takes a pointer's room in the table;
+        /// copied before a change when shared (copy on write).
+        private final class Live: @unchecked Sendable {
+            var state: SessionState
+            init(_ state: SessionState) { self.state = state }
+        }
+
+        init(state: SessionState, seq: UInt64) {
+            storage = .live(Live(state))
+            self.seq = seq
+            parkedCount = Int32(state.parked.count)
+        }
+
+        /// The record of a stored row, as the store's ``StateDatabase/loadAll(_:)`` asks for it:
+        /// refused, with the reason, when the id is not a valid session id or the bytes do not
+        /// decode into a valid state (the row then moves to quarantine).
+        static func restore(_ session: String, _ bytes: [UInt8]) throws -> Record {
+            if let problem = SessionID.problem(with: session) {
+                throw RestoreRefusal(description: "the session id is not valid: \(problem)")
+            }
+            do {
+                return try Record(packed: bytes)
+            } catch {
+                throw RestoreRefusal(description: "the state does not load: \(error)")
+            }
+        }
+
+        /// Why a stored row does not load.
+        struct RestoreRefusal: Error, CustomStringConvertible {
+            let description: String
+        }
+
+        /// A record from the state file's bytes, checked to decode.
+        init(packed bytes: [UInt8]) throws {
+            let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+            storage = .packed(bytes)
+            self.seq = seq
+            parkedCount = Int32(state.parked.count)
+        }
+
+        var state: SessionState {
+            get {
+                switch storage {
+                case .live(let live): live.state
+                case .packed(let bytes): Self.unpack(bytes)
+                }
+            }
+            _modify {
+                var live: Live
+                switch storage {
+                case .live(let existing):
+                    live = existing
+                    storage = .packed([])  // now `live` is the only reference unless a copy shares it
+                    if !isKnownUniquelyReferenced(&live) { live = Live(live.state) }
+                case .packed(let bytes):
+                    live = Live(Self.unpack(bytes))
+                }
+                defer {
+                    parkedCount = Int32(live.state.parked.count)
+                    storage = .live(live)
+                    changedAt = MonotonicClock.now()
+                }
+                yield &live.state
+            }
+        }
+
+        /// The bytes the state file keeps for this record: the packed ones as they are.
+        func stored() throws -> [UInt8] { try storedReusingParked(nil).bytes }
+
+        /// The encoding of a parked list, kept with the very list it encodes.
+        final class ParkedEncoding: @unchecked Sendable {
+            // @unchecked: immutable after init.
+            let list: [ParkedIntent]
+            let bytes: [UInt8]
+
+            init(_ list: [ParkedIntent]) throws {
+                self.list = list
+                bytes = try Navigator_V1_StoredSession.encodedParkedField(list)
+            }
+
+            /// Whether `other` is this list unchanged. Exact: this object holds a reference to
+            /// the list's storage, so any change to a copy of it made a new storage (copy on
+            /// write), and the old one cannot be freed and reused while held here.
+            func encodes(_ other: [ParkedIntent]) -> Bool {
+                guard other.count == list.count else { return false }
+                guard !list.isEmpty else { return true }
+                return list.withUnsafeBufferPointer { mine in
+                    other.withUnsafeBufferPointer { mine.baseAddress == $0.baseAddress }
+                }
+            }
+        }
+
+        /// ``stored()``, reusing `cached` (the parked intents' encoding from an earlier flush) when
+        /// the list has not changed since — sessions that wait long keep many parked intents, and
+        /// a busy one is written every flush; returns the encoding of the list as it is now.
+        func storedReusingParked(_ cached: ParkedEncoding?) throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
+            switch storage {
+            case .packed(let bytes):
+                return (bytes, nil)
+            case .live(let live):
+                let state = live.state
+                var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+                let parked =
+                    if let cached, cached.encodes(state.parked) { cached } else { try ParkedEncoding(state.parked) }
+                bytes += parked.bytes
+                return (bytes, parked)
+            }
+        }
+
+        var isPacked: Bool { if case .packed = storage { true } else { false } }
+
+        /// Keeps only `bytes` (which must be ``stored()`` of this record).
+        mutating func pack(_ bytes: [UInt8]) { storage = .packed(bytes) }
+
+        private static func unpack(_ bytes: [UInt8]) -> SessionState {
+            // The bytes were encoded by this process (or checked when loaded), so they decode.
+            do {
+                return try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
+            } catch {
+                preconditionFailure("a packed session does not decode: \(error)")
+            }
+        }
+    }
+
+    final class Shard: Sendable {
+        let records = Mutex<[String: Record]>([:])
+        /// Sessions changed since the last flush to disk.
+        let dirty = Mutex<Set<String>>([])
+        /// Parked intents of all its sessions, kept as they change (reading it takes no lock).
+        let parked = Atomic<Int>(0)
+    }
+
+    let shards: [Shard]
+    let initial: @Sendable () -> SessionState
+    /// The epoch every session's stream is in during this run (see ``StateFile/beginRun()``),
+    /// with one instance; with several, each partition's lease epoch (``ownership``).
+    let epoch: UInt64
+    /// Several instances (PostgreSQL store): the partitions this instance serves, and their
+    /// epochs; nil with one instance, which serves every session.
+    let ownership: PartitionOwnership?
+
+    init(
+        shards count: Int, epoch: UInt64, ownership: PartitionOwnership? = nil,
+        initial: @escaping @Sendable () -> SessionState
+    ) {
+        shards = (0..<count).map { _ in Shard() }
+        self.epoch = epoch
+        self.ownership = ownership
+        self.initial = initial
+    }
+
+    /// The epoch of the session's stream: the run's, or its partition's lease epoch (0 while
+    /// this instance does not hold it).
+    func epoch(of session: String) -> UInt64 {
+        guard let ownership else { return epoch }
+        return ownership.epoch(of: ownership.partition(of: session)) ?? 0
+    }
+
+    /// Why this instance does not serve the session now (another instance does, or its
+    /// partition is changing hands), or nil when it does.
+    func notServed(_ session: String) -> String? {
+        guard let ownership else { return nil }
+        let partition = ownership.partition(of: session)
+        guard !ownership.serves(partition) else { return nil }
+        return ownership.whyNotServed(partition, session: session)
+    }
+
+    /// Forgets the sessions of these partitions (no longer this instance's): their records and
+    /// their changed marks. Returns how many were dropped.
+    @discardableResult
+    func drop(partitions: Set<Int32>) -> Int {
+        guard let ownership, !partitions.isEmpty else { return 0 }
+        var dropped = 0
+        for shard in shards {
+            let names = shard.records.withLock { records -> [String] in
+                let names = records.keys.filter { partitions.contains(ownership.partition(of: $0)) }
+                for name in names {
+                    if let record = records.removeValue(forKey: name), record.parkedCount != 0 {
+                        shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed)
+                    }
+                }
+                return names
+            }
+            shard.dirty.withLock { dirty in for name in names { dirty.remove(name) } }
+            count.subtract(names.count, ordering: .relaxed)
+            dropped += names.count
+        }
+        return dropped
+    }
+
+    /// The changed sessions of these partitions (to write before they are released).
+    func changed(in partitions: Set<Int32>) -> Set<String> {
+        guard let ownership else { return [] }
+        var names: Set<String> = []
+        for shard in shards {
+            shard.dirty.withLock { dirty in
+                for name in dirty where partitions.contains(ownership.partition(of: name)) { names.insert(name) }
+            }
+        }
+        return names
+    }
+
+    func shardIndex(of session: String) -> Int { Self.shardIndex(of: session, count: shards.count) }
+
+    /// The shard of a session among `count`: its stable hash (the partitions of several
+    /// instances use the same one).
+    static func shardIndex(of session: String, count: Int) -> Int { StableHash.bucket(of: session, count: count) }
+
+    /// Runs `body` on the session's record under its shard's lock, and marks the session
+    /// changed. A new session starts from the initial state and is kept only if `body` changed
+    /// it: a rejected intent or event creates no session.
+    func update<R>(_ session: String, _ body: (inout Record) -> R) -> R {
+        let shard = shards[shardIndex(of: session)]
+        let (result, stored) = shard.records.withLock { records -> (R, Bool) in
+            if records[session] == nil {
+                let initial = initial()
+                let start = seqFloor.load(ordering: .relaxed)
+                var record = Record(state: initial, seq: start)
+                let result = body(&record)
+                guard record.seq != start || record.state != initial else { return (result, false) }
+                records[session] = record
+                count.add(1, ordering: .relaxed)
+                if record.parkedCount != 0 { shard.parked.add(Int(record.parkedCount), ordering: .relaxed) }
+                return (result, true)
+            }
+            let parkedBefore = records[session]!.parkedCount
+            let result = body(&records[session]!)
+            let parkedAfter = records[session]!.parkedCount
+            if parkedAfter != parkedBefore { shard.parked.add(Int(parkedAfter - parkedBefore), ordering: .relaxed) }
+            return (result, true)
+        }
+        if stored { shard.dirty.withLock { _ = $0.insert(session) } }
+        return result
+    }
+
+    /// Whether the session exists, or one more may be created within `limit`.
+    func admits(_ session: String, limit: Int) -> Bool {
+        count.load(ordering: .relaxed) < limit
+            || shards[shardIndex(of: session)].records.withLock { $0[session] != nil }
+    }
+
+    /// A copy of the session's record, or the initial one if the session is new.
+    func read(_ session: String) -> Record {
+        shards[shardIndex(of: session)].records.withLock { $0[session] }
+            ?? Record(state: initial(), seq: seqFloor.load(ordering: .relaxed))
+    }
+
+    /// The seq a new session starts from: 0, or beyond every seq of a session that expired (see
+    /// ``Persistence/expireIdle(now:)``), so a shell still following an expired session sees a
+    /// gap, never a reused seq, and resyncs.
+    let seqFloor = Atomic<UInt64>(0)
+
+    /// Removes the sessions unchanged since `cutoff` (monotonic ns; a session restored and not
+    /// changed since counts from `restoredAt`) and returns them with the highest seq among them.
+    func removeIdle(before cutoff: Int64, restoredAt: Int64) -> (sessions: [String], highestSeq: UInt64) {
+        var removed: [String] = []
+        var highest: UInt64 = 0
+        for shard in shards {
+            shard.records.withLock { records in
+                let idle = records.filter { max($0.value.changedAt, restoredAt) < cutoff }
+                for (name, record) in idle {
+                    records[name] = nil
+                    highest = max(highest, record.seq)
+                    if record.parkedCount != 0 { shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed) }
+                    removed.append(name)
+                }
+                count.subtract(idle.count, ordering: .relaxed)
+            }
+        }
+        return (removed, highest)
+    }
+
+    /// Fills the shards from stored records (at start, before any worker runs).
+    func load(_ records: [(String, Record)]) {
+        for (session, record) in records {
+            let shard = shards[shardIndex(of: session)]
+            let replaced = shard.records.withLock { $0.updateValue(record, forKey: session) }
+            if replaced == nil { count.add(1, ordering: .relaxed) }
+            shard.parked.add(Int(record.parkedCount - (replaced?.parkedCount ?? 0)), ordering: .relaxed)
+        }
+    }
+
+    /// Sessions in memory, kept as they are created (reading it takes no lock).
+    private let count = Atomic<Int>(0)
+
+    var sessionCount: Int { count.load(ordering: .relaxed) }
+
+    var parkedCount: Int { shards.reduce(0) { $0 + $1.parked.load(ordering: .relaxed) } }
+}

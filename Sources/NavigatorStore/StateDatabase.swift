@@ -1,0 +1,70 @@
+import NavigatorCore
+
+/// Where sessions are kept durably: the SQLite state file (one instance, the default) or a
+/// PostgreSQL database (``PostgresStateDatabase``). The engine writes through it, behind its workers.
+///
+/// Rows are a session's id, the seq of its last batch and its state as the `StoredSession`
+/// bytes (proto/navigator/v1/state.proto), the same bytes in both.
+public protocol StateDatabase: AnyObject, Sendable {
+    /// For messages and logs: the state file's path, or the database's URL without its password.
+    var location: String { get }
+    /// What it is, for messages: "the state file" or "the PostgreSQL database".
+    var kind: String { get }
+    /// The key of the remembered intent ids' hashes, kept in the database.
+    var dedupKey: DedupKey { get }
+
+    /// Starts a run: the epoch its sessions' streams continue in, and whether the last run
+    /// stopped cleanly (then the epoch is the last run's and every seq continues).
+    func beginRun() throws -> (epoch: UInt64, continued: Bool)
+    /// Every stored session, each passed to `decode` as its id and stored bytes; a row `decode`
+    /// refuses (throws), or with no id or state, moves to the quarantine table with the reason.
+    func loadAll<Record>(_ decode: (_ session: String, _ bytes: [UInt8]) throws -> Record) throws
+        -> LoadedRows<Record>
+    /// How many sessions are in quarantine.
+    func quarantinedCount() throws -> Int
+    /// Writes these sessions (id, seq, stored bytes) in one transaction.
+    func write(_ rows: [StoredRow]) throws
+    /// Deletes expired sessions and records the seq new sessions start from.
+    func expire(_ sessions: [String], seqFloor: UInt64) throws
+    /// The seq new sessions start from (0 until sessions have expired).
+    func seqFloor() throws -> UInt64
+    /// Records that every session was written: the next run continues this run's epoch.
+    func markCleanStop() throws
+
+    /// Whether what was opened is still there (a state file can be deleted or replaced under the
+    /// running service; a database cannot).
+    var isInPlace: Bool { get }
+    /// Opens it anew after ``isInPlace`` turned false, recording `epoch` in it.
+    func reopen(epoch: UInt64) throws
+    /// Lets go of connections and locks (at the end of a run).
+    func close()
+}
+
+/// What loading found: the sessions as `decode` made them, and those moved to quarantine with
+/// the reasons.
+public struct LoadedRows<Record> {
+    public var rows: [(session: String, record: Record)] = []
+    public var quarantined: [(session: String, reason: String)] = []
+
+    public init() {}
+}
+
+/// One session as the store keeps it: its id, the seq of its last batch, and its state as the
+/// `StoredSession` bytes.
+public typealias StoredRow = (session: String, seq: UInt64, bytes: [UInt8])
+
+/// Which database holds the sessions (`store`).
+public enum StoreSelection: Hashable, Sendable, CustomStringConvertible {
+    /// The SQLite state file in the data directory.
+    case sqlite
+    /// A PostgreSQL database: `postgresql://user[:password]@host[:port]/database[?parameters]`.
+    case postgresql(url: String)
+
+    /// Without the password: fit for logs.
+    public var description: String {
+        switch self {
+        case .sqlite: "sqlite"
+        case .postgresql(let url): PostgresStateDatabase.redact(url)
+        }
+    }
+}

@@ -1,0 +1,229 @@
+import Logging
+import NavigatorEngine
+import NavigatorHTTP
+import NavigatorTokens
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+import ZeroMQ
+
+/// navigatord put together: the engine (its sockets, workers and store), the HTTP server that
+/// reaches it in process through its port, and — when run as the process — the signals, in one
+/// service group. Started in this order and stopped in reverse: on SIGTERM the HTTP server stops
+/// taking requests and ends its streams while the engine still answers what is in flight, then
+/// the engine drains, flushes and closes. A part that fails stops the others the same way, and
+/// ``run()`` throws why.
+final class Navigator: Sendable {
+    let configuration: NavigatordConfiguration
+    let engine: Engine
+    /// The HTTP server; nil when `http` is `off`.
+    let http: HTTPServer?
+    let logger: Logger
+    /// Set once the engine has opened its sockets and the HTTP server listens.
+    private let started = Latch()
+    private let lifecycle = Mutex(Lifecycle.initial)
+
+    private enum Lifecycle {
+        case initial
+        case running(ServiceGroup, Task<Void, any Error>)
+        case ran
+    }
+
+    /// Builds the parts (the route map, the store and the keys are read now; nothing listens
+    /// yet). Throws what is wrong with the configuration or its files.
+    init(configuration: NavigatordConfiguration, logger: Logger) async throws {
+        try ConfigurationLoader.checkExposure(configuration)
+        self.configuration = configuration
+        self.logger = logger
+        // Opening the state file or connecting to PostgreSQL blocks: not on the cooperative pool.
+        let engine = try await DedicatedThread.run(name: "nav-open") {
+            try Engine(configuration: configuration.engine, logger: logger)
+        }
+        self.engine = engine
+        if configuration.servesHTTP {
+            var tokens: TokenKey?
+            if let file = configuration.tokenKeyFile { tokens = try await TokenKey.load(file: file) }
+            let started = self.started
+            http = HTTPServer(
+                configuration: HTTPConfiguration(
+                    address: configuration.httpAddress, maxBodyBytes: configuration.engine.maxMessageBytes * 4,
+                    streams: configuration.streams, secure: configuration.engine.isSecure, tokens: tokens),
+                port: engine, logger: logger, onRunning: { _ in started.open(http: true) })
+        } else {
+            http = nil
+            started.open(http: true)
+        }
+    }
+
+    /// Runs until SIGTERM or SIGINT (graceful: intake stops, in-flight work drains, state is
+    /// flushed), reloading the route map (and, in secure mode, the access file) on SIGHUP.
+    func run() async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services(signals: true), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    /// Starts everything in the background and returns once the engine's sockets are bound and
+    /// the HTTP server listens; throws (everything stopped again) if a part cannot start. For tests;
+    /// ``stop()`` ends it.
+    func start() async throws {
+        let group = ServiceGroup(configuration: .init(services: services(signals: false), logger: logger))
+        let task = Task { try await group.run() }
+        let fresh = lifecycle.withLock { state -> Bool in
+            guard case .initial = state else { return false }
+            state = .running(group, task)
+            return true
+        }
+        guard fresh else {
+            task.cancel()
+            throw ConfigurationError("navigatord was started already")
+        }
+        guard await started.wait() else {
+            await stop()
+            _ = try await task.value
+            throw ConfigurationError("navigatord ended before it was ready")
+        }
+    }
+
+    /// Stops what ``start()`` started, gracefully. Safe to call more than once.
+    func stop() async {
+        let running = lifecycle.withLock { state -> (ServiceGroup, Task<Void, any Error>)? in
+            guard case .running(let group, let task) = state else { return nil }
+            state = .ran
+            return (group, task)
+        }
+        guard let (group, task) = running else { return }
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    /// The HTTP server's address once it listens (the port chosen for 0).
+    var httpAddress: String? { http?.address }
+
+    private func services(signals: Bool) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        func part(_ service: any Service) -> ServiceGroupConfiguration.ServiceConfiguration {
+            .init(
+                service: service, successTerminationBehavior: .gracefullyShutdownGroup,
+                failureTerminationBehavior: .gracefullyShutdownGroup)
+        }
+        var services = [part(engine)]
+        if let http { services.append(part(HTTPPart(server: http, started: started))) }
+        services.append(part(Announcer(navigator: self)))
+        if signals { services.append(part(Reloader(engine: engine, logger: logger))) }
+        return services
+    }
+
+    /// The HTTP server; if it ends before it listened (its address taken, say), the start failed.
+    private struct HTTPPart: Service {
+        let server: HTTPServer
+        let started: Latch
+
+        func run() async throws {
+            defer { started.failUnlessListening() }
+            try await server.run()
+        }
+    }
+
+    /// Says "navigatord started" with every endpoint once the engine and the HTTP server are
+    /// both up (tests and operators read the endpoints from it); then waits for the end.
+    private struct Announcer: Service {
+        let navigator: Navigator
+
+        func run() async throws {
+            let engineOpened = await navigator.engine.opening()
+            guard engineOpened, await navigator.started.waitForHTTP() else {
+                navigator.started.open(engine: false)
+                return
+            }
+            var metadata = navigator.engine.summary
+            metadata["http"] = "\(navigator.httpAddress.map { "http://\($0)" } ?? "off")"
+            navigator.logger.info("navigatord started", metadata: metadata)
+            navigator.started.open(engine: true)
+            try? await gracefulShutdown()
+        }
+    }
+
+    /// Reloads the route map (and, in secure mode, the access file) on each SIGHUP until
+    /// graceful shutdown; a file that does not load is refused and the one in use stays.
+    private struct Reloader: Service {
+        let engine: Engine
+        let logger: Logger
+
+        func run() async throws {
+            let hangups = await UnixSignalsSequence(trapping: .sighup)
+            for await _ in hangups.cancelOnGracefulShutdown() {
+                logger.info("SIGHUP: reloading the route map\(engine.security == nil ? "" : " and the access file")")
+                _ = try? engine.reloadRouteMap()  // a refusal is logged; the service goes on
+                try? engine.reloadAccessFile()
+            }
+        }
+    }
+}
+
+/// Whether navigatord came up: the HTTP server listening (or off), then the engine's sockets
+/// bound (true) or the engine ending first (false).
+final class Latch: Sendable {
+    private struct State {
+        var http = false
+        var engine: Bool?
+        var httpWaiters: [CheckedContinuation<Bool, Never>] = []
+        var waiters: [CheckedContinuation<Bool, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func open(http: Bool) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.http = true
+            defer { state.httpWaiters = [] }
+            return state.httpWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: true) }
+    }
+
+    func open(engine: Bool) {
+        let (waiters, httpWaiters) = state.withLock {
+            state -> ([CheckedContinuation<Bool, Never>], [CheckedContinuation<Bool, Never>]) in
+            state.engine = engine
+            defer {
+                state.waiters = []
+                state.httpWaiters = []
+            }
+            return (state.waiters, engine ? [] : state.httpWaiters)
+        }
+        for waiter in waiters { waiter.resume(returning: engine) }
+        for waiter in httpWaiters { waiter.resume(returning: false) }
+    }
+
+    /// The HTTP server ended: if it never listened, the start failed.
+    func failUnlessListening() {
+        let failed = state.withLock { !$0.http && $0.engine == nil }
+        if failed { open(engine: false) }
+    }
+
+    /// Waits for the HTTP server to listen (true), or for the start to fail (false).
+    func waitForHTTP() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let answer = state.withLock { state -> Bool? in
+                if state.http { return true }
+                if state.engine == false { return false }
+                state.httpWaiters.append(continuation)
+                return nil
+            }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
+
+    /// Waits until everything came up (true) or the start failed (false).
+    func wait() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let answer = state.withLock { state -> Bool? in
+                if let engine = state.engine { return engine }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import Logging
+import NavigatorEngine
+import NavigatorHTTP
+
+/// Everything navigatord can be told (``ConfigurationLoader`` reads it from a file, the
+/// environment and flags): the engine's settings, the HTTP server's, and the log level. The
+/// defaults are the embedded defaults.
+public struct NavigatordConfiguration: Sendable, Hashable {
+    public var engine = EngineConfiguration()
+    /// host:port of the HTTP server (probes, the JSON API, streams, the page); `off`: none.
+    public var httpAddress = "127.0.0.1:7480"
+    /// Secure mode: the key (a secret of at least 32 bytes, mode 0600) that signs the bearer
+    /// tokens HTTP takes (`navctl token` issues them); nil: HTTP takes no calls in secure mode.
+    public var tokenKeyFile: String? = nil
+    /// The HTTP session streams.
+    public var streams = StreamSettings()
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    /// Whether the HTTP server runs.
+    public var servesHTTP: Bool { httpAddress != "off" }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import GRDB
+import Logging
+import NavigatorCore
+import NavigatorStore
+import NavigatorTestSupport
+import NavigatorWire
+import Testing
+
+@testable import NavigatorEngine
+
+@Suite("Packing idle sessions")
+struct PackingTests {
+    /// A store, its state file and persistence in a fresh directory, removed after `body`.
+    private func withStore(
+        packAfter: Duration = .seconds(30), _ body: (SessionStore, Persistence, Resolver, URL) throws -> Void
+    ) throws {
+        let directory = temporaryDirectory("navpack")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
+        let persistence = Persistence(
+            database: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
+            logger: Logger(label: "test"))
+        try body(store, persistence, resolver, directory)
+    }
+
+    private func resolve(
+        _ id: String, _ path: [ScreenContext], session: String, _ store: SessionStore, _ resolver: Resolver
+    ) -> Resolution {
+        store.update(session) { record in
+            let resolution = resolver.resolve(
+                Intent(id: id, session: session, target: .path(path)), into: &record.state, now: 1_000)
+            if !resolution.commands.isEmpty { record.seq += 1 }
+            return resolution
+        }
+    }
+
+    private func record(_ session: String, _ store: SessionStore) -> SessionStore.Record? {
+        store.shards[store.shardIndex(of: session)].records.withLock { $0[session] }
+    }
+
+    @Test("sessions unchanged since a flush are packed after the idle time, and read back the same")
+    func packsIdle() throws {
+        try withStore { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)  // parks
+            let before = (a: try #require(record("a", store)), b: try #require(record("b", store)))
+            #expect(before.b.parkedCount == 1)
+
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now()) == 0)  // not idle long enough
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 2)
+
+            let after = (a: try #require(record("a", store)), b: try #require(record("b", store)))
+            #expect(after.a.isPacked && after.b.isPacked)
+            #expect(after.a.state == before.a.state && after.a.seq == before.a.seq)
+            #expect(after.b.state == before.b.state && after.b.parkedCount == 1)
+            #expect(store.parkedCount == 1)
+            // The running count follows parking and releasing: signing in releases g1.
+            _ = store.update("b") { record in
+                resolver.resolve(
+                    Intent(
+                        id: "in", session: "b", target: .path([ScreenContext("home")]),
+                        setConditions: ["authenticated": true]), into: &record.state, now: 2_000)
+            }
+            #expect(record("b", store)?.parkedCount == 0)
+            #expect(store.parkedCount == 0)
+            // Each round is considered once.
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 60_000_000_000) == 0)
+        }
+    }
+
+    @Test("a packed session is unpacked by its next change, which resolves as on the live state")
+    func unpacksOnUse() throws {
+        try withStore { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            var expected = try #require(record("a", store)).state
+            let expectedResolution = resolver.resolve(
+                Intent(id: "s1", session: "a", target: .path([ScreenContext("settings")])), into: &expected, now: 1_000)
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 1)
+
+            let resolution = resolve("s1", [ScreenContext("settings")], session: "a", store, resolver)
+            let after = try #require(record("a", store))
+            #expect(!after.isPacked)
+            #expect(resolution == expectedResolution)
+            #expect(after.state == expected)
+            #expect(after.seq == 2)
+            // The dedup memory came through the packing too.
+            let again = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            #expect(again.outcome == .ignored("duplicate intent id c1"))
+        }
+    }
+
+    @Test("a session changed after its flush stays live")
+    func changedStaysLive() throws {
+        try withStore { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            persistence.flushChanged()
+            let flushedAt = MonotonicClock.now()
+            _ = resolve("s1", [ScreenContext("settings")], session: "a", store, resolver)
+            #expect(persistence.compactIdle(now: flushedAt + 31_000_000_000) == 0)
+            #expect(record("a", store)?.isPacked == false)
+            // Its next flush makes it a candidate again.
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 1)
+        }
+    }
+
+    @Test("only a session's latest write is kept as a candidate, however often it is flushed")
+    func candidates() {
+        var candidates = Persistence.Candidates()
+        candidates.add("hot", at: 1, [1])
+        candidates.add("cold", at: 1, [2])
+        candidates.add("hot", at: 2, [3])
+        candidates.add("hot", at: 3, [4])
+        let first = candidates.take(through: 2)
+        #expect(first.map(\.session) == ["cold"])  // hot was written again at 3
+        #expect(first.map(\.bytes) == [[2]])
+        let second = candidates.take(through: 3)
+        #expect(second.map(\.session) == ["hot"] && second.map(\.at) == [3] && second.map(\.bytes) == [[4]])
+        #expect(candidates.take(through: 100).isEmpty)
+    }
+
+    @Test("a flush reuses the encoding of an unchanged parked list, and encodes a changed one anew")
+    func parkedEncoding() throws {
+        try withStore { store, persistence, resolver, directory in
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)
+            func decoded(_ bytes: [UInt8]) throws -> SessionState {
+                try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
+            }
+            let first = try #require(record("b", store)).storedReusingParked(nil)
+            #expect(try decoded(first.bytes) == record("b", store)?.state)
+            let encoding = try #require(first.parked)
+
+            let again = try #require(record("b", store)).storedReusingParked(encoding)
+            #expect(again.parked === encoding)  // reused, not encoded again
+            #expect(again.bytes == first.bytes)
+
+            // A change to the session that leaves the list alone keeps the reuse.
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "b", store, resolver)
+            let unchanged = try #require(record("b", store)).storedReusingParked(encoding)
+            #expect(unchanged.parked === encoding)
+            #expect(try decoded(unchanged.bytes) == record("b", store)?.state)
+
+            // Parking a second intent changes the list: encoded anew, and both come back.
+            _ = resolve("g2", [ScreenContext("editProfile")], session: "b", store, resolver)
+            let changed = try #require(record("b", store)).storedReusingParked(encoding)
+            #expect(changed.parked !== encoding)
+            let state = try decoded(changed.bytes)
+            #expect(state == record("b", store)?.state)
+            #expect(state.parked.map(\.intent.id) == ["g1", "g2"])
+
+            // Through the state file: two flushes (the second reusing), then a restore.
+            persistence.flushChanged()
+            _ = resolve("c2", [ScreenContext("chat", ["conversationId": "7"])], session: "b", store, resolver)
+            persistence.flushChanged()
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let restored = Persistence(
+                database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+            #expect(try restored.restore().restored == 1)
+            #expect(record("b", restoredStore)?.state == record("b", store)?.state)
+        }
+    }
+
+    @Test("packing off keeps every session live")
+    func off() throws {
+        try withStore(packAfter: .zero) { store, persistence, resolver, _ in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 0)
+            #expect(record("a", store)?.isPacked == false)
+        }
+    }
+
+    @Test("restored sessions stay packed until used, with their states and parked counts")
+    func restoredPacked() throws {
+        try withStore { store, persistence, resolver, directory in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)
+            persistence.flushChanged()
+            let restoredStore = SessionStore(shards: 3, epoch: 1) { resolver.initialState() }
+            let restored = Persistence(
+                database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+            #expect(try restored.restore().restored == 2)
+            for session in ["a", "b"] {
+                let original = try #require(record(session, store))
+                let loaded = try #require(record(session, restoredStore))
+                #expect(loaded.isPacked)
+                #expect(loaded.state == original.state && loaded.seq == original.seq)
+            }
+            #expect(restoredStore.parkedCount == 1)
+        }
+    }
+
+    @Test("navigatord packs an idle session and serves it again: snapshot, next intent, seq")
+    func service() async throws {
+        let configure: (inout EngineConfiguration) -> Void = {
+            $0.packIdleAfterSeconds = 1
+            $0.flushIntervalMilliseconds = 20
+        }
+        try await withService(workers: 1, configure) { server, endpoints in
+            let store = server.store
+            let (before, packedSnapshot, reply, after) = try await onThread {
+                let client = try Client(endpoints)
+                _ = try client.request(
+                    .intent(wireIntent("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "p")))
+                let before = try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                let deadline = ContinuousClock.now + .seconds(10)
+                while store.shards[0].records.withLock({ $0["p"]?.isPacked }) != true {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("session p was never packed") }
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+                let packedSnapshot = try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                let reply = try client.request(.intent(wireIntent("s1", [ScreenContext("settings")], session: "p")))
+                return (
+                    before, packedSnapshot, reply, try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                )
+            }
+            #expect(packedSnapshot == before)
+            #expect(reply.resolved.batch.seq == 2)
+            #expect(after.seq == 2)
+            #expect(try after.tree.core().top.context.screen == "settings")
+        }
+    }
+}
+
+@Suite("Write-behind in chunks")
+struct WriteBehindChunkTests {
+    @Test("a round of 2,500 changed sessions is written 1,000 at a time, with the waiting replies answered in between")
+    func chunks() throws {
+        let directory = temporaryDirectory("navchunk")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try StateFile(directory: directory.path)
+        let (epoch, _) = try file.beginRun()
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
+        let persistence = Persistence(database: file, store: store, logger: TestService.logger("chunks"))
+        for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
+        var betweens = 0
+        var written: [Int] = []
+        persistence.flushAndPack {
+            betweens += 1
+            written.append(try! Self.rows(file.path))
+        }
+        #expect(betweens == 2)
+        #expect(written == [1_000, 2_000])
+        #expect(try Self.rows(file.path) == 2_500)
+        #expect(persistence.flushChanged(atMost: 1_000) == (true, false))
+    }
+
+    @Test("a round writes what was changed when it began: sessions changed meanwhile wait for the next round")
+    func roundEnds() throws {
+        let directory = temporaryDirectory("navround")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try StateFile(directory: directory.path)
+        let (epoch, _) = try file.beginRun()
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
+        let persistence = Persistence(database: file, store: store, logger: TestService.logger("round"))
+        for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
+        // Steady load: between every chunk, 1,000 more sessions change (and the first ones again).
+        var betweens = 0
+        persistence.flushAndPack {
+            betweens += 1
+            for index in 0..<1_000 { store.update("new\(betweens)-\(index)") { $0.seq = 1 } }
+            store.update("s0") { $0.seq = 2 }
+        }
+        #expect(betweens == 2)
+        #expect(try Self.rows(file.path) == 2_500)
+        #expect(store.shards.reduce(0) { $0 + $1.dirty.withLock { $0.count } } == 2_001)
+        #expect(persistence.flushChanged())
+        #expect(try Self.rows(file.path) == 4_500)
+    }
+
+    static func rows(_ path: String) throws -> Int {
+        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0 }
+    }
+}

@@ -1,0 +1,77 @@
+import NavigatorCore
+import NavigatorTestSupport
+import NavigatorWire
+import Testing
+
+@testable import NavigatorEngine
+@testable import NavigatorHTTP
+@testable import navigatord
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("HTTP: metrics and health")
+struct MetricsTests {
+    @Test("/metrics speaks Prometheus text; /healthz and /readyz answer; others are refused")
+    func endpoints() async throws {
+        let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }
+        try await withNavigatord(configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let exchanges = try await onThread { () throws -> [(status: String, body: String)] in
+                let client = try Client(endpoints)
+                _ = try client.request(
+                    .intent(wireIntent("m1", [ScreenContext("chat", ["conversationId": "1"])], session: "m")))
+                _ = try client.request(.intent(wireIntent("m2", [ScreenContext("nope")], session: "m")))
+                return [
+                    try http(address, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+                    try http(address, "GET /healthz HTTP/1.1\r\n\r\n"),
+                    try http(address, "GET /readyz HTTP/1.1\r\n\r\n"),
+                    try http(address, "GET /nothing HTTP/1.1\r\n\r\n"),
+                    try http(address, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n"),
+                ]
+            }
+            let metrics = exchanges[0]
+            #expect(metrics.status == "HTTP/1.1 200 OK")
+            #expect(metrics.body.contains(#"navigator_intents_total{outcome="resolved"} 1"#))
+            #expect(metrics.body.contains(#"navigator_intents_total{outcome="rejected"} 1"#))
+            #expect(metrics.body.contains(#"navigator_rejections_total{code="unknown_screen"} 1"#))
+            #expect(metrics.body.contains("navigator_resolve_duration_seconds_bucket"))
+            #expect(metrics.body.contains("navigator_sessions 1"))
+            #expect(metrics.body.contains(#"navigator_worker_queue_depth{worker="0"}"#))
+            #expect(exchanges[1].status == "HTTP/1.1 200 OK" && exchanges[1].body == "ok\n")
+            #expect(exchanges[2].status == "HTTP/1.1 200 OK" && exchanges[2].body == "ready\n")
+            #expect(exchanges[3].status == "HTTP/1.1 404 Not Found")
+            #expect(exchanges[4].status == "HTTP/1.1 405 Method Not Allowed")
+        }
+    }
+
+    @Test("idle connections hold nothing up: /healthz answers while ten others sit open")
+    func idleConnections() async throws {
+        let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }
+        try await withNavigatord(configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let (health, ready) = try await onThread { () throws -> (String, String) in
+                let idle = try (0..<10).map { _ in try tcpConnect(address) }
+                defer { for fd in idle { close(fd) } }
+                return (
+                    try http(address, "GET /healthz HTTP/1.1\r\n\r\n").status,
+                    try http(address, "GET /readyz HTTP/1.1\r\n\r\n").status
+                )
+            }
+            #expect(health == "HTTP/1.1 200 OK")
+            #expect(ready == "HTTP/1.1 200 OK")
+        }
+    }
+
+    @Test("HTTP addresses: host:port, [ipv6]:port, localhost; anything else is refused saying the form")
+    func addresses() throws {
+        #expect(try HTTPEndpoint.parse("127.0.0.1:9090") == ("127.0.0.1", 9090))
+        #expect(try HTTPEndpoint.parse("[::1]:0") == ("::1", 0))
+        #expect(try HTTPEndpoint.parse("[::]:9090") == ("::", 9090))
+        #expect(try HTTPEndpoint.parse("localhost:80") == ("127.0.0.1", 80))
+        for bad in ["9090", ":9090", "host:port", "::1:99999", "[::1:80"] {
+            #expect(throws: HTTPServerError.self) { try HTTPEndpoint.parse(bad) }
+        }
+    }
+}
