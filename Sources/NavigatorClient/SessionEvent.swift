@@ -3,8 +3,8 @@ import NavigatorWire
 
 /// What a follower of a session sees, in order.
 public enum SessionEvent: Sendable {
-    /// The mirror was (re)built from a snapshot at this position (epoch, seq).
-    case snapshot(session: String, seq: UInt64, epoch: UInt64, tree: ScreenTree)
+    /// The mirror was (re)built from a snapshot at this position.
+    case snapshot(session: String, position: StreamPosition, tree: ScreenTree)
     /// A batch was applied to the mirror; `tree` is the mirror afterwards.
     case batch(Navigator_V1_CommandBatch, header: FrameHeader, tree: ScreenTree)
     /// A batch was missed (`expected`, got `received`); a snapshot follows.
@@ -37,11 +37,11 @@ extension SessionEvent {
     public var streamEvent: Navigator_V1_StreamEvent {
         var event = Navigator_V1_StreamEvent()
         switch self {
-        case .snapshot(let session, let seq, let epoch, let tree):
+        case .snapshot(let session, let position, let tree):
             event.snapshot = .with {
                 $0.session = session
-                $0.seq = seq
-                $0.epoch = epoch
+                $0.seq = position.seq
+                $0.epoch = position.epoch
                 $0.tree = Navigator_V1_ScreenTree(tree)
             }
         case .batch(let batch, _, _), .published(let batch, _):

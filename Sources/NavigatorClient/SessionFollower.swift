@@ -16,7 +16,7 @@ final class SessionFollower {
     private enum State {
         /// Waiting for a snapshot; batches meanwhile are kept.
         case waiting(buffered: [(FrameHeader, Navigator_V1_CommandBatch)])
-        case live(tree: ScreenTree, seq: UInt64, epoch: UInt64)
+        case live(tree: ScreenTree, position: StreamPosition)
     }
 
     let id: Int
@@ -75,8 +75,9 @@ final class SessionFollower {
             fail(ClientError(.malformed, "the snapshot's tree is not valid: \(error)"))
             return .ok
         }
-        state = .live(tree: tree, seq: snapshot.seq, epoch: snapshot.epoch)
-        sink.event(.snapshot(session: snapshot.session, seq: snapshot.seq, epoch: snapshot.epoch, tree: tree))
+        let position = StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq)
+        state = .live(tree: tree, position: position)
+        sink.event(.snapshot(session: snapshot.session, position: position, tree: tree))
         // Batches of another epoch than the snapshot's came before it: the snapshot has them.
         let current = buffered.filter { $0.0.epoch == snapshot.epoch }.sorted { $0.0.seq < $1.0.seq }
         for (header, batch) in current where apply(header, batch) == .resync {
@@ -123,16 +124,17 @@ final class SessionFollower {
     }
 
     private func apply(_ header: FrameHeader, _ batch: Navigator_V1_CommandBatch) -> Verdict {
-        guard case .live(var tree, let seq, let epoch) = state else { return .ok }
-        guard header.epoch == epoch else {
+        guard case .live(var tree, let position) = state else { return .ok }
+        let next = StreamPosition(epoch: header.epoch, seq: header.seq)
+        guard next.epoch == position.epoch else {
             // The seqs started over (the service lost changes, or another instance took over).
-            sink.event(.resync(reason: "batch of epoch \(header.epoch); the mirror is of epoch \(epoch)"))
+            sink.event(.resync(reason: "batch of epoch \(next.epoch); the mirror is of epoch \(position.epoch)"))
             state = .waiting(buffered: [(header, batch)])
             return .resync
         }
-        if header.seq <= seq { return .ok }  // already in the snapshot
-        guard header.seq == seq + 1 else {
-            sink.event(.gap(expected: seq + 1, received: header.seq))
+        if position.covers(next) { return .ok }  // already in the snapshot
+        guard position.isFollowed(by: next) else {
+            sink.event(.gap(expected: position.seq + 1, received: next.seq))
             state = .waiting(buffered: [(header, batch)])
             return .resync
         }
@@ -144,7 +146,7 @@ final class SessionFollower {
             state = .waiting(buffered: [])
             return .resync
         }
-        state = .live(tree: tree, seq: header.seq, epoch: epoch)
+        state = .live(tree: tree, position: next)
         sink.event(.batch(batch, header: header, tree: tree))
         return .ok
     }

@@ -37,11 +37,11 @@ public struct ShellModel: Sendable {
     /// Takes an event from the follower; returns what to do next, if anything.
     public mutating func handle(_ event: SessionEvent) -> Action? {
         switch event {
-        case .snapshot(_, let seq, let epoch, let tree):
+        case .snapshot(_, let position, let tree):
             mirror = tree
-            self.seq = seq
-            self.epoch = epoch
-            status = "snapshot at seq \(seq)"
+            self.seq = position.seq
+            self.epoch = position.epoch
+            status = "snapshot at seq \(position.seq)"
             warning = nil
             return nil
         case .batch(let batch, let header, let serviceTree):

@@ -50,7 +50,7 @@ public final class Engine: Service, Sendable {
     let supervisor: Supervisor
     let startedAt = WallClock.now()
     private let lifecycle = Mutex(Lifecycle.initial)
-    /// Whether the service takes work (/readyz).
+    /// Whether every part opened and the engine has not begun to stop (``readiness``).
     private let ready = Atomic<Bool>(false)
     /// Sessions in the state file's quarantine table (rows that did not load).
     let quarantinedSessions: Int
@@ -254,7 +254,7 @@ public final class Engine: Service, Sendable {
         guard await partsReady.wait() else {
             lifecycle.withLock { $0 = .stopped }
             try await task.value
-            throw ServiceError("navigatord ended before it was ready")
+            throw EngineError(.lifecycle, "navigatord ended before it was ready")
         }
     }
 
@@ -278,11 +278,11 @@ public final class Engine: Service, Sendable {
             state = .claimed
             return true
         }
-        guard fresh else { throw ServiceError("the service was started already") }
+        guard fresh else { throw EngineError(.lifecycle, "the service was started already") }
         return makeGroup()
     }
 
-    /// HTTP, flush, egress, workers (worker 0 last), requests, gate: started in this order, stopped in
+    /// ZAP, flush, egress, workers (worker 0 last), requests, gate: started in this order, stopped in
     /// reverse. A part that ends, well or badly, shuts the group down gracefully; past
     /// `shutdownTimeoutSeconds` the parts still running are cancelled (their loops end as the
     /// context shuts down).
@@ -460,7 +460,7 @@ public final class Engine: Service, Sendable {
         persistence.database.close()
         directoryLock?.release()
         if let failure = supervisor.failure {
-            throw ServiceError("navigatord stopped because \(failure.part) failed: \(failure.reason)")
+            throw EngineError(.partFailed, "navigatord stopped because \(failure.part) failed: \(failure.reason)")
         }
         if let ended { throw ended }
         logger.info("navigatord stopped; state flushed to \(persistence.database.location)")

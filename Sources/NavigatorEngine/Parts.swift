@@ -4,7 +4,7 @@ import Synchronization
 import ZeroMQ
 
 /// navigatord's parts as swift-service-lifecycle services, run by one `ServiceGroup` (see
-/// ``Engine/run()``): started in dependency order — HTTP, flush, egress, the workers
+/// ``Engine/run()``): started in dependency order — ZAP (secure mode), flush, egress, the workers
 /// (worker 0, which reads the intents socket, last), requests, and last the gate — and stopped
 /// in reverse. A part that fails throws, and
 /// the group then shuts the others down gracefully.
@@ -128,8 +128,9 @@ func signalStop(_ context: Context, _ endpoint: String) {
     }.detach()
 }
 
-/// The last part started and the first stopped: on graceful shutdown it turns /readyz to 503
-/// before any other part stops taking work.
+/// The last part started and the first stopped: on graceful shutdown it turns the engine's
+/// ``Engine/readiness`` (what /readyz answers) to not ready before any other part stops taking
+/// work.
 struct GatePart: Service {
     let onShutdown: @Sendable () -> Void
 

@@ -100,7 +100,8 @@ struct Shell: AsyncParsableCommand {
                     let snapshot = try await client.snapshot(session)
                     _ = model.handle(
                         .snapshot(
-                            session: session, seq: snapshot.seq, epoch: snapshot.epoch, tree: try snapshot.tree.core()))
+                            session: session, position: StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq),
+                            tree: try snapshot.tree.core()))
                     connected = .connected
                 } catch {
                     connected = Link(error)

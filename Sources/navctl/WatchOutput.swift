@@ -10,8 +10,8 @@ enum WatchOutput {
         let bold: (String) -> String = clear ? { "\u{1B}[1;7m\($0)\u{1B}[0m" } : { "[\($0)]" }
         let prefix = clear ? ["\u{1B}[2J\u{1B}[H"] : []
         switch event {
-        case .snapshot(let session, let seq, let epoch, let tree):
-            return prefix + ["session \(session) — snapshot at seq \(seq) (epoch \(epoch))"]
+        case .snapshot(let session, let position, let tree):
+            return prefix + ["session \(session) — snapshot at seq \(position.seq) (epoch \(position.epoch))"]
                 + TreeText.lines(tree, highlight: bold) + [TreeText.legend.replacingHighlight(clear)]
         case .batch(let batch, let header, let tree):
             return prefix + [

@@ -13,14 +13,15 @@ struct Navload: AsyncParsableCommand {
             navload run (the default) publishes intents open-loop at a target rate to a running \
             navigatord and reports end-to-end latency (from each intent's due time to its batch's \
             arrival at a subscribed shell), loss, outcomes and the service's CPU and memory. \
-            navload resolver measures the resolver alone, without sockets.
+            navload resolver measures the resolver alone, without sockets; navload http the \
+            latency of acknowledged intents over the HTTP API.
 
             Exit status: 0 the run finished; 1 no answer, or another failure; 2 a key file or \
             server key that cannot be used (or several navigatord processes and none certain: \
             pass --service-pid); 3 navigatord refused a request; 64 a command-line mistake.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ResolverCommand.self, RelayCommand.self],
+        subcommands: [RunCommand.self, ResolverCommand.self, RelayCommand.self, HTTPCommand.self],
         defaultSubcommand: RunCommand.self
     )
 }

@@ -41,11 +41,11 @@ struct ClientTests {
         try await withConnection { connection, _ in
             let events = connection.follow(.session("f"))
             var iterator = events.makeAsyncIterator()
-            guard case .snapshot(_, let seq, _, _)? = try await iterator.next() else {
+            guard case .snapshot(_, let position, _)? = try await iterator.next() else {
                 Issue.record("no snapshot first")
                 return
             }
-            #expect(seq == 0)
+            #expect(position.seq == 0)
             let intents: [ScreenContext] = [
                 ScreenContext("chat", ["conversationId": "1"]),
                 ScreenContext("thread", ["conversationId": "1", "threadId": "4"]),

@@ -51,7 +51,7 @@ struct FollowerTests {
         var seen: [String] = []
         for try await event in stream {
             switch event {
-            case .snapshot(_, let seq, _, _): seen.append("snapshot \(seq)")
+            case .snapshot(_, let position, _): seen.append("snapshot \(position.seq)")
             case .batch(_, let header, let tree): seen.append("batch \(header.seq) -> \(tree.selectedTab ?? "")")
             case .gap(let expected, let received): seen.append("gap \(expected) got \(received)")
             default: seen.append("other")
@@ -121,7 +121,7 @@ struct FollowerTests {
         var seen: [String] = []
         for try await event in stream {
             switch event {
-            case .snapshot(_, let seq, let epoch, _): seen.append("snapshot \(epoch):\(seq)")
+            case .snapshot(_, let position, _): seen.append("snapshot \(position)")
             case .resync(let reason): seen.append(reason)
             default: seen.append("other")
             }

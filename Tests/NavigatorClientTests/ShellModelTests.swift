@@ -109,7 +109,9 @@ struct ShellModelTests {
         func resync() async throws {
             let snapshot = try await connection.snapshot("sh")
             _ = model.handle(
-                .snapshot(session: "sh", seq: snapshot.seq, epoch: snapshot.epoch, tree: try snapshot.tree.core()))
+                .snapshot(
+                    session: "sh", position: StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq),
+                    tree: try snapshot.tree.core()))
             resyncs += 1
         }
 
@@ -193,7 +195,7 @@ struct ShellModelTests {
             .push(Screen(id: 5, ScreenContext("chat", ["conversationId": "1"])), onto: .tab("chats")),
             .present(Modal(id: 6, style: .sheet, stack: [Screen(id: 7, ScreenContext("login"))])),
         ])
-        _ = model.handle(.snapshot(session: "k", seq: 3, epoch: 1, tree: tree))
+        _ = model.handle(.snapshot(session: "k", position: StreamPosition(epoch: 1, seq: 3), tree: tree))
         #expect(model.back() == .dismissedTo(nil))  // a one-screen modal goes back by dismissing
         #expect(model.back() == .poppedTo(3))
         #expect(model.back() == nil)

@@ -35,7 +35,8 @@ struct MirrorTests {
                     for try await event in connection.follow(.session(session)) {
                         state.withLock { state in
                             switch event {
-                            case .snapshot(_, let seq, let epoch, let tree): state = (tree, seq, epoch, state.resyncs)
+                            case .snapshot(_, let position, let tree):
+                                state = (tree, position.seq, position.epoch, state.resyncs)
                             case .batch(_, let header, let tree):
                                 state = (tree, header.seq, header.epoch, state.resyncs)
                             case .resync(let reason): state.resyncs.append(reason)

@@ -328,7 +328,7 @@ struct PostgresStoreTests {
                         throw TestPostgresError("the follower ended before its mirror showed \(target)")
                     }
                     switch event {
-                    case .snapshot(_, _, _, let tree), .batch(_, _, let tree):
+                    case .snapshot(_, _, let tree), .batch(_, _, let tree):
                         if tree.top.context == target { return }
                     default: continue
                     }

@@ -294,7 +294,7 @@ struct SecurityTests {
             // A REP that takes the request and never answers fails it the same way.
             let silent = try Socket(context, type: .rep)
             try silent.bind(ZAPLoop.endpoint)
-            #expect(throws: ServiceError.self) { try ZAPLoop.probe(context, timeout: .milliseconds(200)) }
+            #expect(throws: EngineError.self) { try ZAPLoop.probe(context, timeout: .milliseconds(200)) }
         }
     }
 }

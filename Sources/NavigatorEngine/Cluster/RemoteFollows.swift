@@ -68,8 +68,8 @@ final class RemoteFollows: Sendable {
                     .session(follow.session), audit: false,
                     onEvent: { event in
                         switch event {
-                        case .snapshot(_, let seq, let epoch, let tree):
-                            follow.deliverRemote(.snapshot(StreamPosition(epoch: epoch, seq: seq), tree))
+                        case .snapshot(_, let position, let tree):
+                            follow.deliverRemote(.snapshot(position, tree))
                         case .batch(let batch, let header, let tree):
                             follow.deliverRemote(
                                 .batch(StreamPosition(epoch: header.epoch, seq: header.seq), batch), tree: tree)

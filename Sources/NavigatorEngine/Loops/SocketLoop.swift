@@ -53,15 +53,34 @@ func bindAll(_ socket: Socket, _ endpoints: [String], _ what: String, security: 
         do {
             try socket.bind(endpoint)
         } catch {
-            throw ServiceError("cannot bind the \(what) socket to \(endpoint): \(error.message)")
+            throw EngineError(.bindFailed, "cannot bind the \(what) socket to \(endpoint): \(error.message)")
         }
         bound.append(try socket.lastEndpoint)
     }
     return bound
 }
 
-/// A failure of the service that a person must act on, said plainly.
-public struct ServiceError: Error, CustomStringConvertible, Sendable {
+/// A failure of the engine that a person must act on, said plainly, with a code callers can
+/// branch on.
+public struct EngineError: Error, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable {
+        /// A socket could not be bound to its endpoint (in use, not allowed, not an address).
+        case bindFailed
+        /// A part of the engine failed while it ran; the engine stopped.
+        case partFailed
+        /// Secure mode: the ZAP handler does not answer, so libzmq would admit any key.
+        case securityUnavailable
+        /// A change could not be made durable (the state file gone, the session moved).
+        case notDurable
+        /// The engine was started twice, or ended before it was ready.
+        case lifecycle
+    }
+
+    public var code: Code
     public var description: String
-    public init(_ description: String) { self.description = description }
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
 }

@@ -1,13 +1,13 @@
 import Synchronization
 
 /// Watches the service's parts: the first to fail for a reason other than a stop is recorded and
-/// `onFailure` runs at once (logged; /readyz answers 503 from then). The failed part's service
+/// `onFailure` runs at once (logged; ``Engine/readiness`` is not ready from then). The failed part's service
 /// then throws it (``LoopPart``), its group stops the others, and navigatord exits non-zero —
 /// it never goes on without one of its parts.
 final class Supervisor: Sendable {
     struct Failure: Error, CustomStringConvertible, Sendable {
-        /// The part: its thread's name (nav-requests, nav-worker-N, nav-egress,
-        /// nav-flush), or nav-http for the HTTP server.
+        /// The part: its thread's name (nav-requests, nav-worker-N, nav-egress, nav-flush,
+        /// nav-zap).
         let part: String
         let reason: String
         var description: String { "\(part) failed: \(reason)" }
@@ -48,7 +48,7 @@ final class Supervisor: Sendable {
     func checkInjected(_ part: String) throws {
         guard anyInjected.load(ordering: .acquiring) else { return }
         if injected.withLock({ $0.remove(part) }) != nil {
-            throw ServiceError("a fault injected into \(part)")
+            throw EngineError(.partFailed, "a fault injected into \(part)")
         }
     }
 }

@@ -140,7 +140,8 @@ struct ZAPLoop: SocketLoop {
             guard error.code == .wouldBlock else { throw error }
         }
         guard reply.count >= 3, reply[1].string == "probe", reply[2].string == "400" else {
-            throw ServiceError(
+            throw EngineError(
+                .securityUnavailable,
                 "the ZAP handler did not answer within \(timeout); secure mode cannot start (libzmq would admit any client key)"
             )
         }

@@ -277,7 +277,8 @@ final class Persistence: Sendable {
     func flush(_ sessions: Set<String>) throws {
         try writing.withLock { _ in
             guard restoreFileIfGone() else {
-                throw ServiceError("the state file \(database.location) is gone and could not be written again yet")
+                throw EngineError(
+                    .notDurable, "the state file \(database.location) is gone and could not be written again yet")
             }
             var rows: [(String, UInt64, [UInt8])] = []
             for session in sessions {
@@ -286,7 +287,7 @@ final class Persistence: Sendable {
                     // Several instances: its partition was handed over or lost between the
                     // change and this write; the change is not durable here.
                     if let reason = store.notServed(session) {
-                        throw ServiceError("the change was not written: \(reason)")
+                        throw EngineError(.notDurable, "the change was not written: \(reason)")
                     }
                     continue
                 }

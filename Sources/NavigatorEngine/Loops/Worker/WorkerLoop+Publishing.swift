@@ -3,7 +3,8 @@ import NavigatorPort
 import NavigatorWire
 import ZeroMQ
 
-// Publishing: what a worker sends to egress for a change SessionWork made — the batches, the
+// Publishing: what a worker publishes (``Publisher``: onto the commands XPUB, and to the session's
+// follows in process) for a change SessionWork made — the batches, the
 // rejections, the audit records — and what it counts.
 extension WorkerLoop {
     struct Resolved {
