@@ -102,7 +102,6 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             // The live session page: plain HTML, CSS and JavaScript modules, served as they are.
             resources: [.copy("Resources/page")]
@@ -119,7 +118,7 @@ let package = Package(
             name: "navigatord",
             dependencies: [
                 "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
-                "NavigatorCore", "NavigatorYAML", "Yams",
+                "NavigatorCore", "NavigatorYAML", "Yams", "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

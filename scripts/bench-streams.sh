@@ -4,10 +4,16 @@
 # stream once all have their snapshot. Twice: each stream on a session of its own, then all on
 # one session (the per-connection part alone).
 #   scripts/bench-streams.sh [N]        (MODE=ws: WebSocket streams; MODE=keepalive: plain connections)
+# BIN=DIR uses the navigatord in DIR (an earlier commit's, to compare in one session) instead of
+# building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
-swift build -c release --scratch-path .build-release --product navigatord >&2
+bin=${BIN:-}
+if [ -z "$bin" ]; then
+  swift build -c release --scratch-path .build-release --product navigatord >&2
+  bin=.build-release/release
+fi
 work=$(mktemp -d)
 pid=""
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
@@ -17,7 +23,7 @@ rss() { awk '/VmRSS/ { print $2 }' "/proc/$pid/status"; }
 for mode in distinct shared; do
   http=$(port)
   rm -rf "$work/data"
-  .build-release/release/navigatord --intents "tcp://127.0.0.1:$(port)" --requests "tcp://127.0.0.1:$(port)" \
+  "$bin/navigatord" --intents "tcp://127.0.0.1:$(port)" --requests "tcp://127.0.0.1:$(port)" \
     --commands "tcp://127.0.0.1:$(port)" --metrics "127.0.0.1:$http" --data-directory "$work/data" \
     --log-level warning >"$work/log" 2>&1 &
   pid=$!

@@ -1,4 +1,3 @@
-import NavigatorClient
 import NavigatorPort
 import NavigatorWire
 import SwiftProtobuf

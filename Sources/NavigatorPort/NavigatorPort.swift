@@ -38,10 +38,11 @@ public protocol NavigatorPort: Sendable {
     func metrics() -> [UInt8]
 }
 
-/// A follow started with ``NavigatorPort/follow(_:as:_:)``.
+/// A follow started with ``NavigatorPort/follow(_:as:_:)``. Both of its methods may be called
+/// from inside the follow's `receive`.
 public protocol SessionFollow: Sendable {
-    /// Asks for a snapshot of the session as it is now (for a receiver that lost its place): it
-    /// comes as the next ``SessionUpdate/snapshot(_:_:)``.
+    /// Asks for the session as it is now (for a receiver that lost its place, or has a new
+    /// reader): it comes as a ``SessionUpdate/current(_:_:)``.
     func resnapshot()
 
     /// Stops it: nothing more is received once it returns (an update being delivered at that
@@ -49,17 +50,39 @@ public protocol SessionFollow: Sendable {
     func stop()
 }
 
-/// What a follower of a session receives.
+/// What a follower of a session receives, in order, one at a time.
 public enum SessionUpdate: Sendable {
-    /// The session as it is at `position`: start over from it.
+    /// The session as it is at `position`: start over from it. The first update, and the one
+    /// after a discontinuity (a new epoch, batches that do not continue).
     case snapshot(StreamPosition, ScreenTree)
-    /// The next batch: its position follows the last one received.
+    /// The session as it is now, asked for with ``SessionFollow/resnapshot()``: for a reader that
+    /// needs it. The batches keep coming in order after it; those at or before its position, that
+    /// reader holds already.
+    case current(StreamPosition, ScreenTree)
+    /// The next batch: its position follows the last one of the sequence.
     case batch(StreamPosition, Navigator_V1_CommandBatch)
     /// An intent for the session was refused or expired.
     case rejection(Navigator_V1_Rejection)
-    /// The follow cannot go on (the service is stopping, the instance serving the session cannot
-    /// be reached), and why; follow again later.
-    case ended(String)
+    /// The follow cannot go on, and why; follow again later.
+    case ended(FollowEnd)
+}
+
+/// Why a follow ended.
+public struct FollowEnd: Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable {
+        /// The service is stopping.
+        case stopping
+        /// The instance serving the session could not be followed.
+        case unreachable
+    }
+
+    public var reason: Reason
+    public var description: String
+
+    public init(_ reason: Reason, _ description: String) {
+        self.reason = reason
+        self.description = description
+    }
 }
 
 /// Why the engine did not take a call: a reject code of the wire protocol and a message saying

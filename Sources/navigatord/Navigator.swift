@@ -25,6 +25,7 @@ final class Navigator: Sendable {
 
     private enum Lifecycle {
         case initial
+        case starting
         case running(ServiceGroup, Task<Void, any Error>)
         case ran
     }
@@ -48,41 +49,45 @@ final class Navigator: Sendable {
                 configuration: HTTPConfiguration(
                     address: configuration.httpAddress, maxBodyBytes: configuration.engine.maxMessageBytes * 4,
                     streams: configuration.streams, secure: configuration.engine.isSecure, tokens: tokens),
-                port: engine, logger: logger, onRunning: { _ in started.open(http: true) })
+                port: engine, logger: logger, onRunning: { _ in started.httpListens() })
         } else {
             http = nil
-            started.open(http: true)
+            started.httpListens()
         }
     }
 
     /// Runs until SIGTERM or SIGINT (graceful: intake stops, in-flight work drains, state is
     /// flushed), reloading the route map (and, in secure mode, the access file) on SIGHUP.
     func run() async throws {
-        let group = ServiceGroup(
-            configuration: .init(
-                services: services(signals: true), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        var configuration = ServiceGroupConfiguration(
+            services: services(signals: true), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = shutdownBound
+        try await ServiceGroup(configuration: configuration).run()
     }
+
+    /// How long a graceful stop may take in all: the HTTP server's (its streams end at once,
+    /// requests in flight finish) and then the engine's own bound.
+    private var shutdownBound: Duration { .seconds(2 * configuration.engine.shutdownTimeoutSeconds + 5) }
 
     /// Starts everything in the background and returns once the engine's sockets are bound and
     /// the HTTP server listens; throws (everything stopped again) if a part cannot start. For tests;
     /// ``stop()`` ends it.
     func start() async throws {
-        let group = ServiceGroup(configuration: .init(services: services(signals: false), logger: logger))
-        let task = Task { try await group.run() }
-        let fresh = lifecycle.withLock { state -> Bool in
+        var configuration = ServiceGroupConfiguration(services: services(signals: false), logger: logger)
+        configuration.maximumGracefulShutdownDuration = shutdownBound
+        let group = ServiceGroup(configuration: configuration)
+        let claimed = lifecycle.withLock { state -> Bool in
             guard case .initial = state else { return false }
-            state = .running(group, task)
+            state = .starting
             return true
         }
-        guard fresh else {
-            task.cancel()
-            throw ConfigurationError("navigatord was started already")
-        }
+        guard claimed else { throw EngineError(.lifecycle, "navigatord was started already") }
+        let task = Task { try await group.run() }
+        lifecycle.withLock { $0 = .running(group, task) }
         guard await started.wait() else {
             await stop()
             _ = try await task.value
-            throw ConfigurationError("navigatord ended before it was ready")
+            throw EngineError(.lifecycle, "navigatord ended before it was ready")
         }
     }
 
@@ -133,13 +138,13 @@ final class Navigator: Sendable {
         func run() async throws {
             let engineOpened = await navigator.engine.opening()
             guard engineOpened, await navigator.started.waitForHTTP() else {
-                navigator.started.open(engine: false)
+                navigator.started.settle(up: false)
                 return
             }
             var metadata = navigator.engine.summary
             metadata["http"] = "\(navigator.httpAddress.map { "http://\($0)" } ?? "off")"
             navigator.logger.info("navigatord started", metadata: metadata)
-            navigator.started.open(engine: true)
+            navigator.started.settle(up: true)
             try? await gracefulShutdown()
         }
     }
@@ -162,52 +167,56 @@ final class Navigator: Sendable {
 }
 
 /// Whether navigatord came up: the HTTP server listening (or off), then the engine's sockets
-/// bound (true) or the engine ending first (false).
+/// bound (true), or the start failing first (false). Every waiter is resumed once.
 final class Latch: Sendable {
     private struct State {
-        var http = false
-        var engine: Bool?
+        var listening = false
+        /// Settled: up or not.
+        var up: Bool?
         var httpWaiters: [CheckedContinuation<Bool, Never>] = []
         var waiters: [CheckedContinuation<Bool, Never>] = []
     }
 
     private let state = Mutex(State())
 
-    func open(http: Bool) {
+    /// The HTTP server listens (or there is none).
+    func httpListens() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            state.http = true
+            state.listening = true
             defer { state.httpWaiters = [] }
             return state.httpWaiters
         }
         for waiter in waiters { waiter.resume(returning: true) }
     }
 
-    func open(engine: Bool) {
+    /// Everything came up, or the start failed: every waiter hears it.
+    func settle(up: Bool) {
         let (waiters, httpWaiters) = state.withLock {
             state -> ([CheckedContinuation<Bool, Never>], [CheckedContinuation<Bool, Never>]) in
-            state.engine = engine
+            guard state.up == nil else { return ([], []) }
+            state.up = up
             defer {
                 state.waiters = []
                 state.httpWaiters = []
             }
-            return (state.waiters, engine ? [] : state.httpWaiters)
+            return (state.waiters, state.httpWaiters)
         }
-        for waiter in waiters { waiter.resume(returning: engine) }
-        for waiter in httpWaiters { waiter.resume(returning: false) }
+        for waiter in waiters { waiter.resume(returning: up) }
+        for waiter in httpWaiters { waiter.resume(returning: up) }
     }
 
     /// The HTTP server ended: if it never listened, the start failed.
     func failUnlessListening() {
-        let failed = state.withLock { !$0.http && $0.engine == nil }
-        if failed { open(engine: false) }
+        let failed = state.withLock { !$0.listening && $0.up == nil }
+        if failed { settle(up: false) }
     }
 
     /// Waits for the HTTP server to listen (true), or for the start to fail (false).
     func waitForHTTP() async -> Bool {
         await withCheckedContinuation { continuation in
             let answer = state.withLock { state -> Bool? in
-                if state.http { return true }
-                if state.engine == false { return false }
+                if state.listening { return true }
+                if let up = state.up { return up }
                 state.httpWaiters.append(continuation)
                 return nil
             }
@@ -219,7 +228,7 @@ final class Latch: Sendable {
     func wait() async -> Bool {
         await withCheckedContinuation { continuation in
             let answer = state.withLock { state -> Bool? in
-                if let engine = state.engine { return engine }
+                if let up = state.up { return up }
                 state.waiters.append(continuation)
                 return nil
             }

@@ -24,7 +24,7 @@ struct Navigatord: AsyncParsableCommand {
             Producers PUSH intents to the intents socket; clients send requests (acknowledged \
             intents, client events, snapshots, explain, stats, routes) to the requests socket; \
             client shells SUB to their session's command batches on the commands socket. The \
-            wire protocol is in the README and proto/navigator/v1.
+            wire protocol is in docs/wire-protocol.md and proto/navigator/v1.
 
             With no options navigatord runs on its embedded defaults: the demo route map, the \
             endpoints below on 127.0.0.1, state in ./navigator-data. Settings come from, in \

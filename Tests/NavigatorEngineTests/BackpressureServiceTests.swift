@@ -76,7 +76,7 @@ struct BackpressureServiceTests {
                         try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
                     }
                     let overloaded = try Navigator_V1_Reply(serializedBytes: try dealer.receiveMultipart().last!.bytes)
-                    return (sent, server.counters.forwarded[stalled].load, overloaded)
+                    return (sent, server.counters.handedOver[stalled].load, overloaded)
                 }
             }
             #expect(sent < 3_000_000, "the producer never blocked")

@@ -197,11 +197,11 @@ struct BehaviourTests {
                 }
             }
             // Stop while intents are still arriving and queued.
-            while server.counters.forwarded.reduce(0, { $0 + $1.load }) < UInt64(count / 3) {
+            while server.counters.handedOver.reduce(0, { $0 + $1.load }) < UInt64(count / 3) {
                 try await Task.sleep(for: .milliseconds(1))
             }
             await server.stop()
-            let forwarded = server.counters.forwarded.reduce(0) { $0 + $1.load }
+            let forwarded = server.counters.handedOver.reduce(0) { $0 + $1.load }
             let handled = server.counters.handled.reduce(0) { $0 + $1.load }
             #expect(forwarded == handled)
             #expect(server.counters.batches.load == handled)

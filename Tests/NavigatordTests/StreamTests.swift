@@ -194,6 +194,49 @@ struct StreamTests {
         }
     }
 
+    @Test("readers joining a busy session get a snapshot each; the readers already there go on batch by batch")
+    func joinersDoNotDisturb() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let first = try SSEClient(address, "/v1/sessions/busy-1/stream")
+            defer { first.close() }
+            try await first.wait("a snapshot") { !$0.isEmpty }
+            let joiners = Mutex<[SSEClient]>([])
+            defer { for joiner in joiners.withLock({ $0 }) { joiner.close() } }
+            try await onThread {
+                let client = try Client(endpoints)
+                for k in 1...40 {
+                    let screen = k.isMultiple(of: 2) ? "settings" : "search"
+                    try client.send(wireIntent("j\(k)", [ScreenContext(screen)]), session: "busy-1")
+                    if k.isMultiple(of: 8) {
+                        let joiner = try SSEClient(address, "/v1/sessions/busy-1/stream")
+                        joiners.withLock { $0.append(joiner) }
+                    }
+                }
+            }
+            let events = try await first.wait("forty batches") { $0.filter { $0.event == "batch" }.count == 40 }
+            #expect(events.filter { $0.event == "snapshot" }.count == 1, "\(events.map(\.event))")
+            var seqs: [Int] = []
+            for event in events where event.event == "batch" {
+                if let id = event.id, let seq = Int(id.split(separator: ":").last ?? "") { seqs.append(seq) }
+            }
+            #expect(seqs == Array(1...40), "\(events.map { "\($0.event) \($0.id ?? "-")" })")
+            for joiner in joiners.withLock({ $0 }) {
+                let seen = try await joiner.wait("its snapshot and the batches after it") { events in
+                    guard let snapshot = events.first?.streamEvent?.snapshot else { return false }
+                    return snapshot.seq + UInt64(events.filter { $0.event == "batch" }.count) == 40
+                }
+                // One snapshot, then exactly the batches after it, in order.
+                let start = try #require(seen.first?.streamEvent?.snapshot).seq
+                let after = seen.dropFirst().filter { $0.event == "batch" }.compactMap {
+                    $0.id?.split(separator: ":").last.flatMap { UInt64($0) }
+                }
+                #expect(seen.filter { $0.event == "snapshot" }.count == 1)
+                #expect(after == Array((start + 1)..<41))
+            }
+        }
+    }
+
     @Test("a reader that falls behind its queue gets a snapshot instead of the batches it missed")
     func slowReader() async throws {
         let configure: @Sendable (inout NavigatordConfiguration) -> Void = {

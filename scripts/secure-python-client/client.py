@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A client written from the README alone, in Python (pyzmq + protoc's Python output):
+"""A client written from the wire protocol's description alone (docs/wire-protocol.md), in Python (pyzmq + protoc's Python output):
 connects to a secure navigatord with its own key pair, takes a snapshot of the session it owns,
 and is refused one it does not own (REJECT_CODE_FORBIDDEN). Exit status 0 when both hold.
 

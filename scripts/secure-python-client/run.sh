@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs client.py (a Python client written from the README) against a secure navigatord started
+# Runs client.py (a Python client written from docs/wire-protocol.md) against a secure navigatord started
 # here on ephemeral 127.0.0.1 ports, with keys made by navctl keygen. Needs a built navigatord
 # and navctl (BIN, default .build/debug), python3-zmq and python3-protobuf (installed if missing).
 set -euo pipefail

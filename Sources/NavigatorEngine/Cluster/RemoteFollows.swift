@@ -1,6 +1,7 @@
 import Logging
 import NavigatorClient
 import NavigatorCore
+import NavigatorPort
 import NavigatorWire
 import Synchronization
 
@@ -9,17 +10,15 @@ import Synchronization
 /// rule: snapshot, batches in order, a resync on a gap or a new epoch; it learns every instance
 /// from the peer and listens to each, so a session that changes instances stays followed).
 ///
-/// Each connection follows at most ``sessionsPerConnection`` sessions (an instance drops a
-/// subscriber holding more than `maxSubscriptionsPerPeer` topics), and one connection is opened at
-/// a time: follows that find no room wait for it, so a burst of new sessions opens one connection,
-/// not one each.
+/// Each connection follows at most `capacity` sessions (an instance drops a subscriber holding
+/// more than `maxSubscriptionsPerPeer` topics), and one connection is opened at a time: follows
+/// that find no room wait for it, so a burst of new sessions opens one connection, not one each.
+/// A connection belongs to the peer it was opened to; once that peer is no longer the one to use
+/// (it left), the connection takes no new follow and is closed when its last follow ends.
 final class RemoteFollows: Sendable {
-    /// Sessions one connection follows (2 topics each: batches and rejections).
-    static let sessionsPerConnection = 3_000
-
     let capacity: Int
-    /// Where a peer's requests and commands sockets are, and how to prove this instance to it;
-    /// nil while no other instance is known.
+    /// Where a live peer's requests and commands sockets are, and how to prove this instance to
+    /// it; nil while no other instance is known.
     private let peer: @Sendable () -> ServerEndpoints?
     let logger: Logger
 
@@ -32,33 +31,36 @@ final class RemoteFollows: Sendable {
         case closed(String)
     }
 
+    private struct Slot {
+        let connection: NavigatorConnection
+        let peer: ServerEndpoints
+        var used: Int
+    }
+
     private struct State {
-        var slots: [(connection: NavigatorConnection, used: Int)] = []
+        var slots: [Int: Slot] = [:]
+        var nextSlot = 0
         var phase = Phase.ready
-        /// Connections opened and not yet closed.
-        var live = 0
         /// Follows running.
         var follows = 0
     }
 
     private let state = Mutex(State())
 
-    init(
-        capacity: Int = sessionsPerConnection, logger: Logger, peer: @escaping @Sendable () -> ServerEndpoints?
-    ) {
+    init(capacity: Int, logger: Logger, peer: @escaping @Sendable () -> ServerEndpoints?) {
         self.capacity = max(1, capacity)
         self.peer = peer
         self.logger = logger
     }
 
-    /// Connections opened and not yet closed.
-    var connections: Int { state.withLock { $0.live } }
+    /// Connections open.
+    var connections: Int { state.withLock { $0.slots.count } }
     /// Follows running.
     var count: Int { state.withLock { $0.follows } }
 
-    /// Follows `follow`'s session through a peer, in the background; a follow that cannot be
-    /// made ends, saying why.
-    func start(_ follow: EngineFollow) {
+    /// Follows `follow`'s session through a peer, in the background, as attempt `attempt`; an
+    /// attempt that cannot be made or ends tells the follow (``EngineFollow/lost(_:attempt:)``).
+    func start(_ follow: EngineFollow, attempt: Int) {
         Task {
             do {
                 let (connection, slot) = try await take()
@@ -69,12 +71,13 @@ final class RemoteFollows: Sendable {
                     onEvent: { event in
                         switch event {
                         case .snapshot(_, let position, let tree):
-                            follow.deliverRemote(.snapshot(position, tree))
+                            follow.deliverRemote(.snapshot(position, tree), attempt: attempt)
                         case .batch(let batch, let header, let tree):
                             follow.deliverRemote(
-                                .batch(StreamPosition(epoch: header.epoch, seq: header.seq), batch), tree: tree)
+                                .batch(StreamPosition(epoch: header.epoch, seq: header.seq), batch), tree: tree,
+                                attempt: attempt)
                         case .rejection(let rejection, _):
-                            follow.deliverRemote(.rejection(rejection))
+                            follow.deliverRemote(.rejection(rejection), attempt: attempt)
                         case .gap, .resync, .audit, .published:
                             break  // a snapshot follows a gap or resync
                         }
@@ -82,20 +85,22 @@ final class RemoteFollows: Sendable {
                     onEnd: { error in
                         giveBack()
                         follow.lost(
-                            "the instance serving session \(follow.session) could not be followed: \(error.map { "\($0)" } ?? "the connection closed")"
-                        )
+                            "the instance serving session \(follow.session) could not be followed: \(error.map { "\($0)" } ?? "the connection closed")",
+                            attempt: attempt)
                     })
-                if !follow.follow(remotely: {
-                    connection.unfollow(following)
-                    giveBack()
-                }) {
+                if !follow.follow(
+                    remotely: {
+                        connection.unfollow(following)
+                        giveBack()
+                    }, attempt: attempt)
+                {
                     connection.unfollow(following)
                     giveBack()
                 }
-            } catch let error as FollowError where error.closed {
-                follow.end(error.description)
+            } catch let error as FollowError where error.code == .closed {
+                follow.end(FollowEnd(.stopping, error.description))
             } catch {
-                follow.lost("\(error)")
+                follow.lost("\(error)", attempt: attempt)
             }
         }
     }
@@ -104,71 +109,87 @@ final class RemoteFollows: Sendable {
         case slot(NavigatorConnection, Int)
         case opening(Task<Void, any Error>)
         case closed(String)
+        case noPeer
     }
 
-    /// A connection with room for one more follow, and its slot to give back.
+    /// A connection to the peer to use now with room for one more follow, and its slot to give
+    /// back.
     func take() async throws -> (NavigatorConnection, Int) {
         while true {
-            let found = state.withLock { state -> Found in
+            let current = peer()
+            let (found, stale) = state.withLock { state -> (Found, [NavigatorConnection]) in
                 switch state.phase {
                 case .closed(let reason):
-                    return .closed(reason)
+                    return (.closed(reason), [])
                 case .opening(let opening):
-                    if let slot = Self.room(&state, capacity) { return slot }
-                    return .opening(opening)
+                    if let current, let slot = Self.room(&state, capacity, current) { return (slot, []) }
+                    return (.opening(opening), [])
                 case .ready:
-                    if let slot = Self.room(&state, capacity) { return slot }
+                    let stale = Self.dropStale(&state, current)
+                    guard let current else { return (.noPeer, stale) }
+                    if let slot = Self.room(&state, capacity, current) { return (slot, stale) }
                     // Its body waits for this lock to be released before it looks at the state.
-                    let opening = Task { try await self.open() }
+                    let opening = Task { try await self.open(current) }
                     state.phase = .opening(opening)
-                    return .opening(opening)
+                    return (.opening(opening), stale)
                 }
             }
+            for connection in stale { await connection.close() }
             switch found {
             case .slot(let connection, let index): return (connection, index)
             case .opening(let opening): try await opening.value
-            case .closed(let reason): throw FollowError(reason, closed: true)
+            case .closed(let reason): throw FollowError(.closed, reason)
+            case .noPeer:
+                throw FollowError(
+                    .noPeer, "no other instance is known yet to follow the session through; retry shortly")
             }
         }
     }
 
-    private static func room(_ state: inout State, _ capacity: Int) -> Found? {
-        guard let index = state.slots.firstIndex(where: { $0.used < capacity }) else { return nil }
-        state.slots[index].used += 1
+    private static func room(_ state: inout State, _ capacity: Int, _ peer: ServerEndpoints) -> Found? {
+        guard let (index, _) = state.slots.first(where: { $0.value.peer == peer && $0.value.used < capacity }) else {
+            return nil
+        }
+        state.slots[index]!.used += 1
         state.follows += 1
-        return .slot(state.slots[index].connection, index)
+        return .slot(state.slots[index]!.connection, index)
     }
 
-    /// Opens one more connection and makes it a slot; closes it at once if the follows were
-    /// closed meanwhile (``close(_:)`` waits for that).
-    private func open() async throws {
+    /// Removes the idle connections to a peer that is not the one to use any more.
+    private static func dropStale(_ state: inout State, _ current: ServerEndpoints?) -> [NavigatorConnection] {
+        let stale = state.slots.filter { $0.value.used == 0 && $0.value.peer != current }
+        for index in stale.keys { state.slots[index] = nil }
+        return stale.values.map(\.connection)
+    }
+
+    /// Opens one more connection to `peer` and makes it a slot; closes it at once if the follows
+    /// were closed meanwhile (``close(_:)`` waits for that).
+    private func open(_ peer: ServerEndpoints) async throws {
         let opened: Result<NavigatorConnection, any Error>
         do {
-            guard let endpoints = peer() else {
-                throw FollowError("no other instance is known yet to follow the session through; retry shortly")
-            }
-            opened = .success(try await NavigatorConnection(endpoints: endpoints, timeout: .seconds(5)))
+            opened = .success(try await NavigatorConnection(endpoints: peer, timeout: .seconds(5)))
         } catch {
             opened = .failure(error)
         }
         let kept = state.withLock { state -> Bool in
-            if case .success = opened { state.live += 1 }
             guard case .opening = state.phase else { return false }
             state.phase = .ready
-            if case .success(let connection) = opened { state.slots.append((connection, 0)) }
+            if case .success(let connection) = opened {
+                state.slots[state.nextSlot] = Slot(connection: connection, peer: peer, used: 0)
+                state.nextSlot += 1
+            }
             return true
         }
         let connection = try opened.get()
         guard kept else {
             await connection.close()
-            state.withLock { $0.live -= 1 }
-            throw FollowError("navigatord is stopping", closed: true)
+            throw FollowError(.closed, "navigatord is stopping")
         }
     }
 
     func give(back slot: Int) {
         state.withLock { state in
-            if slot < state.slots.count { state.slots[slot].used -= 1 }
+            if state.slots[slot] != nil { state.slots[slot]!.used -= 1 }
             state.follows -= 1
         }
     }
@@ -178,23 +199,29 @@ final class RemoteFollows: Sendable {
         let (all, opening) = state.withLock { state -> ([NavigatorConnection], Task<Void, any Error>?) in
             let opening: Task<Void, any Error>? = if case .opening(let opening) = state.phase { opening } else { nil }
             state.phase = .closed(reason)
-            defer { state.slots = [] }
-            return (state.slots.map(\.connection), opening)
+            defer { state.slots = [:] }
+            return (state.slots.values.map(\.connection), opening)
         }
         for connection in all { await connection.close() }
-        state.withLock { $0.live -= all.count }
         _ = try? await opening?.value
     }
 }
 
-/// Why a follow could not be made or went on.
+/// Why a follow through another instance could not be made.
 struct FollowError: Error, CustomStringConvertible {
+    enum Code {
+        /// The follows were closed (the service stops): not worth another attempt.
+        case closed
+        /// No other instance is known.
+        case noPeer
+    }
+
+    let code: Code
     let description: String
-    /// The follows were closed (the service stops): not worth another attempt.
-    let closed: Bool
-    init(_ description: String, closed: Bool = false) {
+
+    init(_ code: Code, _ description: String) {
+        self.code = code
         self.description = description
-        self.closed = closed
     }
 }
 

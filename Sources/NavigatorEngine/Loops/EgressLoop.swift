@@ -22,7 +22,7 @@ struct EgressLoop: SocketLoop {
     let maxSubscriptionsPerPeer: Int
     /// Secure mode: every subscription is checked against the access list (XPUB_MANUAL).
     let security: Security?
-    let counters: ServiceCounters
+    let counters: EngineCounters
     let bound: BindingRecord
     let supervisor: Supervisor
     let logger: Logger

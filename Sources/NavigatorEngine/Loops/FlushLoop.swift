@@ -18,7 +18,7 @@ struct FlushLoop: SocketLoop {
     let interval: Duration
     /// Sessions unchanged this long (ns) are forgotten; 0: never.
     let idleExpiry: Int64
-    let counters: ServiceCounters
+    let counters: EngineCounters
     let supervisor: Supervisor
     let logger: Logger
 

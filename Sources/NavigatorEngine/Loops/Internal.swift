@@ -81,7 +81,7 @@ enum Internal {
     }
 
     /// Counts and logs a message of a shape nobody sends to `inbox`.
-    static func unexpected(_ count: Int, at inbox: Inbox, counters: ServiceCounters, logger: Logger) {
+    static func unexpected(_ count: Int, at inbox: Inbox, counters: EngineCounters, logger: Logger) {
         counters.unexpectedInternal.add()
         logger.error(
             "a message between navigatord's threads has a shape nobody sends; dropped",

@@ -23,7 +23,7 @@ final class Publisher {
     /// To egress: stop markers, and word that the XPUB holds subscriptions to read (a send may
     /// have taken the XPUB descriptor's signal that egress waits on).
     private let egress: Socket
-    private let counters: ServiceCounters
+    private let counters: EngineCounters
     /// The epoch in the headers of rejections and audit records: the run's (0 with several
     /// instances, where epochs are per partition). A batch's header carries the batch's own.
     private let epoch: UInt64
@@ -32,7 +32,7 @@ final class Publisher {
     private var pending: [ZeroMQ.Message] = []
     static let bundleLimit = 64
 
-    init(context: Context, commands: SharedSocket, follows: SessionFollows, counters: ServiceCounters, epoch: UInt64)
+    init(context: Context, commands: SharedSocket, follows: SessionFollows, counters: EngineCounters, epoch: UInt64)
         throws
     {
         self.epoch = epoch

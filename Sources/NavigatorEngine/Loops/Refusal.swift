@@ -22,7 +22,7 @@ extension Navigator_V1_Rejected {
     static func rejection(_ error: WireError) -> Self { .rejection(Navigator_V1_RejectCode(error.code), error.message) }
 }
 
-extension ServiceCounters {
+extension EngineCounters {
     /// Counts a refusal: by its code always, and — the one rule for `intents_by_outcome` — as
     /// outcome `rejected` when what was refused is an intent: one that came on the intents socket
     /// (whatever was wrong with it, frames included) or an acknowledged `Request.intent`,

@@ -3,7 +3,7 @@ import SwiftProtobuf
 import Synchronization
 import ZeroMQ
 
-/// Calls made in process (``EnginePort``): each is a message to the requests thread's calls
+/// Calls made in process (``Engine``'s ``NavigatorPort``): each is a message to the requests thread's calls
 /// socket, which admits it with the very code that admits a client's request or intent, under a
 /// routing id of its own (``routingID(_:)``); the reply comes back where a client's would be
 /// routed, and completes the waiting call here.
@@ -63,28 +63,33 @@ final class CallDesk: Sendable {
             if let (code, message) = refused {
                 return continuation.resume(returning: Self.rejection(code, message))
             }
-            let sent: Bool
+            var sent: Bool?
             do {
                 var idBytes = [UInt8](repeating: 0, count: 8)
                 for index in 0..<8 { idBytes[index] = UInt8(truncatingIfNeeded: id >> (8 * index)) }
-                sent =
-                    try inbox.withSocket { (socket) throws(ZeroMQError) -> Bool in
-                        guard try socket.trySend([kind.rawValue], more: true) else { return false }
-                        try socket.send(idBytes, more: true)
-                        for frame in frames { try socket.send(frame, more: true) }
-                        try socket.send(Array(client.utf8))
-                        return true
-                    } ?? false
+                // Nil once the inbox is closed: the service stops.
+                sent = try inbox.withSocket { (socket) throws(ZeroMQError) -> Bool in
+                    guard try socket.trySend([kind.rawValue], more: true) else { return false }
+                    try socket.send(idBytes, more: true)
+                    for frame in frames { try socket.send(frame, more: true) }
+                    try socket.send(Array(client.utf8))
+                    return true
+                }
             } catch {
-                sent = false
+                sent = nil
             }
-            if !sent {
+            switch sent {
+            case true?:
+                break
+            case false?:
                 complete(
                     id,
                     Self.rejection(
                         .overloaded,
                         "navigatord has as many calls waiting as it takes (handoffHighWaterMark); nothing was changed: retry later"
                     ))
+            case nil:
+                complete(id, Self.rejection(.shuttingDown, "the service is shutting down and takes no new requests"))
             }
         }
     }

@@ -1,5 +1,4 @@
 import Logging
-import NavigatorClient
 import NavigatorCore
 import NavigatorPort
 import NavigatorWire
@@ -9,93 +8,99 @@ import Synchronization
 ///
 /// A session this instance serves is followed where its batches are made: the worker that
 /// publishes a batch or a rejection hands it to the session's follows (``published(_:)``), and a
-/// snapshot is read from the session store — no socket, no second copy of the tree. A session
+/// snapshot is read from the session store — no socket, no second copy of the tree. The follows
+/// are kept by the session's shard, so a worker takes only its own shard's lock. A session
 /// another instance serves (several instances) is followed through that instance's sockets
 /// (``RemoteFollows``), as a shell would. A follow goes with its session: one whose session moves
 /// away (its partition lost or handed over) continues through the instance that serves it now,
 /// one whose session comes here continues here, and one whose peer is lost is placed again —
 /// each time with a snapshot of the new epoch.
-///
-/// Either way a follow delivers one consistent sequence (``EngineFollow``): a snapshot first,
-/// then only the batches that continue it; anything else makes it take a new snapshot.
 final class SessionFollows: Sendable {
     let store: SessionStore
     /// Several instances: how sessions served elsewhere are followed; nil with one instance.
     let remote: RemoteFollows?
     let logger: Logger
-    private let local = Mutex<[String: [EngineFollow]]>([:])
+    /// Follows of sessions served here, by the session's shard.
+    private let local: [FollowShard]
     /// Follows through other instances, by session (to bring home when a partition comes here).
     private let remoteFollows = Mutex<[String: [EngineFollow]]>([:])
     /// Follows of sessions served here: the publishers' one-load check.
     private let localCount = Atomic<Int>(0)
-    private let counter = Atomic<Int>(0)
+    /// Set by ``stopAll(_:)``: a follow placed afterwards ends at once.
+    private let closed = Atomic<Bool>(false)
 
     init(store: SessionStore, remote: RemoteFollows?, logger: Logger) {
         self.store = store
         self.remote = remote
         self.logger = logger
+        local = store.shards.map { _ in FollowShard() }
     }
 
     /// Follows `session`, delivering to `receive`.
     func follow(_ session: String, _ receive: @escaping @Sendable (SessionUpdate) -> Void) -> EngineFollow {
-        let follow = EngineFollow(
-            id: counter.wrappingAdd(1, ordering: .relaxed).newValue, session: session, receive: receive, follows: self)
+        let follow = EngineFollow(session: session, receive: receive, follows: self)
         place(follow)
         return follow
     }
 
+    /// The follows of one shard of sessions (a class: a `Mutex` cannot be kept in an array).
+    final class FollowShard: Sendable {
+        let follows = Mutex<[String: [EngineFollow]]>([:])
+    }
+
+    private func shard(_ session: String) -> FollowShard { local[store.shardIndex(of: session)] }
+
     /// Starts `follow` where its session is served now: here, or through another instance.
+    /// Ownership may change between the look and the registration; whichever comes second sees
+    /// the other (``stoppedServing(_:)`` scans the registrations, and this looks again after
+    /// registering), so a follow never stays where its session is not served.
     fileprivate func place(_ follow: EngineFollow) {
+        guard !closed.load(ordering: .acquiring) else { return follow.end(Self.stopping) }
         guard !follow.hasEnded else { return }
-        if store.notServed(follow.session) == nil || remote == nil {
-            local.withLock { $0[follow.session, default: []].append(follow) }
+        let session = follow.session
+        if store.notServed(session) == nil || remote == nil {
+            shard(session).follows.withLock { $0[session, default: []].append(follow) }
             localCount.add(1, ordering: .relaxed)
             // Registered first: a batch published meanwhile is either in the snapshot, or comes
             // after it (and the follow takes what continues the snapshot).
             follow.startLocally(store)
+            if remote != nil, store.notServed(session) != nil, removeLocal(follow) { follow.move(self) }
         } else {
-            remoteFollows.withLock { $0[follow.session, default: []].append(follow) }
-            remote!.start(follow)
+            remoteFollows.withLock { $0[session, default: []].append(follow) }
+            remote!.start(follow, attempt: follow.awaitRemote())
+            if store.notServed(session) == nil, removeRemote(follow) { follow.move(self) }
         }
+        if closed.load(ordering: .acquiring) { follow.end(Self.stopping) }
     }
 
-    /// Forgets `follow` as one through another instance (it stopped, or moves).
-    fileprivate func removeRemote(_ follow: EngineFollow) {
-        remoteFollows.withLock { remote in
-            guard var list = remote[follow.session], let index = list.firstIndex(where: { $0 === follow }) else {
-                return
-            }
-            list.remove(at: index)
-            remote[follow.session] = list.isEmpty ? nil : list
-        }
-    }
+    static let stopping = FollowEnd(.stopping, "navigatord is stopping")
 
-    /// This instance began serving these partitions: their sessions' follows through other
-    /// instances continue here.
-    func startedServing(_ partitions: Set<Int32>) {
-        guard let ownership = store.ownership else { return }
-        let coming = remoteFollows.withLock { remote -> [EngineFollow] in
-            let sessions = remote.keys.filter { partitions.contains(ownership.partition(of: $0)) }
-            return sessions.flatMap { remote.removeValue(forKey: $0) ?? [] }
-        }
-        for follow in coming { follow.move(self) }
-    }
-
-    fileprivate func removeLocal(_ follow: EngineFollow) {
-        let removed = local.withLock { local -> Bool in
-            guard var list = local[follow.session], let index = list.firstIndex(where: { $0 === follow }) else {
-                return false
-            }
-            list.remove(at: index)
-            local[follow.session] = list.isEmpty ? nil : list
-            return true
-        }
+    /// Forgets `follow` as one of a session served here; false if it was not.
+    @discardableResult
+    fileprivate func removeLocal(_ follow: EngineFollow) -> Bool {
+        let removed = shard(follow.session).follows.withLock { local in Self.remove(follow, from: &local) }
         if removed { localCount.subtract(1, ordering: .relaxed) }
+        return removed
+    }
+
+    /// Forgets `follow` as one through another instance; false if it was not.
+    @discardableResult
+    fileprivate func removeRemote(_ follow: EngineFollow) -> Bool {
+        remoteFollows.withLock { remote in Self.remove(follow, from: &remote) }
+    }
+
+    private static func remove(_ follow: EngineFollow, from table: inout [String: [EngineFollow]]) -> Bool {
+        guard var list = table[follow.session], let index = list.firstIndex(where: { $0 === follow }) else {
+            return false
+        }
+        list.remove(at: index)
+        table[follow.session] = list.isEmpty ? nil : list
+        return true
     }
 
     private func localFollows(of session: String) -> [EngineFollow]? {
         guard localCount.load(ordering: .relaxed) > 0 else { return nil }
-        return local.withLock { $0[session] }
+        return shard(session).follows.withLock { $0[session] }
     }
 
     /// A batch a worker published (after the store holds it).
@@ -112,13 +117,27 @@ final class SessionFollows: Sendable {
         for follow in follows { follow.deliver(rejection) }
     }
 
+    /// This instance began serving these partitions: their sessions' follows through other
+    /// instances continue here.
+    func startedServing(_ partitions: Set<Int32>) {
+        guard let ownership = store.ownership else { return }
+        let coming = remoteFollows.withLock { remote -> [EngineFollow] in
+            let sessions = remote.keys.filter { partitions.contains(ownership.partition(of: $0)) }
+            return sessions.flatMap { remote.removeValue(forKey: $0) ?? [] }
+        }
+        for follow in coming { follow.move(self) }
+    }
+
     /// This instance stopped serving these partitions: their sessions' follows go on through the
     /// instance that serves them now.
     func stoppedServing(_ partitions: Set<Int32>) {
         guard let ownership = store.ownership, remote != nil else { return }
-        let moving = local.withLock { local -> [EngineFollow] in
-            let sessions = local.keys.filter { partitions.contains(ownership.partition(of: $0)) }
-            return sessions.flatMap { local.removeValue(forKey: $0) ?? [] }
+        var moving: [EngineFollow] = []
+        for shard in local {
+            moving += shard.follows.withLock { local -> [EngineFollow] in
+                let sessions = local.keys.filter { partitions.contains(ownership.partition(of: $0)) }
+                return sessions.flatMap { local.removeValue(forKey: $0) ?? [] }
+            }
         }
         guard !moving.isEmpty else { return }
         localCount.subtract(moving.count, ordering: .relaxed)
@@ -128,61 +147,133 @@ final class SessionFollows: Sendable {
     /// Follows of sessions served here, and through other instances.
     var counts: (local: Int, remote: Int) { (localCount.load(ordering: .relaxed), remote?.count ?? 0) }
 
-    /// Ends every follow (the service stops).
+    /// Ends every follow, and every one placed later (the service stops).
     func stopAll(_ reason: String) async {
-        var all = local.withLock { local -> [EngineFollow] in
-            defer { local = [:] }
-            return local.values.flatMap { $0 }
+        closed.store(true, ordering: .releasing)
+        var all: [EngineFollow] = []
+        for shard in local {
+            all += shard.follows.withLock { local -> [EngineFollow] in
+                defer { local = [:] }
+                return local.values.flatMap { $0 }
+            }
         }
+        localCount.store(0, ordering: .relaxed)
         all += remoteFollows.withLock { remote -> [EngineFollow] in
             defer { remote = [:] }
             return remote.values.flatMap { $0 }
         }
-        localCount.store(0, ordering: .relaxed)
-        for follow in all { follow.end(reason) }
+        for follow in all { follow.end(FollowEnd(.stopping, reason)) }
         await remote?.close(reason)
     }
 }
 
-/// One follow: the position its receiver holds, and where its updates come from now.
+/// What a follow's receiver holds, and what a batch does to it: delivered when it continues,
+/// skipped when the receiver has it already, or, after a discontinuity (a new epoch, a seq
+/// skipped), a new start from a snapshot.
+struct FollowCursor: Equatable, Sendable {
+    /// Where the receiver is (nil before its first snapshot).
+    private(set) var position: StreamPosition?
+
+    enum Step: Equatable {
+        case deliver
+        case skip
+        case startOver
+    }
+
+    /// The receiver got a snapshot at `position`.
+    mutating func snapshot(_ position: StreamPosition) { self.position = position }
+
+    /// What to do with a batch at `next`.
+    mutating func batch(_ next: StreamPosition) -> Step {
+        guard let held = position else { return .skip }  // the snapshot to come has it
+        if held.isFollowed(by: next) {
+            position = next
+            return .deliver
+        }
+        return held.covers(next) ? .skip : .startOver
+    }
+}
+
+/// One follow: what its receiver holds, where its updates come from now, and the updates waiting
+/// to reach the receiver.
+///
+/// Updates are decided under the follow's lock, in the order they happen, and queued; they reach
+/// the receiver outside the lock, one at a time, by whichever thread holds the delivering turn
+/// (``flush()``). So the receiver may call back (``resnapshot()``, ``stop()``) from its `receive`,
+/// and a worker never waits for a receiver that another thread is serving.
 final class EngineFollow: SessionFollow {
-    let id: Int
     let session: String
     private let receive: @Sendable (SessionUpdate) -> Void
     private let follows: SessionFollows
 
     enum Source {
-        case local
-        /// Through another instance; `stop` ends that follow.
-        case remote(stop: @Sendable () -> Void)
         case none
+        case local
+        /// A follow through another instance is being set up (attempt number).
+        case pendingRemote(Int)
+        /// Through another instance; `stop` ends that follow.
+        case remote(Int, stop: @Sendable () -> Void)
     }
 
     private struct State {
         var source = Source.none
-        /// What the receiver holds (nil before its first snapshot).
-        var position: StreamPosition?
-        /// Followed through another instance: the tree at `position` (its follower's mirror,
+        var cursor = FollowCursor()
+        var ended = false
+        /// Followed through another instance: the tree at the cursor (its follower's mirror,
         /// shared), for a snapshot asked for.
         var remoteTree: ScreenTree?
-        /// Attempts to follow through another instance since the last snapshot (``lost(_:)``).
+        /// Attempts to follow through another instance; consecutive ones that brought no
+        /// snapshot (``lost(_:attempt:)``).
         var attempts = 0
-        var ended = false
+        var failedAttempts = 0
+        var outbox: [SessionUpdate] = []
+        /// A thread is delivering the outbox.
+        var delivering = false
     }
 
-    // Held while an update is delivered, so updates reach the receiver one at a time, in order.
     private let state = Mutex(State())
-    /// A snapshot was asked for (``resnapshot()``) and not yet delivered: whoever holds the lock
-    /// delivers it as soon as it can — the receiver may ask from inside its `receive`.
-    private let snapshotWanted = Atomic<Bool>(false)
 
-    fileprivate init(
-        id: Int, session: String, receive: @escaping @Sendable (SessionUpdate) -> Void, follows: SessionFollows
-    ) {
-        self.id = id
+    fileprivate init(session: String, receive: @escaping @Sendable (SessionUpdate) -> Void, follows: SessionFollows) {
         self.session = session
         self.receive = receive
         self.follows = follows
+    }
+
+    var hasEnded: Bool { state.withLock { $0.ended } }
+
+    /// Delivers the updates waiting, unless another thread is delivering them (it takes these
+    /// too before it stops).
+    private func flush() {
+        let turn = state.withLock { state -> Bool in
+            guard !state.delivering, !state.outbox.isEmpty else { return false }
+            state.delivering = true
+            return true
+        }
+        guard turn else { return }
+        while true {
+            let updates = state.withLock { state -> [SessionUpdate] in
+                guard !state.outbox.isEmpty else {
+                    state.delivering = false
+                    return []
+                }
+                defer { state.outbox = [] }
+                return state.outbox
+            }
+            guard !updates.isEmpty else { return }
+            for update in updates { receive(update) }
+        }
+    }
+
+    /// Queues the store's snapshot of the session as `kind` (a new start, or what was asked for).
+    private func queueSnapshot(_ store: SessionStore, startOver: Bool, _ state: inout State) {
+        let record = store.read(session)
+        let position = StreamPosition(epoch: store.epoch(of: session), seq: record.seq)
+        if startOver {
+            state.cursor.snapshot(position)
+            state.outbox.append(.snapshot(position, record.state.tree))
+        } else {
+            state.outbox.append(.current(position, record.state.tree))
+        }
     }
 
     /// Takes the snapshot from the store and delivers it (a session served here).
@@ -190,175 +281,175 @@ final class EngineFollow: SessionFollow {
         let started = state.withLock { state -> Bool in
             guard !state.ended else { return false }
             state.source = .local
-            snapshot(store, &state)
+            queueSnapshot(store, startOver: true, &state)
             return true
         }
-        guard started else { return follows.removeLocal(self) }  // it stopped meanwhile
-        serveWanted()
+        guard started else {
+            follows.removeLocal(self)  // it stopped meanwhile
+            return
+        }
+        flush()
     }
 
-    var hasEnded: Bool { state.withLock { $0.ended } }
-
-    private func snapshot(_ store: SessionStore, _ state: inout State) {
-        let record = store.read(session)
-        let position = StreamPosition(epoch: store.epoch(of: session), seq: record.seq)
-        state.position = position
-        receive(.snapshot(position, record.state.tree))
-    }
-
-    /// A batch published here: delivered if it continues what the receiver holds; a batch it
-    /// holds already is dropped; after a discontinuity (a new epoch, a seq skipped) the receiver
-    /// gets the store's snapshot instead.
+    /// A batch published here: delivered if it continues what the receiver holds, dropped if it
+    /// holds it already, else replaced by the store's snapshot.
     fileprivate func deliver(_ position: StreamPosition, _ batch: Navigator_V1_CommandBatch, _ store: SessionStore) {
         state.withLock { state in
-            guard !state.ended, case .local = state.source, let held = state.position else { return }
-            if held.isFollowed(by: position) {
-                state.position = position
-                receive(.batch(position, batch))
-            } else if !held.covers(position) {
-                snapshot(store, &state)
+            guard !state.ended, case .local = state.source else { return }
+            switch state.cursor.batch(position) {
+            case .deliver: state.outbox.append(.batch(position, batch))
+            case .skip: break
+            case .startOver: queueSnapshot(store, startOver: true, &state)
             }
         }
-        serveWanted()
+        flush()
     }
 
     fileprivate func deliver(_ rejection: Navigator_V1_Rejection) {
         state.withLock { state in
-            guard !state.ended, state.position != nil else { return }
-            receive(.rejection(rejection))
+            guard !state.ended, state.cursor.position != nil else { return }
+            state.outbox.append(.rejection(rejection))
         }
-        serveWanted()
+        flush()
     }
 
-    /// An update from another instance's follower (``RemoteFollows``), which keeps the Clone
-    /// rule itself: snapshots and batches are passed on as they come, batches that the receiver
-    /// holds dropped; `tree` is the follower's mirror after it.
-    func deliverRemote(_ update: SessionUpdate, tree: ScreenTree? = nil) {
-        if case .ended(let reason) = update { return end(reason) }
+    /// Marks the follow as being set up through another instance; returns the attempt's number,
+    /// which the updates and the end of that attempt carry.
+    fileprivate func awaitRemote() -> Int {
         state.withLock { state in
-            guard !state.ended, case .remote = state.source else { return }
+            state.attempts += 1
+            state.source = .pendingRemote(state.attempts)
+            return state.attempts
+        }
+    }
+
+    /// Records that attempt `attempt`'s updates now come through another instance; false if the
+    /// follow ended or moved meanwhile (then `stop` should be called).
+    func follow(remotely stop: @escaping @Sendable () -> Void, attempt: Int) -> Bool {
+        state.withLock { state in
+            guard !state.ended, case .pendingRemote(attempt) = state.source else { return false }
+            state.source = .remote(attempt, stop: stop)
+            return true
+        }
+    }
+
+    /// An update of attempt `attempt` through another instance's follower (``RemoteFollows``),
+    /// which keeps the Clone rule itself; `tree` is its mirror after it.
+    func deliverRemote(_ update: SessionUpdate, tree: ScreenTree? = nil, attempt: Int) {
+        state.withLock { state in
+            guard !state.ended, case .remote(attempt, _) = state.source else { return }
             switch update {
-            case .snapshot(let position, let tree):
-                state.position = position
-                state.remoteTree = tree
-                state.attempts = 0
+            case .snapshot(let position, let snapshot), .current(let position, let snapshot):
+                state.cursor.snapshot(position)
+                state.remoteTree = snapshot
+                state.failedAttempts = 0
+                state.outbox.append(.snapshot(position, snapshot))
             case .batch(let position, _):
-                guard let held = state.position, !held.covers(position) else { return }
-                state.position = position
+                // Its follower delivers batches in order after a snapshot (or resyncs first).
+                guard state.cursor.batch(position) == .deliver else { return }
                 state.remoteTree = tree
+                state.outbox.append(update)
             case .rejection:
-                guard state.position != nil else { return }
+                guard state.cursor.position != nil else { return }
+                state.outbox.append(update)
             case .ended:
                 return
             }
-            receive(update)
         }
-        serveWanted()
+        flush()
     }
 
-    /// Records that updates now come from another instance; false if the follow ended meanwhile
-    /// (then `stop` should be called).
-    func follow(remotely stop: @escaping @Sendable () -> Void) -> Bool {
-        let taken = state.withLock { state -> Bool in
-            guard !state.ended else { return false }
-            state.source = .remote(stop: stop)
-            return true
+    /// Consecutive attempts through other instances that brought no snapshot, before a follow
+    /// ends.
+    static let maxAttempts = 10
+
+    /// Attempt `attempt` through another instance ended (that instance stopped or cannot be
+    /// reached): after a pause the follow is placed again where the session is served then —
+    /// here, or through another instance. After ``maxAttempts`` that brought no snapshot, it ends.
+    func lost(_ reason: String, attempt: Int) {
+        let failed = state.withLock { state -> Int? in
+            guard !state.ended else { return nil }
+            switch state.source {
+            case .pendingRemote(attempt), .remote(attempt, _): break
+            default: return nil  // it moved or stopped meanwhile
+            }
+            state.source = .none
+            state.failedAttempts += 1
+            return state.failedAttempts
         }
-        if !taken { follows.removeRemote(self) }
-        return taken
+        follows.removeRemote(self)
+        guard let failed else { return }
+        guard failed < Self.maxAttempts else {
+            return end(
+                FollowEnd(
+                    .unreachable, "\(reason) (\(failed) attempts to follow session \(session) through another instance)"
+                ))
+        }
+        let follows = self.follows
+        Task {
+            try? await Task.sleep(for: .milliseconds(200 * failed))
+            follows.place(self)
+        }
     }
 
     /// The session changed instances: follow it where it is served now (a follow through another
-    /// instance stops that one first).
+    /// instance is stopped first).
     fileprivate func move(_ follows: SessionFollows) {
         let (stillOn, stop) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
             guard !state.ended else { return (false, nil) }
             defer { state.source = .none }
-            if case .remote(let stop) = state.source { return (true, stop) }
+            if case .remote(_, let stop) = state.source { return (true, stop) }
             return (true, nil)
         }
         stop?()
         if stillOn { follows.place(self) }
     }
 
-    /// Consecutive attempts to follow through another instance that ended before a snapshot.
-    static let maxAttempts = 10
-
-    /// The follow through another instance ended (that instance stopped or cannot be reached):
-    /// after a pause, it is placed again where the session is served then — here, or through
-    /// another instance. After ``maxAttempts`` attempts that brought no snapshot it ends.
-    func lost(_ reason: String) {
-        let attempt = state.withLock { state -> Int? in
-            guard !state.ended, case .remote = state.source else { return nil }
-            state.source = .none
-            state.attempts += 1
-            return state.attempts
-        }
-        follows.removeRemote(self)
-        guard let attempt else { return }
-        guard attempt < Self.maxAttempts else {
-            return end("\(reason) (\(attempt) attempts to follow session \(session) through another instance)")
-        }
-        let follows = self.follows
-        Task {
-            try? await Task.sleep(for: .milliseconds(200 * attempt))
-            follows.place(self)
-        }
-    }
-
-    /// Ends the follow, telling the receiver why: the last update it gets (told outside the lock,
-    /// so that it may stop the follow from its `receive`).
-    func end(_ reason: String) {
-        let (ended, stop) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
-            guard !state.ended else { return (false, nil) }
+    /// Ends the follow, telling the receiver why: the last update it gets.
+    func end(_ reason: FollowEnd) {
+        let stop = state.withLock { state -> (@Sendable () -> Void)?? in
+            guard !state.ended else { return .none }
             state.ended = true
-            if case .remote(let stop) = state.source { return (true, stop) }
-            return (true, nil)
+            state.outbox.append(.ended(reason))
+            if case .remote(_, let stop) = state.source { return .some(stop) }
+            return .some(nil)
         }
-        guard ended else { return }
-        receive(.ended(reason))
+        guard let stop else { return }
+        flush()
         stop?()
     }
 
     func resnapshot() {
-        snapshotWanted.store(true, ordering: .releasing)
-        serveWanted()
-    }
-
-    /// Delivers the snapshot asked for, unless an update is being delivered right now: then its
-    /// deliverer does, once it let go of the lock (every delivery ends by calling this).
-    private func serveWanted() {
         let store = follows.store
-        while snapshotWanted.load(ordering: .acquiring) {
-            let served: Void? = state.withLockIfAvailable { state in
-                guard snapshotWanted.exchange(false, ordering: .acquiringAndReleasing), !state.ended else { return }
-                switch state.source {
-                case .local:
-                    snapshot(store, &state)
-                case .remote:
-                    if let position = state.position, let tree = state.remoteTree {
-                        receive(.snapshot(position, tree))
-                    }
-                case .none:
-                    break  // moving: a snapshot comes once it is placed
+        state.withLock { state in
+            guard !state.ended else { return }
+            switch state.source {
+            case .local:
+                queueSnapshot(store, startOver: false, &state)
+            case .remote:
+                if let position = state.cursor.position, let tree = state.remoteTree {
+                    state.outbox.append(.current(position, tree))
                 }
+            case .none, .pendingRemote:
+                break  // a snapshot comes once it is placed
             }
-            if served == nil { return }
         }
+        flush()
     }
 
     func stop() {
         let (wasLocal, remoteStop) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
             guard !state.ended else { return (false, nil) }
             state.ended = true
+            state.outbox = []
             switch state.source {
             case .local: return (true, nil)
-            case .remote(let stop): return (false, stop)
-            case .none: return (false, nil)
+            case .remote(_, let stop): return (false, stop)
+            case .none, .pendingRemote: return (false, nil)
             }
         }
         if wasLocal { follows.removeLocal(self) }
-        if remoteStop != nil { follows.removeRemote(self) }
+        follows.removeRemote(self)
         remoteStop?()
     }
 }

@@ -17,7 +17,7 @@ struct ZAPLoop: SocketLoop {
 
     let context: Context
     let security: Security
-    let counters: ServiceCounters
+    let counters: EngineCounters
     let supervisor: Supervisor
     let logger: Logger
 

@@ -23,7 +23,7 @@ struct RequestsLoop: SocketLoop {
     let handoffHighWaterMark: Int32
     let store: SessionStore
     let resolvers: ResolverHolder
-    let counters: ServiceCounters
+    let counters: EngineCounters
     let bound: BindingRecord
     /// Secure mode: each request's client (User-Id) must be allowed what it asks.
     let security: Security?
@@ -171,105 +171,16 @@ struct RequestsLoop: SocketLoop {
         } catch let error as ZeroMQError where error.code == .terminated {
             logger.debug("requests ended by context shutdown")
         }
-        desk.close(.shuttingDown, "the service is shutting down and takes no new requests")
-    }
-
-    /// A call made in process (``CallDesk``): a request, admitted as a client's; or a
-    /// fire-and-forget intent, admitted as one from the intents socket and handed to its worker.
-    private func handleCall(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
-        let kind = Internal.kind(of: frames, count: count, at: .calls)
-        let id = frames.count > 1 ? frames[1].bytes : []
-        guard id.count == 8, kind == .calledRequest || kind == .calledIntent else {
-            return Internal.unexpected(count, at: .calls, counters: counters, logger: logger)
-        }
-        let routingID = try ZeroMQ.Message(copying: CallDesk.routingID(id))
-        let client = frames[count - 1].string
-        if kind == .calledRequest {
-            counters.requests.add()
-            return try process(
-                routingID: routingID, delimited: false, payload: frames[2], client: security == nil ? nil : client,
-                forwarded: false, stopping: stopping, sockets)
-        }
-        let session = frames[2].string
-        func answer(_ code: Navigator_V1_RejectCode?, _ message: String = "") throws {
-            var reply = Navigator_V1_Reply()
-            if let code {
-                counters.refused(code, intent: true)
-                reply.rejected = .rejection(code, message)
-            }
-            try self.reply(reply, to: routingID, delimited: false, sockets)
-        }
-        if stopping { return try answer(.shuttingDown, "the service is shutting down and takes no new intents") }
-        if let problem = SessionID.problem(with: session) { return try answer(.invalidSession, problem) }
-        let admission = IntentAdmission(
-            workers: workers, maxMessageBytes: maxMessageBytes, security: security,
-            forwarding: sockets.cluster == nil ? nil : store.ownership)
-        let worker: Int
-        switch admission.admit(session: session, bytes: frames[3].count, client: client) {
-        case .refuse(let code, let message):
-            return try answer(code, message)
-        case .forward(let endpoint, let fallback):
-            if try ClusterLink.forward(
-                intent: frames[3], session: frames[2], client: client, to: try sockets.peers.socket(to: endpoint))
-            {
-                return try answer(nil)
-            }
-            worker = fallback
-        case .resolve(let index):
-            worker = index
-        }
-        guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3], frames[4]], stride: 3)
-        else {
-            return try answer(
-                .overloaded,
-                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later"
-            )
-        }
-        counters.forwarded[worker].add()
-        try answer(nil)
-    }
-
-    /// A message another instance forwarded here (``ClusterLink``): a request, handled as if
-    /// its client had sent it here (never forwarded again), or a fire-and-forget intent, handed
-    /// to its session's worker.
-    private func handleForwarded(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
-        let kind = count >= 2 ? frames[1].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 } : 0
-        if kind == ClusterLink.requestKind, count == 6 {
-            let routingID = try ZeroMQ.Message(
-                copying: ClusterLink.compoundID(peer: frames[0], routingID: frames[2]))
-            let delimited = frames[3].withUnsafeBytes { $0.first == 1 }
-            return try process(
-                routingID: routingID, delimited: delimited, payload: frames[4],
-                client: security == nil ? nil : Security.clientName(of: frames[4]), forwarded: true,
-                stopping: stopping, sockets)
-        }
-        if kind == ClusterLink.intentKind, count == 5 {
-            let session = String(decoding: frames[2].bytes, as: UTF8.self)
-            guard SessionID.problem(with: session) == nil else {
-                counters.unexpectedInternal.add()
-                return
-            }
-            let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
-            guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3]], stride: 2) else {
-                // The worker's queue is full: the producer's instance cannot be held back from here.
-                counters.refused(.overloaded, intent: true)
-                if sockets.limiter.allow("cluster-overloaded") {
-                    logger.warning(
-                        "a forwarded intent was dropped: its worker's queue is full (handoffHighWaterMark)",
-                        metadata: ["session": "\(LogText(session))"])
-                }
-                return
-            }
-            counters.forwarded[worker].add()
-            return
-        }
-        Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+        desk.close(
+            .shuttingDown,
+            "the service is shutting down; a request it took may or may not have been carried out: retry the same request once it is back"
+        )
     }
 
     /// `[routing id][delimiter][Reply]` from a worker (or from the owner of a request this
     /// instance forwarded): back to the client — or, for a request another instance forwarded
     /// here, back to that instance.
-    private func route(reply frames: [ZeroMQ.Message], _ sockets: Sockets) throws {
+    func route(reply frames: [ZeroMQ.Message], _ sockets: Sockets) throws {
         if let call = CallDesk.call(of: frames[0]) { return desk.complete(call, frames[2].bytes) }
         if let cluster = sockets.cluster, let (peer, routingID) = ClusterLink.split(frames[0]) {
             return try toClient { () throws(ZeroMQError) in
@@ -319,7 +230,7 @@ struct RequestsLoop: SocketLoop {
     /// instance, whose client it was — from `client` (its access-file name in secure mode):
     /// answered here, handed to its session's worker, or forwarded to the instance that serves
     /// its session. The one admission of every request, whichever way it came.
-    private func process(
+    func process(
         routingID: ZeroMQ.Message, delimited: Bool, payload: ZeroMQ.Message, client: String?, forwarded: Bool,
         stopping: Bool, _ sockets: Sockets
     ) throws {
@@ -382,11 +293,11 @@ struct RequestsLoop: SocketLoop {
         }
         switch request.kind {
         case .intent(let intent):
-            try forward(
+            try handOver(
                 routingID, delimited, payload, session: intent.session, requestID: request.requestID, intent: true,
                 client: client ?? "", sockets)
         case .clientEvent(let event):
-            try forward(
+            try handOver(
                 routingID, delimited, payload, session: event.session, requestID: request.requestID, intent: false,
                 client: client ?? "", sockets)
         case .snapshot(let wanted):
@@ -443,7 +354,7 @@ struct RequestsLoop: SocketLoop {
     /// Hands an acknowledged request to its session's worker; a worker whose queue is full
     /// (`handoffHighWaterMark`) gets nothing more, and the client an OVERLOADED reply at once:
     /// this thread never waits for a worker (it also passes on the replies workers wait for).
-    private func forward(
+    private func handOver(
         _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String,
         requestID: String, intent: Bool, client: String, _ sockets: Sockets
     ) throws {
@@ -462,10 +373,10 @@ struct RequestsLoop: SocketLoop {
             )
             return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
-        counters.forwarded[worker].add()
+        counters.handedOver[worker].add()
     }
 
-    private func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
+    func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
         throws
     {
         if case .rejected(let rejected)? = reply.kind, sockets.limiter.allow(peerKey(routingID, "requests")) {

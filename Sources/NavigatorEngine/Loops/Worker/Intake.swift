@@ -23,7 +23,7 @@ struct Intake: Sendable {
     let maxMessageBytes: Int
     let highWaterMark: Int32
     let handoffHighWaterMark: Int32
-    let counters: ServiceCounters
+    let counters: EngineCounters
     let bound: BindingRecord
     /// Secure mode: each intent's client (User-Id) must be allowed to publish to its session.
     let security: Security?
@@ -180,23 +180,15 @@ struct Intake: Sendable {
         }
         if let sessionProblem { return try reject("", .invalidSession, sessionProblem, frames[0], sockets, publisher) }
         let client = security == nil ? nil : Security.clientName(of: frames[0])
-        var worker: Int
-        switch admission.admit(session: session, bytes: frames[1].count, client: client) {
-        case .refuse(let code, let message):
-            return try reject(session, code, message, frames[0], sockets, publisher)
-        case .forward(let endpoint, let fallback):
-            // Another instance serves the session. A full link (that instance gone or
-            // overwhelmed) leaves the intent to the worker, which refuses it MOVED.
-            if try ClusterLink.forward(
-                intent: frames[1], session: frames[0], client: client ?? "", to: try sockets.peers.socket(to: endpoint))
-            {
-                return
-            }
-            worker = fallback
-        case .resolve(let index):
-            worker = index
+        let worker: Int
+        switch try admission.route(
+            session: session, sessionFrame: frames[0], intent: frames[1], client: client, peers: sockets.peers)
+        {
+        case .refused(let code, let message): return try reject(session, code, message, frames[0], sockets, publisher)
+        case .forwarded: return
+        case .worker(let index): worker = index
         }
-        counters.forwarded[worker].add()
+        counters.handedOver[worker].add()
         if worker == Self.reader { return try local(session, frames[0], frames[1], client ?? "") }
         try bundles.add(frames[0], frames[1], client: client, for: worker, sockets)
     }
@@ -221,7 +213,7 @@ struct Intake: Sendable {
 
 /// The checks every fire-and-forget intent passes once its session id is known to be valid, on
 /// whichever path it came: the intents socket (``Intake``) or a call in process (the requests
-/// thread, for ``EnginePort``). One function, so the two paths cannot drift apart.
+/// thread, for the engine's ``NavigatorPort``). One function, so the two paths cannot drift apart.
 struct IntentAdmission: Sendable {
     let workers: Int
     let maxMessageBytes: Int
@@ -239,6 +231,36 @@ struct IntentAdmission: Sendable {
         case forward(endpoint: String, fallback: Int)
         /// Resolve it on the session's worker.
         case resolve(worker: Int)
+    }
+
+    /// What became of an intent (``route(session:sessionFrame:intent:client:peers:)``).
+    enum Route: Equatable {
+        case refused(Navigator_V1_RejectCode, String)
+        /// Sent to the instance that serves its session.
+        case forwarded
+        /// To hand to this worker here (the caller counts it once it did).
+        case worker(Int)
+    }
+
+    /// Admits an intent whose session id is valid, from `client` (its access-file name in secure
+    /// mode): refused, forwarded to the instance that serves its session (a full link to it — that
+    /// instance gone or overwhelmed — leaves it to its worker here, which refuses it MOVED), or
+    /// for its worker.
+    func route(
+        session: String, sessionFrame: some FrameBytes, intent: some FrameBytes, client: String?, peers: ClusterPeers
+    ) throws -> Route {
+        switch admit(session: session, bytes: intent.withFrameBytes { $0.count }, client: client) {
+        case .refuse(let code, let message):
+            return .refused(code, message)
+        case .forward(let endpoint, let fallback):
+            let peer = try peers.socket(to: endpoint)
+            if try ClusterLink.forward(intent: intent, session: sessionFrame, client: client ?? "", to: peer) {
+                return .forwarded
+            }
+            return .worker(fallback)
+        case .resolve(let index):
+            return .worker(index)
+        }
     }
 
     /// What to do with an intent of `bytes` bytes for `session` from `client` (its access-file

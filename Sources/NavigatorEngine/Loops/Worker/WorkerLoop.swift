@@ -12,7 +12,7 @@ struct WorkerLoop: SocketLoop {
     let commands: SharedSocket
     let store: SessionStore
     let resolvers: ResolverHolder
-    let counters: ServiceCounters
+    let counters: EngineCounters
     let persistence: Persistence
     /// Follows made in process: the publisher hands them what it publishes.
     let follows: SessionFollows

@@ -4,7 +4,7 @@ import Prometheus
 
 /// The service's swift-metrics instruments, backed by a Prometheus registry of its own (so
 /// several services in one process, as in tests, keep apart), emitted at `/metrics`.
-final class ServiceMetrics: Sendable {
+final class EngineMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     let intents: [Metrics.Counter]
     let rejections: [Metrics.Counter]

@@ -24,7 +24,7 @@ final class AtomicCounter: Sendable {
 
 /// Counters every thread bumps and stats and /metrics read. Plain atomics: no locks on the path
 /// of an intent.
-final class ServiceCounters: Sendable {
+final class EngineCounters: Sendable {
     /// By Navigator_V1_Outcome raw value.
     let outcomes = (0..<8).map { _ in AtomicCounter() }
     /// By Navigator_V1_RejectCode raw value.
@@ -58,19 +58,19 @@ final class ServiceCounters: Sendable {
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
     /// Messages handed to each worker, and handled by it: the difference is its queue.
-    let forwarded: [AtomicCounter]
+    let handedOver: [AtomicCounter]
     let handled: [AtomicCounter]
     /// Running counts for the header seq of rejections and audit records.
     let rejectionSeq = AtomicCounter()
     let auditSeq = AtomicCounter()
 
     /// The same counts as swift-metrics instruments, for /metrics.
-    let metrics: ServiceMetrics
+    let metrics: EngineMetrics
 
     init(workers: Int) {
-        forwarded = (0..<workers).map { _ in AtomicCounter() }
+        handedOver = (0..<workers).map { _ in AtomicCounter() }
         handled = (0..<workers).map { _ in AtomicCounter() }
-        let metrics = ServiceMetrics(workers: workers)
+        let metrics = EngineMetrics(workers: workers)
         self.metrics = metrics
         clientEvents = AtomicCounter(mirror: metrics.clientEvents)
         released = AtomicCounter(mirror: metrics.released)
@@ -103,7 +103,7 @@ final class ServiceCounters: Sendable {
     }
 
     func queueDepth(_ worker: Int) -> UInt64 {
-        let sent = forwarded[worker].load
+        let sent = handedOver[worker].load
         let done = handled[worker].load
         return sent > done ? sent - done : 0
     }
