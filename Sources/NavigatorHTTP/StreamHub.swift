@@ -97,17 +97,18 @@ final class StreamHub: Sendable {
 
     /// Heartbeats to idle streams, and sessions nobody has streamed for `historySeconds`
     /// forgotten; runs until cancelled, then closes every stream.
+    /// Each second the sessions of one slot of `heartbeatSeconds` get their heartbeat: every
+    /// stream has one each `heartbeatSeconds`, and thousands of streams do not all get theirs
+    /// (and all wake their event loops) in the same moment.
     func maintain() async {
-        let period = Duration.seconds(max(1, settings.heartbeatSeconds))
-        var nextHeartbeat = ContinuousClock.now + period
+        let slots = max(1, settings.heartbeatSeconds)
+        var tick = 0
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(min(1000, Int(period.components.seconds) * 1000)))
+            try? await Task.sleep(for: .seconds(1))
+            tick += 1
             let now = ContinuousClock.now
             let all = sessions.withLock { Array($0.values) }
-            if now >= nextHeartbeat {
-                for streamed in all { streamed.heartbeat() }
-                nextHeartbeat = now + period
-            }
+            for streamed in all where streamed.heartbeatSlot % slots == tick % slots { streamed.heartbeat() }
             let idleFor = Duration.seconds(settings.historySeconds)
             for streamed in all where streamed.idle(since: now - idleFor) || streamed.hasEnded {
                 let removed = sessions.withLock { sessions -> Bool in

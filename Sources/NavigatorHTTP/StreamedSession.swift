@@ -11,6 +11,8 @@ import Synchronization
 /// one it asks the follow for (``SessionUpdate/current(_:_:)``), and gets no batch meanwhile.
 final class StreamedSession: Sendable {
     let session: String
+    /// Which second of the heartbeat period its streams get their heartbeat in.
+    let heartbeatSlot = Int.random(in: 0..<3600)
 
     private struct Connection {
         var queue: StreamQueue
