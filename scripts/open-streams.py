@@ -18,15 +18,15 @@ async def one(i):
         w.close()
         return
     if mode == "keepalive":
-        w.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        w.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         marker = b"\r\n\r\n"
     elif mode == "ws":
         key = base64.b64encode(os.urandom(16)).decode()
-        w.write((f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+        w.write((f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
                  f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
         marker = b'"snapshot"'
     else:
-        w.write(f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        w.write(f"GET /v1/sessions/{name}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
         marker = b"event: snapshot"
     await w.drain()
     buf = b""

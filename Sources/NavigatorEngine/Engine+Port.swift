@@ -43,6 +43,8 @@ extension Engine: NavigatorPort {
         return caller.name != Security.peerName && security.client(named: caller.name) != nil
     }
 
+    public var accessRevision: Int { security?.generation ?? 0 }
+
     public func refusal(toFollow session: String, by caller: Caller) -> Refusal? {
         if let problem = SessionID.problem(with: session) { return Refusal(.invalidSession, problem) }
         if let security, let refusal = security.refusal(of: .follow(session: session), by: caller.name) {

@@ -19,20 +19,12 @@ extension HTTPAPI {
     func streamTarget(rawSession: String, query: String?, lastEventID: String?, authorization: String?)
         async throws(APIError) -> (session: String, since: StreamPosition?, caller: Caller, expiry: Date?)
     {
-        var accessTokens: [String] = []
         var sinceText = lastEventID
-        for pair in (query ?? "").split(separator: "&") {
-            if pair.hasPrefix("access_token=") {
-                accessTokens.append(String(pair.dropFirst(13)).removingPercentEncoding ?? "")
-            }
-            if pair.hasPrefix("since="), sinceText?.isEmpty ?? true {
-                sinceText = String(pair.dropFirst(6)).removingPercentEncoding ?? ""
-            }
+        for pair in (query ?? "").split(separator: "&") where pair.hasPrefix("since=") && (sinceText?.isEmpty ?? true) {
+            sinceText = String(pair.dropFirst(6)).removingPercentEncoding ?? ""
         }
-        guard accessTokens.count <= 1 else {
-            throw APIError(.malformed, "the query names access_token \(accessTokens.count) times; expected once")
-        }
-        let (caller, expiry) = try await authenticate(header: authorization, query: accessTokens.first)
+        let (caller, expiry) = try await authenticate(
+            header: authorization, query: try Self.accessToken(inQuery: query))
         guard let session = rawSession.removingPercentEncoding else {
             throw APIError(
                 .invalidSession, "the session in the path, \(LogText(rawSession)), is not valid percent-encoding")

@@ -28,6 +28,8 @@ final class HTTPAPI: Sendable {
     let tokens: TokenKey?
     /// The largest request body taken, in bytes (JSON of at most `maxMessageBytes` of protobuf).
     let maxBodyBytes: Int
+    /// Without security: the names `Host` and `Origin` may give (nil: not checked).
+    let allowedHosts: Set<String>?
     /// The session streams (SSE and WebSocket).
     let hub: StreamHub
     /// The live session page's files.
@@ -35,9 +37,10 @@ final class HTTPAPI: Sendable {
 
     init(
         port: any NavigatorPort, secure: Bool, tokens: TokenKey?, maxBodyBytes: Int, streams: StreamSettings,
-        logger: Logger
+        allowedHosts: Set<String>? = nil, logger: Logger
     ) {
         self.port = port
+        self.allowedHosts = allowedHosts
         self.secure = secure
         self.tokens = tokens
         self.maxBodyBytes = maxBodyBytes
@@ -163,6 +166,36 @@ final class HTTPAPI: Sendable {
         }
     }
 
+    /// Without security, why a request is refused for where it says it goes (`Host`) or where it
+    /// comes from (`Origin`, which browsers send with WebSocket upgrades and cross-site calls):
+    /// each must name an allowed host (any port), so that a web page the user visits can neither
+    /// drive nor read a local navigatord — not by a cross-site WebSocket, nor by rebinding its
+    /// own name to 127.0.0.1. Nil: allowed (or secure mode, where tokens decide).
+    func refusal(host: String?, origin: String?) -> APIError? {
+        guard let allowedHosts else { return nil }
+        let expected =
+            "expected one of \(allowedHosts.sorted().joined(separator: ", ")) (setting allowedHosts), or security configured"
+        if let host, let name = HTTPConfiguration.hostName(host), !allowedHosts.contains(name) {
+            return APIError(
+                .forbidden,
+                "the request's Host is \(LogText(host)); without security navigatord answers only requests addressed to its allowed names, so that no web page can reach it by rebinding a name; \(expected)"
+            )
+        } else if host != nil, HTTPConfiguration.hostName(host!) == nil {
+            return APIError(
+                .malformed, "the request's Host \(LogText(host!)) is not host[:port]; \(expected)", status: 400)
+        }
+        if let origin {
+            let name = origin.range(of: "://").flatMap { HTTPConfiguration.hostName(String(origin[$0.upperBound...])) }
+            if name == nil || !allowedHosts.contains(name!) {
+                return APIError(
+                    .forbidden,
+                    "the request comes from a web page of \(LogText(origin)) (Origin); without security navigatord takes no request from another site's page; \(expected)"
+                )
+            }
+        }
+        return nil
+    }
+
     /// Who calls: in secure mode the client its bearer token names (`Authorization: Bearer …`,
     /// or `?access_token=` where a browser cannot set headers: EventSource, WebSocket), checked
     /// and known to the engine's access file as it is now, and when the token expires; anyone
@@ -202,6 +235,19 @@ final class HTTPAPI: Sendable {
         return (caller, claims.expiresAt)
     }
 
+    /// The `access_token` of a query string (percent-decoded), if it names one; refused if it
+    /// names several (every path reads it here, so no two parsers can disagree on which counts).
+    static func accessToken(inQuery query: String?) throws(APIError) -> String? {
+        var tokens: [String] = []
+        for pair in (query ?? "").split(separator: "&") where pair.hasPrefix("access_token=") {
+            tokens.append(String(pair.dropFirst(13)).removingPercentEncoding ?? "")
+        }
+        guard tokens.count <= 1 else {
+            throw APIError(.malformed, "the query names access_token \(tokens.count) times; expected once")
+        }
+        return tokens.first
+    }
+
     /// Authenticates the caller, reads the body (bounded), runs `work`, and answers its reply as
     /// JSON with its status; a rejection, from the engine or from here, is answered with the
     /// status of its code.
@@ -210,8 +256,7 @@ final class HTTPAPI: Sendable {
     ) async throws -> Response {
         do {
             let (caller, _) = try await authenticate(
-                header: request.headers[.authorization],
-                query: request.uri.queryParameters["access_token"].map(String.init))
+                header: request.headers[.authorization], query: try Self.accessToken(inQuery: request.uri.query))
             var bytes: [UInt8] = []
             if body {
                 if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {

@@ -12,16 +12,52 @@ public struct HTTPConfiguration: Sendable {
     public var secure: Bool
     /// Secure mode: the key tokens are checked with; nil refuses every call (401).
     public var tokens: TokenKey?
+    /// HTTP connections open at once (streams included); one more is answered 503 and closed.
+    public var maxConnections: Int
+    /// Without security: the host names a request's `Host` and `Origin` may name (any port), so
+    /// that no web page can drive or read a local navigatord (DNS rebinding, cross-site
+    /// WebSockets). Nil: not checked (secure mode, where every call needs a token).
+    public var allowedHosts: Set<String>?
+    /// How long a new connection has to send the head of its first request; then how long a
+    /// request's body may take after its head, and a connection may stay idle between requests.
+    /// A client slower than that is disconnected.
+    public var firstRequestTimeout = Duration.seconds(10)
+    public var requestTimeout = Duration.seconds(30)
+
+    /// The host names a plain (not secure) navigatord answers to by default: loopback's.
+    public static let loopbackHosts: Set<String> = ["localhost", "127.0.0.1", "::1"]
+
+    /// The host name of a `Host` value or of an origin's authority (`name`, `name:port`,
+    /// `[v6]:port`), lower-cased; nil if it is not one.
+    public static func hostName(_ authority: String) -> String? {
+        var text = Substring(authority)
+        if let slash = text.firstIndex(of: "/") { text = text[..<slash] }
+        let name: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            name = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.isEmpty || (rest.hasPrefix(":") && rest.dropFirst().allSatisfy(\.isNumber)) else { return nil }
+        } else {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, parts.count == 1 || parts[1].allSatisfy(\.isNumber) else { return nil }
+            name = parts[0]
+        }
+        guard !name.isEmpty, name.utf8.count <= 255 else { return nil }
+        return name.lowercased()
+    }
 
     public init(
         address: String, maxBodyBytes: Int, streams: StreamSettings = StreamSettings(), secure: Bool = false,
-        tokens: TokenKey? = nil
+        tokens: TokenKey? = nil, maxConnections: Int = 10_000, allowedHosts: Set<String>? = loopbackHosts
     ) {
         self.address = address
         self.maxBodyBytes = maxBodyBytes
         self.streams = streams
         self.secure = secure
         self.tokens = tokens
+        self.maxConnections = maxConnections
+        self.allowedHosts = secure ? nil : allowedHosts
     }
 }
 

@@ -37,4 +37,13 @@ struct HTTPReply: Sendable {
             }
         return "\(code) \(reason)"
     }
+
+    /// The whole response as bytes, for a connection answered before HTTP/1 is set up on it (or
+    /// after it broke): it says `Connection: close`, and the connection closes once it is written.
+    var closingResponse: [UInt8] {
+        var head = "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + body
+    }
 }

@@ -32,8 +32,13 @@ public final class HTTPServer: Service, Sendable {
         self.onRunning = onRunning
         api = HTTPAPI(
             port: port, secure: configuration.secure, tokens: configuration.tokens,
-            maxBodyBytes: configuration.maxBodyBytes, streams: configuration.streams, logger: logger)
+            maxBodyBytes: configuration.maxBodyBytes, streams: configuration.streams,
+            allowedHosts: configuration.allowedHosts, logger: logger)
+        connections = ConnectionLimit(maximum: configuration.maxConnections)
     }
+
+    /// The HTTP connections open, bounded by `maxConnections`.
+    let connections: ConnectionLimit
 
     /// The address the server listens on, once it runs (`host:port`, the port chosen for 0).
     public var address: String? { bound.withLock { $0 } }
@@ -42,7 +47,7 @@ public final class HTTPServer: Service, Sendable {
     func probe(_ path: String) -> HTTPReply {
         switch path {
         case "/metrics":
-            return HTTPReply(200, "text/plain; version=0.0.4; charset=utf-8", port.metrics())
+            return HTTPReply(200, "text/plain; version=0.0.4; charset=utf-8", port.metrics() + Array(metrics.utf8))
         case "/healthz":
             return HTTPReply(200, "ok\n")
         default:
@@ -51,6 +56,28 @@ public final class HTTPServer: Service, Sendable {
             case .notReady(let reason): return HTTPReply(503, "not ready: \(reason)\n")
             }
         }
+    }
+
+    /// The HTTP server's own metrics, in Prometheus' text format.
+    var metrics: String {
+        let samples: [(String, String, String, Int)] = [
+            ("navigator_http_connections", "gauge", "HTTP connections open (streams included)", connections.count),
+            (
+                "navigator_http_connections_max", "gauge", "HTTP connections allowed at once (maxConnections)",
+                connections.maximum
+            ),
+            (
+                "navigator_http_connections_refused_total", "counter",
+                "HTTP connections answered 503 and closed because maxConnections were open", connections.turnedAway
+            ),
+            ("navigator_http_streams", "gauge", "session streams open (SSE and WebSocket)", api.hub.connections),
+            (
+                "navigator_http_streamed_sessions", "gauge",
+                "sessions followed for streams (open or kept for resuming)",
+                api.hub.streamedSessions
+            ),
+        ]
+        return samples.map { "# HELP \($0.0) \($0.2)\n# TYPE \($0.0) \($0.1)\n\($0.0) \($0.3)\n" }.joined()
     }
 
     static let probes = ["/healthz", "/metrics", "/readyz"]
@@ -64,11 +91,14 @@ public final class HTTPServer: Service, Sendable {
             router.get(RouterPath(path)) { [self] _, _ in HTTPEndpoint.response(probe(path)) }
         }
         api.register(on: router)
-        let api = self.api
+        let (api, connections) = (self.api, self.connections)
+        let deadlines = (configuration.firstRequestTimeout, configuration.requestTimeout)
         // Session streams (Server-Sent Events and WebSocket) run in each connection's pipeline,
         // without a task each; everything else is Hummingbird's.
         let server = HTTPServerBuilder { responder in
-            StreamingHTTPChannel(responder: responder, idleTimeout: .seconds(30), api: api)
+            StreamingHTTPChannel(
+                responder: responder, idleTimeout: deadlines.1, api: api, connections: connections,
+                deadlines: deadlines)
         }
         let application = Application(
             router: router, server: server,

@@ -56,22 +56,55 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private var decided = false
     /// The server began stopping, or the client closed its side, while a stream was opening.
     private var stopping = false
+    /// Closes a connection whose client is too slow with its request (``armDeadline(_:)``).
+    private var deadline: Scheduled<Void>?
+    /// A request's head was read and its end not yet.
+    private var midRequest = false
+
+    /// How long a new connection has to send its first request's head.
+    private let firstRequestDeadline: TimeAmount
+    /// How long a request's body may take after its head, and a connection may stay idle between
+    /// requests.
+    private let requestDeadline: TimeAmount
 
     init(
-        api: HTTPAPI, eventLoop: any EventLoop,
+        api: HTTPAPI, eventLoop: any EventLoop, deadlines: (firstRequest: Duration, request: Duration),
         hummingbird: @escaping () throws -> StreamingHTTPChannel.HummingbirdChannel
     ) {
         self.api = api
+        firstRequestDeadline = .nanoseconds(Int64(deadlines.firstRequest / .nanoseconds(1)))
+        requestDeadline = .nanoseconds(Int64(deadlines.request / .nanoseconds(1)))
         self.forHummingbird = eventLoop.makePromise()
         self.makeHummingbirdChannel = hummingbird
     }
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        // A connection that sends nothing, or half a request, does not hold its file descriptor.
+        armDeadline(firstRequestDeadline)
+    }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
         decide(false)
         end()
         self.context = nil
+    }
+
+    /// Closes the connection in `time` unless the client does its part first: the head of its
+    /// first request within ``firstRequestDeadline`` of connecting; then each request's body
+    /// within ``requestDeadline`` of its head, and the next request's head within that of the
+    /// last response. Nothing is timed while a response is owed or the connection streams.
+    private func armDeadline(_ time: TimeAmount) {
+        deadline?.cancel()
+        guard let context else { return }
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: time) { LingeringClose.start(channel) }
+    }
+
+    private func disarmDeadline() {
+        deadline?.cancel()
+        deadline = nil
     }
 
     /// Settles who serves the connection, once: Hummingbird (its async channel is made now, at
@@ -89,7 +122,59 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        read(unwrapInboundIn(data), context)
+        let part = unwrapInboundIn(data)
+        switch part {
+        case .head(let head):
+            midRequest = true
+            armDeadline(requestDeadline)
+            if let refusal = api.refusal(
+                host: head.headers.first(name: "host"), origin: head.headers.first(name: "origin"))
+            {
+                // Answered and closed: what the request still sends is not read.
+                return refuseAndClose(refusal, context)
+            }
+        case .body:
+            break
+        case .end:
+            midRequest = false
+            disarmDeadline()
+        }
+        read(part, context)
+    }
+
+    /// A request that cannot be parsed as HTTP/1.1 (two Content-Lengths, Content-Length with
+    /// Transfer-Encoding, a negative length, a broken chunk, an oversize head) is answered 400 and
+    /// the connection closed: its framing cannot be trusted for anything that follows.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard error is HTTPParserError else { return context.fireErrorCaught(error) }
+        if case .ended = state { return }  // answered already
+        refuseAndClose(
+            HTTPAPI.APIError(
+                .malformed,
+                "the request is not valid HTTP/1.1 (\(error)); expected a request line, header fields with at most one Content-Length (not negative) or Transfer-Encoding: chunked, and a body of that length",
+                status: 400), context)
+    }
+
+    /// Answers `refusal` and closes the connection, reading nothing more — at once if a response
+    /// is owed already (the answer cannot go before it).
+    private func refuseAndClose(_ refusal: HTTPAPI.APIError, _ context: ChannelHandlerContext) {
+        disarmDeadline()
+        let canAnswer: Bool
+        switch state {
+        case .passing: canAnswer = responsesOwed == 0
+        case .waitingTurn, .opening, .streaming, .ended: canAnswer = false
+        }
+        end()
+        decide(false)
+        guard canAnswer else { return context.close(promise: nil) }
+        // The encoder is past: the answer goes out as bytes (no HTTP/1 state to keep), then the
+        // connection lingers (what the client still sends is dropped).
+        let channel = context.channel
+        if let encoder = try? context.pipeline.syncOperations.handler(type: HTTPResponseEncoder.self) {
+            context.pipeline.syncOperations.removeHandler(encoder, promise: nil)
+        }
+        let written = context.writeAndFlush(NIOAny(ByteBuffer(bytes: refusal.reply.closingResponse)))
+        LingeringClose.start(channel, after: written)
     }
 
     private func read(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext) {
@@ -133,6 +218,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         let ended = if case .end = unwrapOutboundIn(data) { true } else { false }
         if ended { responsesOwed = max(0, responsesOwed - 1) }
         context.write(data, promise: promise)
+        if ended, responsesOwed == 0, !midRequest, case .passing = state { armDeadline(requestDeadline) }
         if ended, responsesOwed == 0, case .waitingTurn(let parts) = state, case .head(let head) = parts.first {
             state = .passing
             open(head, context, then: Array(parts.dropFirst()))
@@ -157,6 +243,9 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             switch state {
             case .streaming: finish()
             case .opening, .waitingTurn: stopping = true
+            case .passing where !decided && !midRequest:
+                // A client that leaves before its first request: nothing to answer.
+                if (event as? ChannelEvent) == .inputClosed { context.close(promise: nil) }
             case .passing, .ended: break
             }
         }
@@ -232,12 +321,14 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             refuse(request, refusal, context)
             // The parts of the refused request are done with; what came after it goes on.
             state = .passing
+            if !midRequest { armDeadline(requestDeadline) }
             let rest = parts.drop { if case .end = $0 { false } else { true } }.dropFirst()
             for part in rest { read(part, context) }
             context.fireChannelReadComplete()
             return
         }
         decide(false)
+        disarmDeadline()
         // What is left of HTTP/1 on this connection goes: the request decoder (what the client
         // sends now is read and dropped) and Hummingbird's idle timeout, which sees none of the
         // stream's traffic and must not close it.
@@ -395,6 +486,9 @@ struct StreamingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let idleTimeout: Duration
     let api: HTTPAPI
+    let connections: ConnectionLimit
+    /// The first request's deadline and every later one's (``StreamChannelHandler``).
+    let deadlines: (firstRequest: Duration, request: Duration)
 
     struct Value: ServerChildChannelValue {
         let channel: any NIOCore.Channel
@@ -403,7 +497,11 @@ struct StreamingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let (api, idleTimeout) = (self.api, self.idleTimeout)
+        let (api, idleTimeout, deadlines) = (self.api, self.idleTimeout, self.deadlines)
+        guard connections.admit(channel) else {
+            return channel.eventLoop.makeSucceededFuture(
+                Value(channel: channel, hummingbird: channel.eventLoop.makeSucceededFuture(nil)))
+        }
         return channel.eventLoop.makeCompletedFuture {
             let operations = channel.pipeline.syncOperations
             try operations.configureHTTPServerPipeline(
@@ -414,7 +512,7 @@ struct StreamingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             try channel.syncOptions?.setOption(
                 .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop) {
+            let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop, deadlines: deadlines) {
                 try HummingbirdChannel(
                     wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
             }

@@ -70,7 +70,7 @@ final class StreamHub: Sendable {
                 return (streamed, true)
             }
             // A session whose follow ended meanwhile is replaced by a fresh one.
-            guard let id = streamed.join(queue, since: since) else {
+            guard let id = streamed.join(queue, since: since, as: caller) else {
                 sessions.withLock { if $0[session] === streamed { $0[session] = nil } }
                 continue
             }
@@ -90,6 +90,21 @@ final class StreamHub: Sendable {
         }
     }
 
+    /// The access file changed: streams whose caller may no longer follow their session end,
+    /// each told why.
+    func reauthorize(_ all: [StreamedSession]) {
+        var ended = 0
+        for streamed in all {
+            ended += streamed.revoke { [port] caller in
+                port.refusal(toFollow: streamed.session, by: caller).map {
+                    $0.message.replacingOccurrences(of: "; nothing was changed", with: "")
+                        + " (the access file changed)"
+                }
+            }
+        }
+        if ended > 0 { logger.info("streams ended by an access change", metadata: ["streams": "\(ended)"]) }
+    }
+
     func leave(_ streamed: StreamedSession, id: Int) {
         streamed.leave(id)
         open.subtract(1, ordering: .relaxed)
@@ -103,11 +118,16 @@ final class StreamHub: Sendable {
     func maintain() async {
         let slots = max(1, settings.heartbeatSeconds)
         var tick = 0
+        var accessRevision = port.accessRevision
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             tick += 1
             let now = ContinuousClock.now
             let all = sessions.withLock { Array($0.values) }
+            if port.accessRevision != accessRevision {
+                accessRevision = port.accessRevision
+                reauthorize(all)
+            }
             for streamed in all where streamed.heartbeatSlot % slots == tick % slots { streamed.heartbeat() }
             let idleFor = Duration.seconds(settings.historySeconds)
             for streamed in all where streamed.idle(since: now - idleFor) || streamed.hasEnded {

@@ -9,7 +9,8 @@ struct StreamFrame: Sendable {
         case snapshot, batch, rejection, recovered, heartbeat
         /// WebSocket: the answer to a request the client sent (never dropped for a snapshot).
         case reply
-        /// The stream ends (a bearer token expired), and why; the last frame written.
+        /// The stream ends (a bearer token expired, its client may no longer follow the session),
+        /// and why; the last frame written.
         case closed
     }
 
@@ -26,9 +27,16 @@ struct StreamFrame: Sendable {
     private let jsonCount: Int
     /// When it was made (history ages out by it).
     let at: ContinuousClock.Instant
+    /// `closed`: the WebSocket close code that follows it (4001: the token expired; 4003: the
+    /// client may no longer follow the session).
+    let closeCode: UInt16
 
-    init(_ kind: Kind, position: StreamPosition?, json: [UInt8], at: ContinuousClock.Instant = .now) {
+    init(
+        _ kind: Kind, position: StreamPosition?, json: [UInt8], at: ContinuousClock.Instant = .now,
+        closeCode: UInt16 = 4001
+    ) {
         self.kind = kind
+        self.closeCode = closeCode
         self.position = position
         self.at = at
         var bytes = ByteBuffer()

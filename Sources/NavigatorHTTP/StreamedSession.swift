@@ -16,6 +16,8 @@ final class StreamedSession: Sendable {
 
     private struct Connection {
         var queue: StreamQueue
+        /// Who streams it.
+        var caller: Caller
         /// Where it resumes from, until it started.
         var since: StreamPosition?
         /// It waits for a snapshot: batches are not queued to it meanwhile (the snapshot has them).
@@ -56,13 +58,13 @@ final class StreamedSession: Sendable {
     /// Adds a connection; its first items are queued now if its resume position is covered,
     /// else when the next snapshot comes (asked for here, once the session is followed). Nil if
     /// the session ended.
-    func join(_ queue: StreamQueue, since: StreamPosition?) -> Int? {
+    func join(_ queue: StreamQueue, since: StreamPosition?, as caller: Caller) -> Int? {
         let (id, ask) = state.withLock { state -> (Int?, (any SessionFollow)?) in
             guard !state.ended else { return (nil, nil) }
             let id = state.nextID
             state.nextID += 1
             state.emptySince = nil
-            state.connections[id] = Connection(queue: queue, since: since, waiting: true)
+            state.connections[id] = Connection(queue: queue, caller: caller, since: since, waiting: true)
             // Before the follow's first snapshot the connection waits for it (it is coming).
             guard state.history.position != nil else { return (id, nil) }
             if let since, let frames = state.history.resume(from: since), start(id, with: frames, &state) {
@@ -164,7 +166,8 @@ final class StreamedSession: Sendable {
     /// Returns whether its queue took them all (else it waits for a snapshot again).
     private func start(_ id: Int, with frames: [StreamFrame], _ state: inout State) -> Bool {
         guard let connection = state.connections[id] else { return true }
-        state.connections[id] = Connection(queue: connection.queue, since: nil, waiting: false)
+        state.connections[id] = Connection(
+            queue: connection.queue, caller: connection.caller, since: nil, waiting: false)
         var overflowed = false
         for frame in frames { overflowed = connection.queue.push(frame) || overflowed }
         if overflowed { state.connections[id]?.waiting = true }
@@ -176,6 +179,25 @@ final class StreamedSession: Sendable {
         guard !state.snapshotAsked, let follow = state.follow else { return nil }
         state.snapshotAsked = true
         return follow
+    }
+
+    /// Ends the streams of callers that may no longer follow the session (`refusal` says why):
+    /// their last event, `closed`, says so. Returns how many ended.
+    @discardableResult
+    func revoke(_ refusal: (Caller) -> String?) -> Int {
+        let callers = state.withLock { state in state.connections.mapValues { ($0.caller, $0.queue) } }
+        var ended = 0
+        var verdicts: [Caller: String?] = [:]
+        for (_, (caller, queue)) in callers {
+            let verdict = verdicts[caller] ?? refusal(caller)
+            verdicts[caller] = verdict
+            guard let reason = verdict else { continue }
+            var event = Navigator_V1_StreamEvent()
+            event.closed = "\(reason); this stream ends"
+            queue.push(StreamFrame(.closed, position: nil, json: (try? event.jsonUTF8Bytes()) ?? [], closeCode: 4003))
+            ended += 1
+        }
+        return ended
     }
 
     func heartbeat() {

@@ -244,8 +244,11 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
             }
             wrote = true
             if frame.kind == .closed {
-                // 4001: the token expired (an application code: refresh and reconnect).
-                close(code: .init(codeNumber: 4001), reason: "token expired")
+                // Application codes: 4001, the token expired (refresh it and reconnect); 4003,
+                // the client may no longer follow the session (the access file changed).
+                close(
+                    code: .init(codeNumber: Int(frame.closeCode)),
+                    reason: frame.closeCode == 4001 ? "token expired" : "forbidden")
                 return
             }
         }

@@ -83,7 +83,7 @@ public struct HTTPIntentLoad: Sendable {
                         let late = wallClock() - due > 1_000_000
                         let body = Self.intent(k, sessions: sessions)
                         let request = Array(
-                            ("POST /v1/intents?wait=true HTTP/1.1\r\nHost: navload\r\nContent-Type: application/json\r\n"
+                            ("POST /v1/intents?wait=true HTTP/1.1\r\nHost: \(address)\r\nContent-Type: application/json\r\n"
                                 + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
                         guard Self.write(fd, request), let status = Self.readResponse(fd, &buffer) else {
                             tally.withLock {

@@ -62,7 +62,8 @@ final class StreamFollowers: Sendable {
                     "cannot open stream \(k + 1) of \(count) to \(address): \(reason) (for many streams raise the open-file limit: ulimit -n)"
                 )
             }
-            var request = Array("GET /v1/sessions/load-\(k % sessions)/stream HTTP/1.1\r\nHost: navload\r\n\r\n".utf8)
+            var request = Array(
+                "GET /v1/sessions/load-\(k % sessions)/stream HTTP/1.1\r\nHost: \(address)\r\n\r\n".utf8)
             _ = write(fd, &request, request.count)
             descriptors.append(fd)
         }

@@ -20,6 +20,10 @@ public protocol NavigatorPort: Sendable {
     /// this before it takes a call's body.
     func knows(_ caller: Caller) -> Bool
 
+    /// Counts the changes of who may do what (the access file reloaded): an edge that holds
+    /// callers' follows open checks them again (``refusal(toFollow:by:)``) when it moves.
+    var accessRevision: Int { get }
+
     /// Whether `caller` may follow `session`: nil if so, else the refusal. An edge that shares one
     /// follow among several callers asks this for each.
     func refusal(toFollow session: String, by caller: Caller) -> Refusal?

@@ -162,6 +162,26 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.streams.maxStreams = try integer(values[0], "maxStreams", 1...10_000_000)
         },
+        Setting(key: "maxConnections", help: "HTTP connections open at once", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.maxHTTPConnections = try integer(values[0], "maxConnections", 1...10_000_000)
+        },
+        Setting(key: "allowedHosts", help: "Host and Origin names HTTP takes without security", isList: true) {
+            config, values throws(ConfigurationError) in
+            var hosts = Set<String>()
+            for value in values {
+                // An IPv6 address stands bare here (::1), as Host gives it in brackets.
+                let isIPv6 = value.contains(":") && value.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+                let name = isIPv6 ? value.lowercased() : HTTPConfiguration.hostName(value)
+                guard let name, isIPv6 || name == value.lowercased() else {
+                    throw ConfigurationError(
+                        "allowedHosts \"\(value)\" is not a host name; expected names such as localhost, 127.0.0.1, ::1 or navigator.internal (no port, scheme or path)"
+                    )
+                }
+                hosts.insert(name)
+            }
+            config.allowedHosts = hosts
+        },
         Setting(key: "streamHeartbeatSeconds", help: "seconds before an idle stream's heartbeat", isList: false) {
             config, values throws(ConfigurationError) in
             config.streams.heartbeatSeconds = try integer(values[0], "streamHeartbeatSeconds", 1...3600)

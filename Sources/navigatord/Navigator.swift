@@ -42,18 +42,37 @@ final class Navigator: Sendable {
         }
         self.engine = engine
         if configuration.servesHTTP {
+            let maxConnections = try Self.httpConnections(configuration)
             var tokens: TokenKey?
             if let file = configuration.tokenKeyFile { tokens = try await TokenKey.load(file: file) }
             let started = self.started
+            var settings = HTTPConfiguration(
+                address: configuration.httpAddress, maxBodyBytes: configuration.engine.maxMessageBytes * 4,
+                streams: configuration.streams, secure: configuration.engine.isSecure, tokens: tokens,
+                maxConnections: maxConnections, allowedHosts: configuration.allowedHosts)
+            settings.firstRequestTimeout = configuration.httpFirstRequestTimeout
+            settings.requestTimeout = configuration.httpRequestTimeout
             http = HTTPServer(
-                configuration: HTTPConfiguration(
-                    address: configuration.httpAddress, maxBodyBytes: configuration.engine.maxMessageBytes * 4,
-                    streams: configuration.streams, secure: configuration.engine.isSecure, tokens: tokens),
-                port: engine, logger: logger, onRunning: { _ in started.httpListens() })
+                configuration: settings, port: engine, logger: logger, onRunning: { _ in started.httpListens() })
         } else {
             http = nil
             started.httpListens()
         }
+    }
+
+    /// How many HTTP connections may be open at once: `maxConnections`, or what the open-file
+    /// limit (raised to its hard limit now) leaves after what ZeroMQ and the store keep; a
+    /// configured number beyond that is refused.
+    static func httpConnections(_ configuration: NavigatordConfiguration) throws -> Int {
+        let limit = FileLimit.raise()
+        let capacity = FileLimit.connectionCapacity(of: limit)
+        guard let wanted = configuration.maxHTTPConnections else { return capacity }
+        guard wanted <= capacity else {
+            throw ConfigurationError(
+                "maxConnections \(wanted) is more than this process can open: its open-file limit is \(limit) (ulimit -n, raised to the hard limit), of which \(FileLimit.reserve(of: limit)) are kept for ZeroMQ and the store; expected at most \(capacity), or a higher limit (ulimit -Hn, LimitNOFILE=)"
+            )
+        }
+        return wanted
     }
 
     /// Runs until SIGTERM or SIGINT (graceful: intake stops, in-flight work drains, state is

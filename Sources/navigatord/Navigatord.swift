@@ -199,6 +199,20 @@ struct Navigatord: AsyncParsableCommand {
     @Option(help: help("maxStreams", "HTTP streams open at once on this instance [default: 100000]"))
     var maxStreams: String?
 
+    @Option(
+        help: help(
+            "maxConnections",
+            "HTTP connections open at once, streams included; one more is answered 503 [default: the open-file limit (raised to its hard limit at start) less 1024 kept for ZeroMQ and the store; more is refused]"
+        ))
+    var maxConnections: String?
+
+    @Option(
+        help: help(
+            "allowedHosts",
+            "Without security: the host names HTTP requests may name in Host and Origin, any port; others get 403 so no web page can drive a local navigatord [default: localhost,127.0.0.1,::1]",
+            list: true))
+    var allowedHosts: [String] = []
+
     @Option(help: help("streamHeartbeatSeconds", "HTTP streams: seconds idle before a heartbeat [default: 15]"))
     var streamHeartbeatSeconds: String?
 
@@ -277,6 +291,8 @@ struct Navigatord: AsyncParsableCommand {
             "streamHistorySeconds": one(streamHistorySeconds),
             "streamQueueSize": one(streamQueueSize),
             "maxStreams": one(maxStreams),
+            "maxConnections": one(maxConnections),
+            "allowedHosts": allowedHosts,
             "streamHeartbeatSeconds": one(streamHeartbeatSeconds),
             "sessionIdleExpirySeconds": one(sessionIdleExpirySeconds),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),

@@ -14,6 +14,16 @@ public struct NavigatordConfiguration: Sendable, Hashable {
     public var tokenKeyFile: String? = nil
     /// The HTTP session streams.
     public var streams = StreamSettings()
+    /// HTTP connections open at once (streams included); nil: as many as the open-file limit
+    /// allows, less what ZeroMQ and the store keep (``FileLimit``). More than that is refused.
+    public var maxHTTPConnections: Int? = nil
+    /// Without security: the host names HTTP requests may be addressed to (`Host`) and come
+    /// from (`Origin`), any port.
+    public var allowedHosts: Set<String> = HTTPConfiguration.loopbackHosts
+    /// How long HTTP clients have for their first request's head, and for each later step
+    /// (``HTTPConfiguration``); fixed, shortened by tests.
+    public var httpFirstRequestTimeout = Duration.seconds(10)
+    public var httpRequestTimeout = Duration.seconds(30)
     public var logLevel: Logger.Level = .info
 
     public init() {}

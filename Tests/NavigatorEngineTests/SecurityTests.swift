@@ -138,7 +138,7 @@ struct SecurityTests {
                 try admin.request(.stats(.init())).stats.subscribers == 1
             }
             // Still serving, and a subscriber that stays is served.
-            let late = try shell.subscriber(["s/s1/", "a/s1/"])
+            let late = try shell.subscriber(["s/s1/", "r/s1/"])
             try waitUntil("the late subscriptions are applied") {
                 try admin.request(.stats(.init())).stats.subscribers == 2
             }
@@ -311,12 +311,19 @@ struct AccessListTests {
         #expect(!shell.may(.follow(session: "alice2")))
         #expect(!shell.may(.publish(session: "alice")))
         #expect(!shell.may(.inspect))
-        for topic in ["s/alice/", "r/alice/", "a/alice/", "s/team-", "s/team-7/", "s/team-x"] {
+        for topic in ["s/alice/", "r/alice/", "s/team-", "s/team-7/", "s/team-x"] {
             #expect(shell.maySubscribe(to: topic), "\(topic)")
         }
-        for topic in ["", "s", "s/", "s/alice", "s/ali", "a/", "a/bob/", "s/team", "x/alice/", "r/"] {
+        // Audit records name producers and sources: a shell reads them only if granted.
+        for topic in [
+            "", "s", "s/", "s/alice", "s/ali", "a/", "a/alice/", "a/team-7/", "a/bob/", "s/team", "x/alice/", "r/",
+        ] {
             #expect(!shell.maySubscribe(to: topic), "\(topic)")
         }
+        let auditor = AccessList.Client(
+            name: "a", key: Self.key, role: .shell, sessions: ["alice", "team-*"], audit: true)
+        for topic in ["a/alice/", "a/team-7/", "a/team-"] { #expect(auditor.maySubscribe(to: topic), "\(topic)") }
+        for topic in ["a/", "a/bob/", "a/ali"] { #expect(!auditor.maySubscribe(to: topic), "\(topic)") }
         let producer = AccessList.Client(name: "p", key: Self.key, role: .producer, sessions: ["*"])
         #expect(producer.may(.publish(session: "anything")))
         #expect(!producer.may(.follow(session: "anything")))
@@ -350,6 +357,12 @@ struct AccessListTests {
                 key: "\(Self.key)"
                 role: producer
                 color: red
+                audit: true
+              - name: four
+                key: "\(Self.key)"
+                role: shell
+                sessions: ["a"]
+                audit: sometimes
             """
         #expect {
             _ = try AccessList.load(text, source: "access.yaml")
@@ -363,6 +376,8 @@ struct AccessListTests {
                 && text.contains("access.yaml:11: client three: this key is another client's too")
                 && text.contains("access.yaml:13: unknown key color of a client")
                 && text.contains("access.yaml:10: client three: sessions must be a list")
+                && text.contains("access.yaml:14: client three: audit is for shells")
+                && text.contains("access.yaml:19: client four: audit \"sometimes\" is not true or false")
         }
     }
 }

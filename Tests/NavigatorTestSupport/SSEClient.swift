@@ -29,7 +29,7 @@ public final class SSEClient: Sendable {
 
     public init(_ address: String, _ path: String, headers: [String: String] = [:]) throws {
         fd = try tcpConnect(address)
-        var request = "GET \(path) HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n"
+        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
         var bytes = Array(request.utf8)

@@ -17,7 +17,7 @@ func api(
     _ address: String, _ method: String, _ path: String, body: String? = nil,
     contentType: String? = "application/json"
 ) throws -> (status: Int, head: String, reply: Navigator_V1_Reply) {
-    var request = "\(method) \(path) HTTP/1.1\r\nHost: test\r\n"
+    var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     if let body {
         if let contentType { request += "Content-Type: \(contentType)\r\n" }
         request += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
@@ -266,7 +266,7 @@ struct HTTPAPITests {
             @Sendable func call(_ method: String, _ path: String, _ token: String?, body: String? = nil) throws -> (
                 Int, Navigator_V1_Reply
             ) {
-                var request = "\(method) \(path) HTTP/1.1\r\nHost: t\r\n"
+                var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 if let token { request += "Authorization: Bearer \(token)\r\n" }
                 if let body {
                     request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
@@ -306,7 +306,8 @@ struct HTTPAPITests {
                 let (status, reply) = try await onThread { try call("GET", "/v1/sessions/s1", token) }
                 #expect(status == 401 && reply.rejected.message.contains(reason), "\(reason): \(status) \(reply)")
                 let refused = try await onThread {
-                    try http(address, "GET /v1/sessions/s1/stream?access_token=\(token) HTTP/1.1\r\nHost: t\r\n\r\n")
+                    try http(
+                        address, "GET /v1/sessions/s1/stream?access_token=\(token) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 }
                 #expect(refused.status == "HTTP/1.1 401 Unauthorized", "a stream with a token whose \(reason)")
             }

@@ -1,6 +1,7 @@
 import Foundation
 import NavigatorCore
 import NavigatorTestSupport
+import NavigatorTokens
 import NavigatorWire
 import Testing
 
@@ -31,7 +32,7 @@ struct HostileHTTPTests {
     static func upgraded(_ address: String, _ session: String) throws -> Int32 {
         let fd = try tcpConnect(address)
         var request = Array(
-            ("GET /v1/sessions/\(session)/stream HTTP/1.1\r\nHost: test\r\nUpgrade: websocket\r\n"
+            ("GET /v1/sessions/\(session)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
                 + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                 + "Sec-WebSocket-Version: 13\r\n\r\n").utf8)
         _ = write(fd, &request, request.count)
@@ -83,7 +84,7 @@ struct HostileHTTPTests {
 
     /// `/healthz` and an acknowledged intent answer while the attack's connection is open.
     static func stillServes(_ address: String) throws {
-        let health = try http(address, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        let health = try http(address, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         #expect(health.status == "HTTP/1.1 200 OK")
         let answer = try api(
             address, "POST", "/v1/intents?wait=true",
@@ -142,6 +143,358 @@ struct HostileHTTPTests {
                 #expect(closeFrame == 1008, "close code \(String(describing: closeFrame))")
                 try Self.stillServes(address)
             }
+        }
+    }
+
+    /// Writes `text` on a new connection and reads what comes back until the service closes it
+    /// (or `patience` passes): the response, and whether the service closed the connection.
+    static func exchange(_ address: String, _ text: String, patience: Int = 10) throws -> (String, closed: Bool) {
+        let fd = try tcpConnect(address)
+        defer { close(fd) }
+        return exchange(on: fd, text, patience: patience)
+    }
+
+    static func exchange(on fd: Int32, _ text: String, patience: Int = 10) -> (String, closed: Bool) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)  // ``flood(_:_:patience:)`` set it
+        var timeout = timeval(tv_sec: patience, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var bytes = Array(text.utf8)
+        if !bytes.isEmpty { _ = write(fd, &bytes, bytes.count) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count == 0 { return (String(decoding: received, as: UTF8.self), true) }
+            if count < 0 { return (String(decoding: received, as: UTF8.self), errno == ECONNRESET) }
+            received += buffer[0..<count]
+        }
+    }
+
+    static let quickDeadlines: @Sendable (inout NavigatordConfiguration) -> Void = {
+        configure(&$0)
+        $0.httpFirstRequestTimeout = .seconds(1)
+        $0.httpRequestTimeout = .seconds(2)
+    }
+
+    @Test("a connection that sends nothing, or half a request (head or body), is closed by the deadlines")
+    func slowClients() async throws {
+        try await withNavigatord(Self.quickDeadlines) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                let silent = try Self.exchange(address, "")
+                #expect(silent.closed && silent.0.isEmpty, "a silent connection: \(silent)")
+                let halfHead = try Self.exchange(address, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                #expect(halfHead.closed && halfHead.0.isEmpty, "half a head: \(halfHead)")
+                let halfBody = try Self.exchange(
+                    address,
+                    "POST /v1/intents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":"
+                )
+                #expect(halfBody.closed, "half a body: \(halfBody)")
+                // Idle after a response: closed after the request deadline, not held.
+                let fd = try tcpConnect(address)
+                defer { close(fd) }
+                let first = Self.exchange(on: fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", patience: 10)
+                #expect(first.0.hasPrefix("HTTP/1.1 200 OK") && first.closed, "idle after a response: \(first)")
+                try Self.stillServes(address)
+            }
+        }
+    }
+
+    @Test(
+        "malformed framing (Content-Length with Transfer-Encoding, two lengths, a negative one) is answered 400 and closed"
+    )
+    func malformedFraming() async throws {
+        try await withNavigatord(Self.configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                let body = #"{"id":"f1","session":"s","path":[{"screen":"settings"}]}"#
+                let heads = [
+                    "Content-Length: \(body.utf8.count)\r\nTransfer-Encoding: chunked\r\n",
+                    "Content-Length: \(body.utf8.count)\r\nContent-Length: \(body.utf8.count + 1)\r\n",
+                    "Content-Length: -1\r\n",
+                    "Content-Length: 12abc\r\n",
+                    "X-Padding: \(String(repeating: "a", count: 100_000))\r\nContent-Length: \(body.utf8.count)\r\n",
+                ]
+                for head in heads {
+                    let (answer, closed) = try Self.exchange(
+                        address,
+                        "POST /v1/intents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\(head)\r\n\(body)"
+                    )
+                    #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request"), "\(head): \(answer)")
+                    #expect(answer.contains("not valid HTTP/1.1"), "\(head): \(answer)")
+                    #expect(closed, "\(head): the connection stayed open")
+                }
+                try Self.stillServes(address)
+            }
+        }
+    }
+
+    @Test(
+        "connections beyond maxConnections are answered 503 at once; ZeroMQ is served meanwhile, and HTTP once they go")
+    func connectionCap() async throws {
+        try await withNavigatord({
+            Self.configure(&$0)
+            $0.maxHTTPConnections = 100
+        }) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            // 101 connections that send nothing: one is over the cap (which one depends on the
+            // event loops) and is answered at once; the others are held.
+            let limit = try #require(server.http).connections
+            let held = try await onThread { try (0...100).map { _ in try tcpConnect(address) } }
+            defer { for fd in held { close(fd) } }
+            _ = try await waitFor(
+                "no connection was turned away", timeout: .seconds(10), { limit.turnedAway }, until: { $0 == 1 },
+                details: { "\(limit.count) open" })
+            #expect(limit.count == 100)
+            // ZeroMQ is served meanwhile: the cap keeps its file descriptors free.
+            let reply = try await onThread {
+                try Client(endpoints).request(.intent(wireIntent("zmq-1", [ScreenContext("settings")], session: "s")))
+            }
+            #expect(reply.rejected.code == .unspecified, "\(reply)")
+            // What each has received, without waiting for the held ones: the refused one gets its
+            // whole answer (looked at until it came).
+            let answers = try await waitFor(
+                "no connection was answered", timeout: .seconds(10),
+                {
+                    held.map { fd in
+                        var buffer = [UInt8](repeating: 0, count: 4096)
+                        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT | MSG_PEEK))
+                        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
+                    }
+                }, until: { $0.contains { $0.hasSuffix("\n") } }, details: { "" })
+            let refused = answers.filter { !$0.isEmpty }
+            #expect(refused.count == 1, "\(refused)")
+            #expect(refused.first?.hasPrefix("HTTP/1.1 503 Service Unavailable") == true, "\(refused)")
+            #expect(refused.first?.contains("maxConnections") == true, "\(refused)")
+            for fd in held { shutdown(fd, Int32(SHUT_RDWR)) }
+            _ = try await waitFor(
+                "the closed connections stayed counted", timeout: .seconds(10), { limit.count }, until: { $0 == 0 },
+                details: { "" })
+            try await onThread { try Self.stillServes(address) }
+            let metrics = try await onThread { try http(address, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") }
+            #expect(metrics.body.contains("navigator_http_connections_max 100"))
+        }
+    }
+
+    @Test("maxConnections beyond the open-file limit is refused at start, saying the limit")
+    func connectionCapBeyondLimit() async throws {
+        let limit = FileLimit.raise()
+        await #expect(throws: ConfigurationError.self) {
+            try await withNavigatord({ $0.maxHTTPConnections = limit }) { _, _ in }
+        }
+        let capacity = FileLimit.connectionCapacity(of: limit)
+        #expect(capacity > 0 && capacity < limit)
+    }
+
+    @Test("an intent over maxMessageBytes is refused 413 at once, acknowledged or not")
+    func oversizeIntent() async throws {
+        try await withNavigatord(Self.configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                let big = String(repeating: "a", count: 70_000)
+                let body =
+                    #"{"id":"big-1","session":"s","path":[{"screen":"chat","info":{"conversationId":"\#(big)"}}]}"#
+                for path in ["/v1/intents?wait=true", "/v1/intents"] {
+                    let started = ContinuousClock.now
+                    let answer = try api(address, "POST", path, body: body)
+                    #expect(answer.status == 413, "\(path): \(answer.reply)")
+                    #expect(answer.reply.rejected.code == .tooLarge, "\(path): \(answer.reply)")
+                    // At once, not after a timeout (it once waited 5 s for 503).
+                    #expect(ContinuousClock.now - started < .seconds(4), "\(path)")
+                }
+                try Self.stillServes(address)
+            }
+        }
+    }
+
+    @Test(
+        "without security a foreign Host (DNS rebinding) or Origin (another site's page) is refused 403, WebSocket upgrades included"
+    )
+    func foreignHostAndOrigin() async throws {
+        try await withNavigatord(Self.configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            let port = address.split(separator: ":").last!
+            try await onThread {
+                let intent = #"{"id":"o1","session":"s","path":[{"screen":"settings"}]}"#
+                let post = { (headers: String) in
+                    "POST /v1/intents HTTP/1.1\r\n\(headers)Content-Type: application/json\r\nContent-Length: \(intent.utf8.count)\r\n\r\n\(intent)"
+                }
+                let refused = [
+                    post("Host: evil.example:\(port)\r\n"),
+                    post("Host: 127.0.0.1:\(port)\r\nOrigin: http://evil.example\r\n"),
+                    post("Host: 127.0.0.1:\(port)\r\nOrigin: null\r\n"),
+                    "GET /v1/sessions/s/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                    "GET /v1/sessions/s HTTP/1.1\r\nHost: rebound.example\r\n\r\n",
+                ]
+                for request in refused {
+                    let (answer, _) = try Self.exchange(address, request)
+                    #expect(answer.hasPrefix("HTTP/1.1 403 Forbidden"), "\(request): \(answer)")
+                    #expect(answer.contains("allowedHosts"), "\(answer)")
+                }
+                let allowed = [
+                    post("Host: 127.0.0.1:\(port)\r\nOrigin: http://localhost:\(port)\r\nConnection: close\r\n"),
+                    post("Host: localhost\r\nConnection: close\r\n"),
+                    post("Host: [::1]:\(port)\r\nOrigin: http://[::1]:\(port)\r\nConnection: close\r\n"),
+                ]
+                for request in allowed {
+                    let (answer, _) = try Self.exchange(address, request)
+                    #expect(answer.hasPrefix("HTTP/1.1 202"), "\(request): \(answer)")
+                }
+            }
+        }
+    }
+
+    @Test("secure mode: a token is checked before a body is read; 200 token-less uploads stay bounded")
+    func bodiesWithoutTokens() async throws {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        let keyFile = setup.directory.appendingPathComponent("token.key").path
+        #expect(
+            FileManager.default.createFile(
+                atPath: keyFile, contents: Data("token-key-of-the-test-0123456789abcdef".utf8),
+                attributes: [.posixPermissions: 0o600]))
+        try await withNavigatord({
+            Self.quickDeadlines(&$0)
+            setup.configure(&$0.engine)
+            $0.tokenKeyFile = keyFile
+        }) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                let before = Self.residentBytes
+                let chunk = [UInt8](repeating: 0x20, count: 64 * 1024)
+                var descriptors: [Int32] = []
+                defer { for fd in descriptors { close(fd) } }
+                for _ in 0..<200 {
+                    let fd = try tcpConnect(address)
+                    descriptors.append(fd)
+                    var head = Array(
+                        "POST /v1/intents HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+                            .utf8)
+                    _ = write(fd, &head, head.count)
+                    _ = Self.flood(fd, chunk, patience: .milliseconds(50))
+                }
+                var unauthorized = 0
+                for fd in descriptors.prefix(20) {
+                    let (answer, closed) = Self.exchange(on: fd, "", patience: 10)
+                    if answer.hasPrefix("HTTP/1.1 401"), closed { unauthorized += 1 }
+                }
+                #expect(unauthorized == 20, "\(unauthorized) of 20 token-less uploads answered 401")
+                // They are not held either: each is closed once its body is late (the request deadline).
+                let growth = Self.residentBytes - before
+                #expect(growth < 48 << 20, "resident memory grew by \(growth >> 20) MiB for 200 token-less uploads")
+                let health = try http(address, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                #expect(health.status == "HTTP/1.1 200 OK")
+            }
+        }
+    }
+
+    @Test("the API and streams read access_token alike: named twice, refused")
+    func accessTokenTwice() async throws {
+        try await withNavigatord(Self.configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                for path in [
+                    "/v1/sessions/s?access_token=a&access_token=b",
+                    "/v1/sessions/s/stream?access_token=a&access_token=b",
+                ] {
+                    let answer = try http(address, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    #expect(answer.status == "HTTP/1.1 400 Bad Request", "\(path): \(answer)")
+                    #expect(answer.body.contains("access_token 2 times"), "\(path): \(answer)")
+                }
+            }
+        }
+    }
+
+    @Test(
+        "streams opened and closed on 2,000 sessions, a quarter of them again: every follow ends, and another stream keeps its batches"
+    )
+    func streamChurn() async throws {
+        try await withNavigatord({
+            Self.configure(&$0)
+            $0.streams.historySeconds = 1
+        }) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let bystander = try SSEClient(address, "/v1/sessions/bystander/stream")
+            defer { bystander.close() }
+            _ = try await bystander.wait("a snapshot") { !$0.isEmpty }
+            try await onThread {
+                for round in [2_000, 500] {
+                    var open: [Int32] = []
+                    for k in 0..<round {
+                        let fd = try tcpConnect(address)
+                        var request = Array(
+                            "GET /v1/sessions/churn-\(k)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+                        _ = write(fd, &request, request.count)
+                        open.append(fd)
+                        if open.count == 200 {
+                            for fd in open { close(fd) }
+                            open = []
+                        }
+                    }
+                    for fd in open { close(fd) }
+                }
+            }
+            // Every churned session is forgotten once its history runs out.
+            let hub = try #require(server.http).api.hub
+            _ = try await waitFor(
+                "the churned sessions stayed followed", timeout: .seconds(30),
+                { (hub.streamedSessions, hub.connections, server.engine.follows.counts.local) },
+                until: { $0 == (1, 1, 1) }, details: { "(streamed sessions, streams, engine follows)" })
+            let reply = try await onThread {
+                try Client(endpoints).request(
+                    .intent(wireIntent("after-churn", [ScreenContext("settings")], session: "bystander")))
+            }
+            #expect(reply.rejected.code == .unspecified, "\(reply)")
+            try await bystander.wait("the batch after the churn") { $0.contains { $0.event == "batch" } }
+        }
+    }
+
+    @Test(
+        "secure mode: a client removed from the access file (SIGHUP) loses its open streams at once, not at token expiry"
+    )
+    func streamsReauthorized() async throws {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        let keyFile = setup.directory.appendingPathComponent("token.key").path
+        #expect(
+            FileManager.default.createFile(
+                atPath: keyFile, contents: Data("token-key-of-the-test-0123456789abcdef".utf8),
+                attributes: [.posixPermissions: 0o600]))
+        let keys = try await TokenKey.load(file: keyFile)
+        let shell = try await keys.sign(
+            AccessToken(client: "alice-phone", role: "shell", sessions: ["s1"], lifetime: 3600))
+        let admin = try await keys.sign(AccessToken(client: "ops", role: "admin", sessions: [], lifetime: 3600))
+        try await withNavigatord({
+            Self.configure(&$0)
+            setup.configure(&$0.engine)
+            $0.tokenKeyFile = keyFile
+        }) { server, _ in
+            let address = try #require(server.httpAddress)
+            let stream = try SSEClient(address, "/v1/sessions/s1/stream?access_token=\(shell)")
+            defer { stream.close() }
+            let socket = try WebSocketClient(address, "/v1/sessions/s1/stream?access_token=\(shell)")
+            defer { socket.close() }
+            let kept = try SSEClient(address, "/v1/sessions/s1/stream?access_token=\(admin)")
+            defer { kept.close() }
+            try await stream.wait("a snapshot") { !$0.isEmpty }
+            try await socket.wait("a snapshot") { !$0.isEmpty }
+            try await kept.wait("a snapshot") { !$0.isEmpty }
+            try setup.writeAccess(shell: false, producer: true)
+            try server.engine.reloadAccessFile()
+            let events = try await stream.wait("the closing event") { $0.contains { $0.event == "closed" } }
+            #expect(events.last?.streamEvent?.closed.contains("not in the access file") == true, "\(events)")
+            let messages = try await socket.wait("the closing event") { $0.contains { $0.hasPrefix(#"{"closed""#) } }
+            #expect(messages.last?.contains("access file changed") == true, "\(messages)")
+            _ = try await waitFor(
+                "no close frame", timeout: .seconds(10), { socket.closeCode }, until: { $0 != nil }, details: { "" })
+            #expect(socket.closeCode == 4003)
+            // The admin's stream of the same session goes on.
+            #expect(!kept.events.contains { $0.event == "closed" } && !kept.ended)
+            let again = try await onThread {
+                try http(
+                    address, "GET /v1/sessions/s1/stream?access_token=\(shell) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            }
+            #expect(again.status == "HTTP/1.1 401 Unauthorized", "\(again)")
         }
     }
 

@@ -24,7 +24,7 @@ struct MetricsTests {
                     .intent(wireIntent("m1", [ScreenContext("chat", ["conversationId": "1"])], session: "m")))
                 _ = try client.request(.intent(wireIntent("m2", [ScreenContext("nope")], session: "m")))
                 return [
-                    try http(address, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+                    try http(address, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
                     try http(address, "GET /healthz HTTP/1.1\r\n\r\n"),
                     try http(address, "GET /readyz HTTP/1.1\r\n\r\n"),
                     try http(address, "GET /nothing HTTP/1.1\r\n\r\n"),

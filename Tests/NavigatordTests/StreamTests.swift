@@ -93,9 +93,9 @@ struct StreamTests {
             // Keep-alive: a finished response, then the stream on the same connection.
             let first = try tcpConnect(address)
             defer { close(first) }
-            send(first, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            send(first, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             _ = try await read(first, until: "ok")
-            send(first, "GET /v1/sessions/keep-1/stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            send(first, "GET /v1/sessions/keep-1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             let streamed = try await read(first, until: "event: snapshot")
             #expect(streamed.contains("Content-Type: text/event-stream"))
             // Pipelined: the stream request arrives while /healthz is still answered; both come,
@@ -104,7 +104,8 @@ struct StreamTests {
             defer { close(second) }
             send(
                 second,
-                "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /v1/sessions/keep-2/stream HTTP/1.1\r\nHost: t\r\n\r\n")
+                "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /v1/sessions/keep-2/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            )
             let both = try await read(second, until: "event: snapshot")
             let health = try #require(both.range(of: "\r\n\r\nok"))
             let stream = try #require(both.range(of: "text/event-stream"))

@@ -12,6 +12,8 @@ import ZeroMQ
 ///     key: "<40-character Z85 public key>"
 ///     role: producer         # producer | shell | admin
 ///     sessions: ["*"]        # exact ids, or prefixes ending in *
+///     audit: false           # shells: may read their sessions' audit records (they name
+///                            # producers and sources); admins always may
 /// ```
 ///
 /// The ZAP handler admits only these keys and gives each connection its client's name as the
@@ -41,12 +43,16 @@ public struct AccessList: Sendable, Hashable {
         public var role: Role
         /// Exact session ids, and prefixes (the text before a trailing `*`; `*` alone: all).
         public var sessions: [String]
+        /// A shell may read its sessions' audit records (`a/<session>/`), which name the producers
+        /// (`client`) and sources behind each decision: only if granted. Admins always may.
+        public var audit: Bool
 
-        public init(name: String, key: String, role: Role, sessions: [String]) {
+        public init(name: String, key: String, role: Role, sessions: [String], audit: Bool = false) {
             self.name = name
             self.key = key
             self.role = role
             self.sessions = sessions
+            self.audit = audit
         }
 
         /// Whether the client owns `session`.
@@ -67,11 +73,13 @@ public struct AccessList: Sendable, Hashable {
 
         /// Whether the client may subscribe to `topic`, a prefix of the commands socket's topic
         /// frames: only if every topic it matches is of a session the client follows. Batches
-        /// (`s/`), rejections (`r/`) and audit records (`a/`) of its sessions for shells;
-        /// anything broader (`s/`, `r/`, `a/`, the empty prefix) for admins only.
+        /// (`s/`) and rejections (`r/`) of its sessions for shells, and their audit records (`a/`)
+        /// for shells granted `audit`; anything broader (`s/`, `r/`, `a/`, the empty prefix) for
+        /// admins only.
         public func maySubscribe(to topic: String) -> Bool {
             if role == .admin { return true }
-            guard role == .shell, topic.hasPrefix("s/") || topic.hasPrefix("r/") || topic.hasPrefix("a/") else {
+            guard role == .shell, topic.hasPrefix("s/") || topic.hasPrefix("r/") || (audit && topic.hasPrefix("a/"))
+            else {
                 return false
             }
             let rest = topic.dropFirst(2)
@@ -141,8 +149,8 @@ public struct AccessList: Sendable, Hashable {
                 problem(item, "a client must be a mapping of name, key, role and sessions")
                 continue
             }
-            for key in fields.keys where !["name", "key", "role", "sessions"].contains(key.string ?? "") {
-                problem(key, "unknown key \(key.string ?? "?") of a client; expected name, key, role, sessions")
+            for key in fields.keys where !["name", "key", "role", "sessions", "audit"].contains(key.string ?? "") {
+                problem(key, "unknown key \(key.string ?? "?") of a client; expected name, key, role, sessions, audit")
             }
             let name = fields["name"]?.string ?? ""
             if name.isEmpty || name.utf8.count > maxNameBytes
@@ -187,7 +195,21 @@ public struct AccessList: Sendable, Hashable {
                 problem(
                     fields["sessions"] ?? item, "client \(name): sessions must be a list of session ids or prefixes*")
             }
-            if let role { clients.append(Client(name: name, key: key, role: role, sessions: sessions)) }
+            var audit = false
+            if let field = fields["audit"] {
+                switch field.string {
+                case "true": audit = true
+                case "false": audit = false
+                default:
+                    problem(field, "client \(name): audit \"\(field.string ?? "?")\" is not true or false")
+                }
+                if role == .producer, audit {
+                    problem(
+                        field,
+                        "client \(name): audit is for shells (a producer follows no session; admins read every record)")
+                }
+            }
+            if let role { clients.append(Client(name: name, key: key, role: role, sessions: sessions, audit: audit)) }
         }
         guard problems.isEmpty else {
             throw ConfigurationError("access file is not valid:\n  " + problems.joined(separator: "\n  "))
