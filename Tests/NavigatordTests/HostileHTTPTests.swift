@@ -232,10 +232,11 @@ struct HostileHTTPTests {
     @Test(
         "connections beyond maxConnections are answered 503 at once; ZeroMQ is served meanwhile, and HTTP once they go")
     func connectionCap() async throws {
-        try await withNavigatord({
+        let configure: (inout NavigatordConfiguration) -> Void = {
             Self.configure(&$0)
             $0.maxHTTPConnections = 100
-        }) { server, endpoints in
+        }
+        try await withNavigatord(configure) { server, endpoints in
             let address = try #require(server.httpAddress)
             // 101 connections that send nothing: one is over the cap (which one depends on the
             // event loops) and is answered at once; the others are held.
@@ -279,8 +280,11 @@ struct HostileHTTPTests {
     @Test("maxConnections beyond the open-file limit is refused at start, saying the limit")
     func connectionCapBeyondLimit() async throws {
         let limit = FileLimit.raise()
-        await #expect(throws: ConfigurationError.self) {
-            try await withNavigatord({ $0.maxHTTPConnections = limit }) { _, _ in }
+        let configure: (inout NavigatordConfiguration) -> Void = { $0.maxHTTPConnections = limit }
+        await #expect {
+            try await withNavigatord(configure) { _, _ in }
+        } throws: { error in
+            "\(error)".contains("its open-file limit is \(limit)") && error is ConfigurationError
         }
         let capacity = FileLimit.connectionCapacity(of: limit)
         #expect(capacity > 0 && capacity < limit)
@@ -353,11 +357,12 @@ struct HostileHTTPTests {
             FileManager.default.createFile(
                 atPath: keyFile, contents: Data("token-key-of-the-test-0123456789abcdef".utf8),
                 attributes: [.posixPermissions: 0o600]))
-        try await withNavigatord({
+        let configure: (inout NavigatordConfiguration) -> Void = {
             Self.quickDeadlines(&$0)
             setup.configure(&$0.engine)
             $0.tokenKeyFile = keyFile
-        }) { server, _ in
+        }
+        try await withNavigatord(configure) { server, _ in
             let address = try #require(server.httpAddress)
             try await onThread {
                 let before = Self.residentBytes
@@ -409,10 +414,11 @@ struct HostileHTTPTests {
         "streams opened and closed on 2,000 sessions, a quarter of them again: every follow ends, and another stream keeps its batches"
     )
     func streamChurn() async throws {
-        try await withNavigatord({
+        let configure: (inout NavigatordConfiguration) -> Void = {
             Self.configure(&$0)
             $0.streams.historySeconds = 1
-        }) { server, endpoints in
+        }
+        try await withNavigatord(configure) { server, endpoints in
             let address = try #require(server.httpAddress)
             let bystander = try SSEClient(address, "/v1/sessions/bystander/stream")
             defer { bystander.close() }
@@ -464,11 +470,12 @@ struct HostileHTTPTests {
         let shell = try await keys.sign(
             AccessToken(client: "alice-phone", role: "shell", sessions: ["s1"], lifetime: 3600))
         let admin = try await keys.sign(AccessToken(client: "ops", role: "admin", sessions: [], lifetime: 3600))
-        try await withNavigatord({
+        let configure: (inout NavigatordConfiguration) -> Void = {
             Self.configure(&$0)
             setup.configure(&$0.engine)
             $0.tokenKeyFile = keyFile
-        }) { server, _ in
+        }
+        try await withNavigatord(configure) { server, _ in
             let address = try #require(server.httpAddress)
             let stream = try SSEClient(address, "/v1/sessions/s1/stream?access_token=\(shell)")
             defer { stream.close() }
