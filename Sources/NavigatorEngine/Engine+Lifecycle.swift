@@ -112,8 +112,9 @@ extension Engine {
         // Worker 0 reads the intents socket: after the others in the group, so that it is asked to
         // stop (its intake) before them, even when requests has ended already; the others end
         // once intake and requests have sent them their stop markers.
-        // Several instances in plain mode forward what another instance serves (ClusterLink).
-        let forwards = store.ownership != nil && security == nil && configuration.clusterEndpoint != "off"
+        // Several instances forward what another instance serves (ClusterLink); in secure mode
+        // over CURVE, with the server key pair the instances share.
+        let forwards = store.ownership != nil && configuration.clusterEndpoint != "off"
         let intake = Intake(
             endpoints: configuration.intentEndpoints, workers: configuration.workers,
             maxMessageBytes: configuration.maxMessageBytes, highWaterMark: configuration.highWaterMark,
@@ -144,7 +145,7 @@ extension Engine {
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
                     clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
                     instances: { [self] in instances }, instanceID: configuration.instanceID, desk: desk,
-                    supervisor: supervisor, logger: logger),
+                    follows: follows, supervisor: supervisor, logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)
                     signalStop(context, Internal.requestsControl)

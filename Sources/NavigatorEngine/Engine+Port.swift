@@ -80,6 +80,8 @@ extension Engine: NavigatorPort {
         metrics.parked.record(store.parkedCount)
         metrics.quarantined.record(quarantinedSessions)
         metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
+        if let ownership = store.ownership { metrics.partitionsHeld.record(ownership.all.count) }
+        metrics.fencedWrites.record(Int(persistence.fencedWrites.load(ordering: .relaxed)))
         for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }
         return metrics.registry.emitToBuffer()
     }

@@ -160,7 +160,7 @@ public final class Engine: Service, Sendable {
                         clusterEndpoint: endpoints.cluster.map { Self.advertised($0, host: advertiseHost) } ?? "",
                         requestEndpoints: endpoints.requests.map { Self.advertised($0, host: advertiseHost) },
                         commandEndpoints: endpoints.commands.map { Self.advertised($0, host: advertiseHost) })
-                })
+                }, counters: counters)
             logger.info(
                 "sessions in \(database.location), shared by partition leases",
                 metadata: [

@@ -294,6 +294,12 @@ public final class PartitionOwnership: Sendable {
         return other.endpoint
     }
 
+    /// The cluster endpoints of the instances that own partitions now (a peer that left is
+    /// no longer among them once the lease thread read the leases again).
+    public var peerEndpoints: Set<String> {
+        others.withLock { Set($0.values.map(\.endpoint).filter { !$0.isEmpty }) }
+    }
+
     public func whyNotServed(_ partition: Int32, session: String) -> String {
         if let owner = others.withLock({ $0[partition]?.owner }), owner != instance {
             return

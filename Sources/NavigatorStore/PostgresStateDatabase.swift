@@ -348,14 +348,48 @@ public final class PostgresStateDatabase: StateDatabase {
         try load(where: "partition = ANY($3)", [.int32Array(partitions)], decode)
     }
 
+    /// Deletes expired sessions, fenced like ``write(_:)``: only those of partitions whose
+    /// lease still names this instance at the epoch it holds (read FOR SHARE in the same
+    /// transaction), so an instance that has just lost a partition cannot delete a session
+    /// another instance serves now; the others are thrown as ``FencedWrite`` after the rest
+    /// was deleted. The seq floor only rises (instances share it).
     public func expire(_ sessions: [String], seqFloor: UInt64) throws {
-        try using { connection in
-            try connection.transaction {
+        guard !sessions.isEmpty else { return }
+        let partitionOf = sessions.map { partition(of: $0) }
+        let fenced = try using { connection in
+            try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
+                let leases = try connection.execute(
+                    """
+                    SELECT partition, epoch FROM navigator_leases
+                        WHERE owner = $1 AND partition = ANY($2) FOR SHARE
+                    """, [.text(ownership.instance), .int32Array(Array(Set(partitionOf)))])
+                var current: [Int32: UInt64] = [:]
+                for row in 0..<leases.count {
+                    current[try leases[row, 0].int32()] = UInt64(bitPattern: try leases[row, 1].int64())
+                }
+                var deleted: [String] = []
+                var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])
+                for (session, partition) in zip(sessions, partitionOf) {
+                    if let held = ownership.epoch(of: partition), current[partition] == held {
+                        deleted.append(session)
+                    } else {
+                        fenced.sessions.append(session)
+                        fenced.partitions.insert(partition)
+                    }
+                }
+                if !deleted.isEmpty {
+                    try connection.execute(
+                        "DELETE FROM navigator_sessions WHERE id = ANY($1::text[])", [.textArray(deleted)])
+                }
                 try connection.execute(
-                    "DELETE FROM navigator_sessions WHERE id = ANY($1::text[])", [.textArray(sessions)])
-                try Self.setMeta(connection, "seq_floor", Int64(bitPattern: seqFloor))
+                    """
+                    INSERT INTO navigator_meta (key, value) VALUES ('seq_floor', $1)
+                        ON CONFLICT (key) DO UPDATE SET value = GREATEST(navigator_meta.value, excluded.value)
+                    """, [.int64(Int64(bitPattern: seqFloor))])
+                return fenced
             }
         }
+        if !fenced.sessions.isEmpty { throw FencedWrite(sessions: fenced.sessions, partitions: fenced.partitions) }
     }
 
     public func seqFloor() throws -> UInt64 {

@@ -129,6 +129,20 @@ struct PartitionLeaseTests {
             // Loading by partition gives that partition's sessions only.
             let loaded = try database.load(partitions: [ownership.partition(of: lost)], SessionStore.Record.restore)
             #expect(loaded.rows.map(\.session) == [lost])
+            // Expiring idle sessions is fenced the same way: `lost` is b's to keep; the floor
+            // only rises.
+            do {
+                try database.expire([kept, lost], seqFloor: 7)
+                Issue.record("a deletion in a partition b owns went through")
+            } catch let fenced as FencedWrite {
+                #expect(fenced.sessions == [lost])
+            }
+            let left = try PostgresConnection(url: url).execute("SELECT id FROM navigator_sessions ORDER BY id")
+            #expect(try (0..<left.count).map { try left[$0, 0].text() } == [lost])
+            #expect(try database.seqFloor() == 7)
+            try database.expire([], seqFloor: 3)
+            try? database.expire([kept], seqFloor: 3)
+            #expect(try database.seqFloor() == 7)
         }
     }
 }

@@ -6,6 +6,7 @@ import NavigatorTestSupport
 import NavigatorWire
 import Postgres
 import Testing
+import ZeroMQ
 
 @testable import NavigatorEngine
 
@@ -450,6 +451,137 @@ struct PostgresStoreTests {
         } catch {
             #expect("\(error)".contains("cannot connect to postgresql://navigator:***@127.0.0.1:1/navigator"))
             #expect(!"\(error)".contains("hunter2"))
+        }
+    }
+}
+
+@Suite("Secure instances forward", .enabled(if: TestPostgres.enabled))
+struct SecureForwardingTests {
+    @Test(
+        "three secure instances on one database: any of them answers any session's acknowledged intent (never MOVED), as the client itself; a fire-and-forget one arrives; a client cannot forward"
+    )
+    func threeSecureInstances() async throws {
+        let setup = try SecureSetup()
+        defer { setup.remove() }
+        try await TestPostgres.withDatabase { url in
+            let configure: (inout EngineConfiguration) -> Void = { configuration in
+                configuration.leaseSeconds = 2
+                setup.configure(&configuration)
+            }
+            try await TestService.withInstances(["a", "b", "c"], url: url, configure) { servers in
+                let ownerships = try servers.map { try #require($0.store.ownership) }
+                // The partitions are shared out, and each instance knows where the others take
+                // forwarded messages: waited for with a deadline.
+                let sessions = (0..<60).map { "shop-\($0)" }
+                _ = try await waitFor(
+                    "the partitions were not shared out", timeout: .seconds(20),
+                    {
+                        ownerships.map(\.served.count).allSatisfy { $0 > 0 }
+                            && ownerships.map(\.served.count).reduce(0, +) == 256
+                            && sessions.allSatisfy { session in
+                                ownerships.allSatisfy {
+                                    $0.serves($0.partition(of: session)) || $0.forwardEndpoint(of: session) != nil
+                                }
+                            }
+                    }, until: { $0 }, details: { "\(ownerships.map(\.served.count))" })
+                // An admin follows the audit stream of every instance; a producer sends every
+                // session's intent through every instance. (Sockets stay on the thread that made them.)
+                let endpoints = servers.map(\.endpoints)
+                let (replies, records) = try await onThread {
+                    () throws -> ([[Navigator_V1_Reply]], [Navigator_V1_AuditRecord]) in
+                    var audits: [Socket] = []
+                    var admins: [Client] = []
+                    for endpoint in endpoints {
+                        let admin = try setup.client(setup.admin, endpoint)
+                        audits.append(try admin.subscriber(["a/"]))
+                        try waitUntil("egress applied the admin's topic") {
+                            try admin.request(.stats(.init())).stats.subscribers >= 1
+                        }
+                        admins.append(admin)
+                    }
+                    defer { for audit in audits { audit.close() } }
+                    let replies = try endpoints.enumerated().map { index, endpoint in
+                        let producer = try setup.client(setup.producer, endpoint)
+                        return try sessions.map { session in
+                            try producer.request(
+                                .intent(
+                                    wireIntent("i\(index)-\(session)", [ScreenContext("settings")], session: session)))
+                        }
+                    }
+                    // Each owner published the records of its sessions (all replied: they are out).
+                    var records: [Navigator_V1_AuditRecord] = []
+                    for audit in audits {
+                        try audit.set(.receiveTimeout, .milliseconds(500))
+                        while let message = try? audit.nextPublished() { records.append(try message.audit) }
+                    }
+                    return (replies, records)
+                }
+                // Every session through every instance: resolved, wherever it is served.
+                var forwarded = 0
+                for (index, answers) in replies.enumerated() {
+                    for (session, reply) in zip(sessions, answers) {
+                        #expect(reply.rejected.code == .unspecified, "via \(index), \(session): \(reply)")
+                        // The first intent moves the session; the same again through the others changes nothing.
+                        if index == 0 { #expect(reply.resolved.batch.session == session, "\(reply)") }
+                        if !ownerships[index].serves(ownerships[index].partition(of: session)) { forwarded += 1 }
+                    }
+                }
+                #expect(forwarded >= 60, "only \(forwarded) of 180 intents were forwarded")
+                #expect(servers.map { $0.counters.forwardsSent.load }.reduce(0, +) >= UInt64(forwarded))
+                // The owner decided as the producer itself: its audit records name it.
+                #expect(records.count == 180)
+                #expect(records.allSatisfy { $0.client == "shop-gateway" }, "\(Set(records.map(\.client)))")
+                // Outside its sessions the producer is refused, through any instance.
+                let refused = try await onThread {
+                    try setup.client(setup.producer, servers[0].endpoints).request(
+                        .intent(wireIntent("x1", [ScreenContext("settings")], session: "s1")))
+                }
+                #expect(refused.rejected.code == .forbidden)
+                // A fire-and-forget intent sent to an instance that does not serve its session arrives.
+                let elsewhere = try #require(sessions.first { !ownerships[0].serves(ownerships[0].partition(of: $0)) })
+                @Sendable func seq(_ session: String) throws -> UInt64 {
+                    try setup.client(setup.admin, endpoints[2]).request(.snapshot(.with { $0.session = session }))
+                        .snapshot.seq
+                }
+                let seqBefore = try await onThread { try seq(elsewhere) }
+                try await onThread {
+                    // Lingering: the message must outlive the client's close, as a producer's does.
+                    let producer = try Client(
+                        servers[0].endpoints, linger: .seconds(5), curve: (setup.producer, setup.server.publicKey))
+                    try producer.send(wireIntent("f1", [ScreenContext("home")], session: elsewhere), session: elsewhere)
+                }
+                _ = try await waitFor(
+                    "the forwarded fire-and-forget intent never arrived", timeout: .seconds(10),
+                    { (try? seq(elsewhere)) ?? 0 }, until: { $0 == seqBefore + 1 },
+                    details: {
+                        "forwarded \(servers.map { $0.counters.forwardsSent.load }), taken \(servers.map { $0.counters.forwardsReceived.load }), rejections \(servers.map { $0.counters.rejections.map(\.load) })"
+                    })
+                // A client's own CURVE connection to a cluster endpoint forwards nothing, whatever
+                // name it puts in the last frame.
+                let target = try #require(sessions.first { ownerships[1].serves(ownerships[1].partition(of: $0)) })
+                let clusterEndpoint = try #require(servers[1].endpoints.cluster)
+                let before = servers[1].counters.forwardsRefused.load
+                let targetBefore = try await onThread { try seq(target) }
+                try await onThread {
+                    // Lingering: the message goes out once the handshake is done, before the close.
+                    let context = try Context()
+                    let dealer = try Socket(context, type: .dealer)
+                    defer { dealer.close() }
+                    try dealer.set(.linger, .seconds(5))
+                    try dealer.makeCurveClient(setup.producer, serverKey: setup.server.publicKey)
+                    try dealer.connect(clusterEndpoint)
+                    let intent = wireIntent("forged", [ScreenContext("home")], session: target)
+                    try dealer.send(
+                        multipart: [
+                            [1], Array(target.utf8), try intent.serializedBytes() as [UInt8], Array("ops".utf8),
+                        ])
+                }
+                _ = try await waitFor(
+                    "the stranger's message was not refused", timeout: .seconds(10),
+                    { servers[1].counters.forwardsRefused.load }, until: { $0 > before }, details: { "" })
+                let targetAfter = try await onThread { try seq(target) }
+                #expect(targetAfter == targetBefore, "the forged intent changed \(target)")
+            }
         }
     }
 }

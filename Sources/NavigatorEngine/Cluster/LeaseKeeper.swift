@@ -39,11 +39,16 @@ final class LeaseKeeper: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let thread = Mutex<DedicatedThread?>(nil)
 
+    /// Counts failed rounds (``EngineCounters/leaseRenewalsFailed``).
+    let counters: EngineCounters?
+
     init(
         leases: PartitionLeases, database: PostgresStateDatabase, store: SessionStore, persistence: Persistence,
         logger: Logger, peers: LivePeers, left: @escaping @Sendable (Set<Int32>) -> Void,
-        joined: @escaping @Sendable (Set<Int32>) -> Void, record: @escaping @Sendable () -> InstanceRecord
+        joined: @escaping @Sendable (Set<Int32>) -> Void, record: @escaping @Sendable () -> InstanceRecord,
+        counters: EngineCounters? = nil
     ) {
+        self.counters = counters
         self.peers = peers
         self.left = left
         self.joined = joined
@@ -153,6 +158,7 @@ final class LeaseKeeper: Sendable {
                         failing = false
                     }
                 } catch {
+                    counters?.leaseRenewalsFailed.add()
                     logger.error(
                         "the partition leases could not be renewed; trying again",
                         metadata: ["error": "\(error)"])

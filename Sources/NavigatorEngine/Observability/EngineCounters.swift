@@ -54,6 +54,15 @@ final class EngineCounters: Sendable {
     /// have (``ConnectionLedger``; the descriptor's connection is then dropped, and counted
     /// in `subscribersDropped`).
     let subscriptionsOfEndedConnections: AtomicCounter
+    /// Several instances: messages forwarded to the instance that serves their session, and
+    /// taken from other instances.
+    let forwardsSent: AtomicCounter
+    let forwardsReceived: AtomicCounter
+    /// Secure mode: messages on the cluster endpoint from a client rather than a peer instance
+    /// (dropped).
+    let forwardsRefused: AtomicCounter
+    /// Rounds of partition leases that failed (the database could not be reached).
+    let leaseRenewalsFailed: AtomicCounter
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
@@ -84,6 +93,10 @@ final class EngineCounters: Sendable {
         authAdmitted = AtomicCounter(mirror: metrics.authAdmitted)
         subscriptionsForbidden = AtomicCounter(mirror: metrics.subscriptionsForbidden)
         subscriptionsOfEndedConnections = AtomicCounter(mirror: metrics.subscriptionsOfEndedConnections)
+        forwardsSent = AtomicCounter(mirror: metrics.forwardsSent)
+        forwardsReceived = AtomicCounter(mirror: metrics.forwardsReceived)
+        forwardsRefused = AtomicCounter(mirror: metrics.clusterStrangers)
+        leaseRenewalsFailed = AtomicCounter(mirror: metrics.leaseRenewalsFailed)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

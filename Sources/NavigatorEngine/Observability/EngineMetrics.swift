@@ -26,6 +26,12 @@ final class EngineMetrics: Sendable {
     let authAdmitted: Metrics.Counter
     let subscriptionsForbidden: Metrics.Counter
     let subscriptionsOfEndedConnections: Metrics.Counter
+    let forwardsSent: Metrics.Counter
+    let forwardsReceived: Metrics.Counter
+    let clusterStrangers: Metrics.Counter
+    let leaseRenewalsFailed: Metrics.Counter
+    let partitionsHeld: Metrics.Gauge
+    let fencedWrites: Metrics.Gauge
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -65,6 +71,15 @@ final class EngineMetrics: Sendable {
             label: "navigator_subscriptions_forbidden_total", factory: factory)
         subscriptionsOfEndedConnections = Metrics.Counter(
             label: "navigator_subscriptions_of_ended_connections_total", factory: factory)
+        forwardsSent = Metrics.Counter(
+            label: "navigator_forwarded_total", dimensions: [("direction", "sent")], factory: factory)
+        forwardsReceived = Metrics.Counter(
+            label: "navigator_forwarded_total", dimensions: [("direction", "received")], factory: factory)
+        clusterStrangers = Metrics.Counter(label: "navigator_cluster_strangers_total", factory: factory)
+        leaseRenewalsFailed = Metrics.Counter(label: "navigator_lease_renewals_failed_total", factory: factory)
+        partitionsHeld = Metrics.Gauge(label: "navigator_partitions_held", factory: factory)
+        // A count kept by the store's writer, read when /metrics is asked (never decreases).
+        fencedWrites = Metrics.Gauge(label: "navigator_fenced_writes_total", factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }

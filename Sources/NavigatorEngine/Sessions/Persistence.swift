@@ -29,6 +29,10 @@ final class Persistence: Sendable {
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
 
+    /// Sessions whose write (or deletion) was fenced: their partition's lease is another
+    /// instance's now (several instances; `navigator_fenced_writes_total`).
+    let fencedWrites = Atomic<UInt64>(0)
+
     init(database: any StateDatabase, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
         self.database = database
         self.store = store
@@ -130,6 +134,7 @@ final class Persistence: Sendable {
         } catch let fenced as FencedWrite {
             // Partitions another instance has claimed: their sessions are its to write now (the
             // lease thread drops them here); the others were written.
+            fencedWrites.add(UInt64(fenced.sessions.count), ordering: .relaxed)
             logger.warning(
                 "changes of sessions whose partitions another instance has claimed were not written",
                 metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
@@ -262,6 +267,12 @@ final class Persistence: Sendable {
             parkedEncodings.withLock { cache in for name in sessions { cache[name] = nil } }
             do {
                 try database.expire(sessions, seqFloor: floor)
+            } catch let fenced as FencedWrite {
+                // Their partitions are another instance's now: its sessions, not deleted.
+                fencedWrites.add(UInt64(fenced.sessions.count), ordering: .relaxed)
+                logger.warning(
+                    "idle sessions whose partitions another instance has claimed were not deleted",
+                    metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
             } catch {
                 logger.error(
                     "expired sessions could not be deleted from \(database.kind); they will load again at the next start",

@@ -1,3 +1,4 @@
+import NavigatorWire
 import ZeroMQ
 
 /// Several instances: how a message for a session another instance serves reaches it, so that
@@ -13,19 +14,26 @@ import ZeroMQ
 /// | the owner's ROUTER | the reply to a forwarded request | `[routing id][delimiter][Reply]` |
 ///
 /// A forwarded message is never forwarded again: an instance that finds it does not serve the
-/// session (its partition moved meanwhile) answers MOVED itself. Forwarding is plain mode only:
-/// in secure mode the client's name could not be trusted across the link, and instances answer
-/// MOVED instead.
+/// session (its partition moved meanwhile) answers MOVED itself.
+///
+/// Secure mode: the cluster endpoint is a CURVE server like the others, and the instances of a
+/// deployment connect to each other with the server key pair they share (as replicas share a TLS
+/// certificate): the ZAP handler names such a connection ``Security/peerName``. Only a message
+/// from a peer may carry a client's name (the last frame), and the owner takes the client from
+/// there alone and authorizes it exactly as if the client had connected to it; a client's own
+/// connection to the cluster endpoint gets nothing through, so no client can speak for another.
 enum ClusterLink {
     static let requestKind: UInt8 = 2
     static let intentKind: UInt8 = 1
     /// Messages queued to one peer before forwarding to it gives up (the client is told MOVED).
     static let highWaterMark: Int32 = 10_000
 
-    /// A DEALER to a peer's cluster endpoint.
-    static func dealer(_ context: Context, to endpoint: String) throws -> Socket {
+    /// A DEALER to a peer's cluster endpoint; in secure mode a CURVE client with the shared
+    /// server key pair.
+    static func dealer(_ context: Context, to endpoint: String, keys: CurveKeyPair?) throws -> Socket {
         let socket = try Socket(context, type: .dealer)
         try socket.set(.linger, .zero)
+        if let keys { try socket.makeCurveClient(keys, serverKey: keys.publicKey) }
         // Queue only to a live connection: while the peer is down a send fails at once (the
         // message is then handled here: MOVED), and nothing queued for a dead peer is delivered
         // late when it comes back. Heartbeats notice a peer that vanished without closing.
@@ -72,18 +80,42 @@ enum ClusterLink {
 /// The DEALERs of one thread to the peers it forwards to, made when first needed.
 final class ClusterPeers {
     private let context: Context
+    /// Secure mode: the server key pair the instances share.
+    private let keys: CurveKeyPair?
     private(set) var sockets: [(endpoint: String, socket: Socket)] = []
     /// A DEALER was added since the owner last looked (its poller needs it).
     var added = false
 
+    /// When the DEALERs were last compared with the live peers (``prune(keeping:now:)``).
+    private var prunedAt: Int64 = 0
+
     /// The longest a thread waits for a new peer connection (a peer that is down costs it once).
     static let connectWait: Duration = .milliseconds(200)
 
-    init(context: Context) { self.context = context }
+    init(context: Context, keys: CurveKeyPair?) {
+        self.context = context
+        self.keys = keys
+    }
+
+    /// Closes the DEALERs of peers that no longer own any partition (they left, or their
+    /// leases ran out): a departed peer's connection is not retried forever. At most once every
+    /// `interval`; returns whether one was closed (its poller must be made again).
+    @discardableResult
+    func prune(keeping live: @autoclosure () -> Set<String>, now: Int64, interval: Int64 = 5_000_000_000) -> Bool {
+        guard now - prunedAt >= interval, !sockets.isEmpty else { return false }
+        prunedAt = now
+        let live = live()
+        let gone = sockets.filter { !live.contains($0.endpoint) }
+        guard !gone.isEmpty else { return false }
+        for peer in gone { peer.socket.close() }
+        sockets.removeAll { !live.contains($0.endpoint) }
+        added = true
+        return true
+    }
 
     func socket(to endpoint: String) throws -> Socket {
         if let existing = sockets.first(where: { $0.endpoint == endpoint }) { return existing.socket }
-        let socket = try ClusterLink.dealer(context, to: endpoint)
+        let socket = try ClusterLink.dealer(context, to: endpoint, keys: keys)
         sockets.append((endpoint, socket))
         added = true
         // A new DEALER takes messages only once connected (ZMQ_IMMEDIATE): give the connection
@@ -92,5 +124,55 @@ final class ClusterPeers {
         poller.add(socket, for: .writable)
         _ = try poller.poll(timeout: Self.connectWait)
         return socket
+    }
+}
+
+/// The requests this thread forwarded whose reply has not come back: one whose owner does not
+/// answer within ``patience`` (it stopped, or the link broke) is answered `UNAVAILABLE` here, and
+/// a reply that comes later is dropped (its client has its answer).
+final class ForwardedRequests {
+    struct Entry {
+        let requestID: String
+        let session: String
+        let endpoint: String
+        let delimited: Bool
+        let deadline: Int64
+    }
+
+    /// How long a forwarded request may wait for its owner's reply.
+    let patience: Duration
+    private var entries: [[UInt8]: Entry] = [:]
+
+    init(patience: Duration = .seconds(5)) { self.patience = patience }
+
+    var count: Int { entries.count }
+
+    func add(routingID: [UInt8], requestID: String, session: String, endpoint: String, delimited: Bool, now: Int64) {
+        entries[routingID] = Entry(
+            requestID: requestID, session: session, endpoint: endpoint, delimited: delimited,
+            deadline: now + Int64(patience / .nanoseconds(1)))
+    }
+
+    /// Takes the entry of a reply that came back; nil if none waits for it (answered already).
+    func settle(_ routingID: [UInt8]) -> Entry? { entries.removeValue(forKey: routingID) }
+
+    /// The requests past their deadline, taken out.
+    func overdue(now: Int64) -> [(routingID: [UInt8], entry: Entry)] {
+        guard !entries.isEmpty else { return [] }
+        let late = entries.filter { $0.value.deadline <= now }
+        for key in late.keys { entries[key] = nil }
+        return late.map { ($0.key, $0.value) }
+    }
+
+    /// The reply a client gets when its forwarded request's owner did not answer.
+    func unavailable(_ entry: Entry) -> Navigator_V1_Reply {
+        var reply = Navigator_V1_Reply()
+        reply.requestID = entry.requestID
+        reply.rejected = .with {
+            $0.code = .unavailable
+            $0.message =
+                "the instance that serves session \(entry.session) (\(entry.endpoint)) did not answer within \(patience); it may have stopped: the request may or may not have been carried out — retry the same request"
+        }
+        return reply
     }
 }

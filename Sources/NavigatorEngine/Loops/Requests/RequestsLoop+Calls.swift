@@ -44,7 +44,9 @@ extension RequestsLoop {
             session: session, sessionFrame: frames[2], intent: frames[3], client: client, peers: sockets.peers)
         {
         case .refused(let code, let message): return try answer(code, message)
-        case .forwarded: return try answer(nil)
+        case .forwarded:
+            counters.forwardsSent.add()
+            return try answer(nil)
         case .worker(let index): worker = index
         }
         guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3], frames[4]], stride: 3)

@@ -28,8 +28,8 @@ struct RequestsLoop: SocketLoop {
     /// Secure mode: each request's client (User-Id) must be allowed what it asks.
     let security: Security?
     let startedAt: Int64
-    /// Several instances, plain mode: where peers forward to this instance (empty: no
-    /// forwarding; see ``ClusterLink``).
+    /// Several instances: where peers forward to this instance (empty: no forwarding; see
+    /// ``ClusterLink``).
     var clusterEndpoints: [String] = []
     /// The live instances (this one alone with SQLite), and this one's id.
     var instances: @Sendable () -> [InstanceRecord] = { [] }
@@ -37,6 +37,8 @@ struct RequestsLoop: SocketLoop {
     /// Calls made in process: their messages come on ``Internal/calls``, their replies go back
     /// to it.
     let desk: CallDesk
+    /// Rejections of forwarded intents that cannot be taken here go to the session's followers.
+    let follows: SessionFollows
     let supervisor: Supervisor
     let logger: Logger
 
@@ -56,6 +58,11 @@ struct RequestsLoop: SocketLoop {
         /// Several instances: the ROUTER peers forward to, and the DEALERs to the peers.
         let cluster: Socket?
         let peers: ClusterPeers
+        /// Several instances: publishes the rejection of a forwarded intent this instance cannot
+        /// take (its producer reads it on `r/<session>/`, as any rejection).
+        let publisher: Publisher?
+        /// Requests forwarded to their owner whose reply has not come yet.
+        let forwarded: ForwardedRequests
     }
 
     func open() throws -> Sockets {
@@ -84,12 +91,20 @@ struct RequestsLoop: SocketLoop {
             let socket = try Socket(context, type: .router)
             try socket.set(.maxMessageSize, Int64(max(maxMessageBytes * 4, 1 << 20)))
             try socket.set(.linger, .milliseconds(500))
-            bound.set(cluster: try bindAll(socket, clusterEndpoints, "cluster", security: nil).first)
+            // Secure mode: a CURVE server like the others; only the peers' key may send here
+            // (``handleForwarded(_:_:stopping:_:)`` checks each message).
+            bound.set(cluster: try bindAll(socket, clusterEndpoints, "cluster", security: security).first)
             cluster = socket
         }
         return Sockets(
             router: router, replies: replies, control: control, calls: calls, workers: pushes, egress: egress,
-            limiter: LogLimiter(logger: logger), cluster: cluster, peers: ClusterPeers(context: context))
+            limiter: LogLimiter(logger: logger), cluster: cluster,
+            peers: ClusterPeers(context: context, keys: security?.serverKeys),
+            publisher: cluster == nil
+                ? nil
+                : try Publisher(
+                    context: context, commands: commands, follows: follows, counters: counters, epoch: store.epoch),
+            forwarded: ForwardedRequests())
     }
 
     func run(_ sockets: Sockets) throws {
@@ -118,6 +133,10 @@ struct RequestsLoop: SocketLoop {
                 try poller.poll(timeout: .seconds(1))
                 try supervisor.checkInjected(name)
                 desk.expire(now: MonotonicClock.now())
+                try answerOverdue(sockets)
+                if let ownership = store.ownership {
+                    sockets.peers.prune(keeping: ownership.peerEndpoints, now: MonotonicClock.now())
+                }
                 if poller.events(at: 2).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()
                     stopping = true
@@ -157,10 +176,16 @@ struct RequestsLoop: SocketLoop {
                 }
                 for (index, peer) in sockets.peers.sockets.enumerated()
                 where firstPeer + index < poller.count && poller.events(at: firstPeer + index).contains(.readable) {
-                    // [routing id][delimiter][Reply] from the owner: back to the client.
+                    // [routing id][delimiter][Reply] from the owner: back to the client, unless it
+                    // was answered UNAVAILABLE meanwhile.
                     while let count = try peer.socket.receiveMultipart(into: &frames, wait: false, maxFrames: 3) {
                         guard count == 3 else {
                             Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
+                            continue
+                        }
+                        guard sockets.forwarded.settle(frames[0].bytes) != nil else {
+                            logger.debug(
+                                "a late reply of a forwarded request was dropped (answered UNAVAILABLE already)")
                             continue
                         }
                         try route(reply: frames, sockets)
@@ -195,6 +220,24 @@ struct RequestsLoop: SocketLoop {
             try sockets.router.send(frames[0], more: true)
             if delimited { try sockets.router.send([] as [UInt8], more: true) }
             try sockets.router.send(frames[2])
+        }
+    }
+
+    /// Answers `UNAVAILABLE` the forwarded requests whose owner has not replied in time.
+    func answerOverdue(_ sockets: Sockets) throws {
+        for (routingID, entry) in sockets.forwarded.overdue(now: MonotonicClock.now()) {
+            counters.refused(.unavailable, intent: false)
+            if sockets.limiter.allow("forward-overdue") {
+                logger.warning(
+                    "a forwarded request got no reply in time; answered UNAVAILABLE",
+                    metadata: ["session": "\(LogText(entry.session))", "owner": "\(entry.endpoint)"])
+            }
+            let frames = [
+                try ZeroMQ.Message(copying: routingID),
+                try ZeroMQ.Message(copying: [entry.delimited ? 1 : 0] as [UInt8]),
+                try ZeroMQ.Message(copying: try sockets.forwarded.unavailable(entry).serializedBytes() as [UInt8]),
+            ]
+            try route(reply: frames, sockets)
         }
     }
 
@@ -283,10 +326,15 @@ struct RequestsLoop: SocketLoop {
             // Another instance serves the session: the request goes there, its reply comes back.
             let peer = try sockets.peers.socket(to: endpoint)
             if try peer.trySend([ClusterLink.requestKind], more: true) {
+                let routingBytes = routingID.bytes  // sending the message empties it
                 try peer.send(routingID, more: true)
                 try peer.send([delimited ? 1 : 0] as [UInt8], more: true)
                 try peer.send(payload, more: true)
                 try peer.send(Array((client ?? "").utf8))
+                counters.forwardsSent.add()
+                sockets.forwarded.add(
+                    routingID: routingBytes, requestID: request.requestID, session: session, endpoint: endpoint,
+                    delimited: delimited, now: MonotonicClock.now())
                 return
             }
             // The link to it is full (the peer is gone or overwhelmed): say where the session is.

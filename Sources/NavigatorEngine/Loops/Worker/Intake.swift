@@ -27,7 +27,7 @@ struct Intake: Sendable {
     let bound: BindingRecord
     /// Secure mode: each intent's client (User-Id) must be allowed to publish to its session.
     let security: Security?
-    /// Several instances, plain mode: intents for sessions another instance serves go there
+    /// Several instances: intents for sessions another instance serves go there
     /// (``ClusterLink``); nil: they are refused MOVED by the worker.
     var forwarding: PartitionOwnership? = nil
     let logger: Logger
@@ -120,7 +120,7 @@ struct Intake: Sendable {
         }
         return Sockets(
             pull: pull, control: control, workers: pushes, limiter: LogLimiter(logger: logger),
-            peers: ClusterPeers(context: context))
+            peers: ClusterPeers(context: context, keys: security?.serverKeys))
     }
 
     /// Reads what the PULL holds (at most `limit` messages, and nothing while a bundle waits for
@@ -129,6 +129,7 @@ struct Intake: Sendable {
         _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], limit: Int, publisher: Publisher,
         local: Local
     ) throws -> Bool {
+        if let forwarding { sockets.peers.prune(keeping: forwarding.peerEndpoints, now: MonotonicClock.now()) }
         for _ in 0..<limit {
             guard !bundles.hasFull,
                 let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
@@ -185,7 +186,7 @@ struct Intake: Sendable {
             session: session, sessionFrame: frames[0], intent: frames[1], client: client, peers: sockets.peers)
         {
         case .refused(let code, let message): return try reject(session, code, message, frames[0], sockets, publisher)
-        case .forwarded: return
+        case .forwarded: return counters.forwardsSent.add()
         case .worker(let index): worker = index
         }
         counters.handedOver[worker].add()
@@ -219,7 +220,7 @@ struct IntentAdmission: Sendable {
     let maxMessageBytes: Int
     /// Secure mode: the sender must be allowed to publish to the session.
     let security: Security?
-    /// Several instances, plain mode: where sessions served elsewhere go (nil: nowhere; the
+    /// Several instances: where sessions served elsewhere go (nil: nowhere; the
     /// worker refuses them MOVED).
     let forwarding: PartitionOwnership?
 
