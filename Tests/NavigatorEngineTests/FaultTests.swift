@@ -33,9 +33,12 @@ struct FaultTests {
         let http: Mutex<[String?]>
         /// Instances not to send to (paused, stopped).
         let away = Mutex<Set<Int>>([])
+        /// Secure mode: the shared server key and access file, and the clients' keys.
+        let secure: SecureSetup?
 
-        init(url: String, lease: Int = 2, count: Int = 3, extra: [String] = []) {
+        init(url: String, lease: Int = 2, count: Int = 3, extra: [String] = [], secure: SecureSetup? = nil) {
             self.url = url
+            self.secure = secure
             self.lease = lease
             self.extra = extra
             directory = TestService.temporaryDirectory("navchaos")
@@ -50,7 +53,8 @@ struct FaultTests {
                 extra: [
                     "--store", url, "--instance-id", "n\(slot)", "--lease-seconds", "\(lease)",
                     "--cluster-endpoint", "tcp://127.0.0.1:*", "--http", "127.0.0.1:0",
-                ] + extra + more)
+                ] + (secure.map { ["--secret-key-file", $0.keyFile, "--access-file", $0.accessFile] } ?? []) + extra
+                    + more)
             daemons.withLock { $0[slot] = daemon }
             let bound = try await daemon.endpoints()
             let address = try await daemon.httpAddress()
@@ -61,10 +65,20 @@ struct FaultTests {
 
         func daemon(_ slot: Int) -> Daemon? { daemons.withLock { $0[slot] } }
 
+        /// A client of `endpoint`: in secure mode the producer of `shop-*` (or the admin), as
+        /// a platform team's producers and tools connect.
+        func client(_ endpoint: BoundEndpoints, admin: Bool = false, linger: Duration = .zero) throws -> Client {
+            let curve = secure.map { ((admin ? $0.admin : $0.producer), $0.server.publicKey) }
+            return try Client(
+                endpoint, sendTimeout: .seconds(2), receiveTimeout: .seconds(8), linger: linger, curve: curve)
+        }
+
         /// The instances to send to now.
         var reachable: [BoundEndpoints] {
             let away = self.away.withLock { $0 }
-            return endpoints.withLock { all in all.enumerated().compactMap { away.contains($0.offset) ? nil : $0.element } }
+            return endpoints.withLock { all in
+                all.enumerated().compactMap { away.contains($0.offset) ? nil : $0.element }
+            }
         }
 
         func reapAll() {
@@ -86,7 +100,8 @@ struct FaultTests {
         /// Partitions each instance holds now, from the lease table.
         func leases() throws -> [String: Int] {
             let rows = try PostgresConnection(url: url).execute(
-                "SELECT owner, count(*) FROM navigator_leases WHERE owner IS NOT NULL AND expires_at > now() GROUP BY owner")
+                "SELECT owner, count(*) FROM navigator_leases WHERE owner IS NOT NULL AND expires_at > now() GROUP BY owner"
+            )
             var held: [String: Int] = [:]
             for row in 0..<rows.count { held[try rows[row, 0].text()] = Int(try rows[row, 1].int64()) }
             return held
@@ -98,7 +113,9 @@ struct FaultTests {
     /// last acknowledged screen of each session is kept. Fire-and-forget intents go alongside.
     final class Load: Sendable {
         let sessions: [String]
-        private let state = Mutex<(acknowledged: [String: ScreenContext], sent: Int, retries: Int, refused: [String: Int])>(
+        private let state = Mutex<
+            (acknowledged: [String: ScreenContext], sent: Int, retries: Int, refused: [String: Int])
+        >(
             ([:], 0, 0, [:]))
         private let stopping = Atomic<Bool>(false)
 
@@ -132,13 +149,12 @@ struct FaultTests {
                         attempt += 1
                         let number = counter
                         let reply = try? await onThread {
-                            let client = try Client(
-                                endpoint, sendTimeout: .seconds(2), receiveTimeout: .seconds(8), linger: .zero)
+                            let client = try deployment.client(endpoint)
                             if number % 4 == 0 {
                                 // A fire-and-forget one alongside (not asserted: not acknowledged).
                                 // Sessions of their own: PUSH and DEALER are not ordered with each
                                 // other, so a fire-and-forget intent must not race the checked ones.
-                                let other = "q\(number % 24)"
+                                let other = "shop-q\(number % 24)"
                                 try? client.send(
                                     wireIntent("ff-\(number)", [ScreenContext("settings")], session: other),
                                     session: other)
@@ -180,11 +196,11 @@ struct FaultTests {
             for (session, target) in expected {
                 while true {
                     let reply = try? await onThread {
-                        try Client(endpoint, sendTimeout: .seconds(2), receiveTimeout: .seconds(5), linger: .zero)
-                            .request(.snapshot(.with { $0.session = session }))
+                        try deployment.client(endpoint, admin: true).request(.snapshot(.with { $0.session = session }))
                     }
                     if let reply, case .snapshot(let snapshot)? = reply.kind {
-                        #expect(try snapshot.tree.core().top.context == target, "\(session) lost an acknowledged intent")
+                        #expect(
+                            try snapshot.tree.core().top.context == target, "\(session) lost an acknowledged intent")
                         break
                     }
                     guard ContinuousClock.now < deadline else {
@@ -196,21 +212,49 @@ struct FaultTests {
         }
     }
 
-    @Test(
-        "an instance paused (SIGSTOP) past its lease under load, then resumed: the others take its sessions, its stale writes are fenced, it rejoins; no acknowledged intent is lost"
-    )
-    func pausedPastLease() async throws {
+    /// Three instances on a database of their own, started and sharing the partitions, with a
+    /// load running; `body` does the damage; then the load stops and every session is checked.
+    static func underLoad(
+        secure: Bool, extra: [String] = [], _ body: (Deployment, Load) async throws -> Void
+    ) async throws {
+        let setup = secure ? try SecureSetup() : nil
+        defer { setup?.remove() }
         try await TestPostgres.withDatabase { url in
-            // A long write-behind interval keeps the paused instance's fire-and-forget changes
-            // unwritten when it stops: resumed, it tries to write them after losing its leases.
-            let deployment = Deployment(url: url, extra: ["--flush-interval-milliseconds", "3000"])
+            let deployment = Deployment(url: url, extra: extra, secure: setup)
             defer { deployment.reapAll() }
             for slot in 0..<3 { try await deployment.start(slot) }
-            _ = try await waitFor(
-                "the partitions were not shared out", timeout: .seconds(30), { (try? deployment.leases()) ?? [:] },
-                until: { $0.count == 3 && $0.values.reduce(0, +) == 256 }, details: { "" })
-            let load = Load(sessions: (0..<24).map { "p\($0)" })
+            try await shared(deployment)
+            let load = Load(sessions: (0..<24).map { "shop-p\($0)" })
             let running = Task { try await load.run(deployment) }
+            do {
+                try await body(deployment, load)
+            } catch {
+                load.stop()
+                _ = try? await running.value
+                throw error
+            }
+            try await Task.sleep(for: .seconds(1))
+            load.stop()
+            try await running.value
+            try await converged(deployment, load)
+            #expect(load.sent > 0)
+        }
+    }
+
+    /// Waits until the three instances share all 256 partitions.
+    static func shared(_ deployment: Deployment, timeout: Duration = .seconds(30)) async throws {
+        _ = try await waitFor(
+            "the partitions were not shared out", timeout: timeout, { (try? deployment.leases()) ?? [:] },
+            until: { $0.count == 3 && $0.values.reduce(0, +) == 256 }, details: { "" })
+    }
+
+    @Test(
+        "an instance paused (SIGSTOP) past its lease under load, then resumed: the others take its sessions, its stale writes are fenced, it rejoins; no acknowledged intent is lost",
+        arguments: [false, true])
+    func pausedPastLease(secure: Bool) async throws {
+        // A long write-behind interval keeps the paused instance's fire-and-forget changes
+        // unwritten when it stops: resumed, it tries to write them after losing its leases.
+        try await Self.underLoad(secure: secure, extra: ["--flush-interval-milliseconds", "3000"]) { deployment, load in
             for round in 0..<Self.rounds {
                 let slot = 1 + round % 2
                 let paused = try #require(deployment.daemon(slot))
@@ -218,12 +262,12 @@ struct FaultTests {
                 // Changes the paused instance has applied but not written yet (to sessions the
                 // checks leave alone: fire-and-forget changes may or may not survive a fault).
                 try await onThread {
-                    let client = try Client(
+                    let client = try deployment.client(
                         try #require(deployment.endpoints.withLock { $0[slot] }), linger: .seconds(2))
                     for k in 0..<48 {
                         try client.send(
-                            wireIntent("stale-\(round)-\(k)", [ScreenContext("settings")], session: "z\(k)"),
-                            session: "z\(k)")
+                            wireIntent("stale-\(round)-\(k)", [ScreenContext("settings")], session: "shop-z\(k)"),
+                            session: "shop-z\(k)")
                     }
                 }
                 deployment.away.withLock { _ = $0.insert(slot) }
@@ -247,15 +291,67 @@ struct FaultTests {
                 deployment.away.withLock { _ = $0.remove(slot) }
                 let fenced = try await onThread { try deployment.metric(slot, "navigator_fenced_writes_total") }
                 print(
-                    "faults: paused n\(slot) for \(ContinuousClock.now - pausedAt); claimed by the others after \(claimedAfter), rejoined \(rejoinedAfter) after resuming; its fenced writes \(Int(fenced)); acknowledged so far \(load.sent), retried \(load.refused)"
+                    "faults\(deployment.secure == nil ? "" : " (secure)"): paused n\(slot) for \(ContinuousClock.now - pausedAt); claimed by the others after \(claimedAfter), rejoined \(rejoinedAfter) after resuming; its fenced writes \(Int(fenced)); acknowledged so far \(load.sent), retried \(load.refused)"
                 )
                 #expect(paused.process.isRunning, "the resumed instance stopped:\n\(paused.log)")
             }
-            try await Task.sleep(for: .seconds(1))
-            load.stop()
-            try await running.value
-            try await Self.converged(deployment, load)
-            #expect(load.sent > 0)
+        }
+    }
+
+    @Test(
+        "kill -9 of an instance while it stops (SIGTERM: draining, writing, handing its partitions over): the others serve its sessions, it restarts and rejoins; no acknowledged intent is lost",
+        arguments: [false, true])
+    func killedDuringHandOver(secure: Bool) async throws {
+        try await Self.underLoad(secure: secure) { deployment, load in
+            for round in 0..<Self.rounds {
+                let slot = round % 3
+                let victim = try #require(deployment.daemon(slot))
+                try await Task.sleep(for: .seconds(1))
+                deployment.away.withLock { _ = $0.insert(slot) }
+                let stoppedAt = ContinuousClock.now
+                victim.signal(SIGTERM)
+                // While it stops — draining, writing or handing its partitions over, depending on
+                // the round's delay: whichever step it is in, nothing acknowledged may be lost.
+                try await victim.wait(for: "stopping", timeout: .seconds(10))
+                try await Task.sleep(for: .milliseconds([0, 30, 120][round % 3]))
+                victim.signal(SIGKILL)
+                _ = try await victim.exitStatus()
+                victim.reap()
+                _ = try await waitFor(
+                    "the killed instance's partitions were not claimed", timeout: .seconds(deployment.lease * 10),
+                    { (try? deployment.leases()) ?? [:] },
+                    until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 }, details: { "" })
+                let claimedAfter = ContinuousClock.now - stoppedAt
+                try await deployment.start(slot)
+                try await Self.shared(deployment, timeout: .seconds(deployment.lease * 15))
+                print(
+                    "faults\(secure ? " (secure)" : ""): killed n\(slot) while stopping; its partitions all served again after \(claimedAfter), back in \(ContinuousClock.now - stoppedAt); acknowledged so far \(load.sent), retried \(load.refused)"
+                )
+            }
+        }
+    }
+
+    @Test(
+        "a rolling restart of the three instances under load, one after the other: every session stays served and no acknowledged intent is lost",
+        arguments: [false, true])
+    func rollingRestart(secure: Bool) async throws {
+        try await Self.underLoad(secure: secure) { deployment, load in
+            for round in 0..<Self.rounds {
+                let started = ContinuousClock.now
+                for slot in 0..<3 {
+                    let daemon = try #require(deployment.daemon(slot))
+                    deployment.away.withLock { _ = $0.insert(slot) }
+                    daemon.signal(SIGTERM)
+                    #expect(try await daemon.exitStatus() == 0, "n\(slot) did not stop cleanly:\n\(daemon.log)")
+                    daemon.reap()
+                    try await deployment.start(slot)
+                    try await Self.shared(deployment, timeout: .seconds(deployment.lease * 15))
+                    try await Task.sleep(for: .seconds(1))  // traffic through the restarted instance
+                }
+                print(
+                    "faults\(secure ? " (secure)" : ""): rolling restart \(round + 1) took \(ContinuousClock.now - started); acknowledged so far \(load.sent), retried \(load.refused)"
+                )
+            }
         }
     }
 }
