@@ -32,13 +32,16 @@ final class HTTPAPI: Sendable {
     let allowedHosts: Set<String>?
     /// The session streams (SSE and WebSocket).
     let hub: StreamHub
+    /// How long a stream's client may read nothing of what waits for it before it is cut off.
+    let stalledReaderTimeout: TimeAmount
     /// The live session page's files.
     let page = PageResources()
 
     init(
         port: any NavigatorPort, secure: Bool, tokens: TokenKey?, maxBodyBytes: Int, streams: StreamSettings,
-        allowedHosts: Set<String>? = nil, logger: Logger
+        allowedHosts: Set<String>? = nil, stalledReaderTimeout: Duration = .seconds(60), logger: Logger
     ) {
+        self.stalledReaderTimeout = .nanoseconds(Int64(stalledReaderTimeout / .nanoseconds(1)))
         self.port = port
         self.allowedHosts = allowedHosts
         self.secure = secure

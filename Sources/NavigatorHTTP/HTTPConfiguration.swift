@@ -23,6 +23,10 @@ public struct HTTPConfiguration: Sendable {
     /// A client slower than that is disconnected.
     public var firstRequestTimeout = Duration.seconds(10)
     public var requestTimeout = Duration.seconds(30)
+    /// How long a stream's client may leave what is written to it unread (its connection not
+    /// taking more) before it is cut off: its events wait in bounded memory meanwhile, but it
+    /// holds a connection.
+    public var stalledReaderTimeout = Duration.seconds(60)
 
     /// The host names a plain (not secure) navigatord answers to by default: loopback's.
     public static let loopbackHosts: Set<String> = ["localhost", "127.0.0.1", "::1"]

@@ -33,7 +33,8 @@ public final class HTTPServer: Service, Sendable {
         api = HTTPAPI(
             port: port, secure: configuration.secure, tokens: configuration.tokens,
             maxBodyBytes: configuration.maxBodyBytes, streams: configuration.streams,
-            allowedHosts: configuration.allowedHosts, logger: logger)
+            allowedHosts: configuration.allowedHosts, stalledReaderTimeout: configuration.stalledReaderTimeout,
+            logger: logger)
         connections = ConnectionLimit(maximum: configuration.maxConnections)
     }
 

@@ -45,3 +45,26 @@ final class LingeringClose: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
 }
+
+/// Cuts off a stream whose client reads nothing: armed when its connection stops taking writes,
+/// disarmed when it takes them again; if it stays full for the timeout, the connection closes
+/// (the events waiting for it were held in bounded memory meanwhile, but the connection itself
+/// is a slot another client could use).
+struct StalledReader {
+    private var timer: Scheduled<Void>?
+
+    mutating func update(_ context: ChannelHandlerContext, timeout: TimeAmount) {
+        if context.channel.isWritable {
+            timer?.cancel()
+            timer = nil
+        } else if timer == nil {
+            let channel = context.channel
+            timer = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        }
+    }
+
+    mutating func cancel() {
+        timer?.cancel()
+        timer = nil
+    }
+}

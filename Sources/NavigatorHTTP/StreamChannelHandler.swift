@@ -60,6 +60,8 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private var deadline: Scheduled<Void>?
     /// A request's head was read and its end not yet.
     private var midRequest = false
+    /// A streaming client that reads nothing is cut off.
+    private var stalled = StalledReader()
 
     /// How long a new connection has to send its first request's head.
     private let firstRequestDeadline: TimeAmount
@@ -233,6 +235,9 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable { drain() }
+        if case .streaming = state {
+            stalled.update(context, timeout: api.stalledReaderTimeout)
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -452,6 +457,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
     /// Closes the subscription of a running stream; one still opening is closed by `opened`.
     private func end() {
+        stalled.cancel()
         if case .streaming(let subscription, let closer) = state {
             closer?.cancel()
             subscription.close()

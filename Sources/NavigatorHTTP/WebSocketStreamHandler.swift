@@ -48,6 +48,9 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     private var reading = true
     private var requestBudget = RequestBudget(perSecond: requestsPerSecond, burst: requestBurst)
 
+    /// A client that reads nothing is cut off.
+    private var stalled = StalledReader()
+
     init(api: HTTPAPI, subscription: StreamSubscription, expiry: Date?) {
         self.api = api
         self.subscription = subscription
@@ -91,6 +94,7 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable { drain() }
+        stalled.update(context, timeout: api.stalledReaderTimeout)
         updateReading()
         context.fireChannelWritabilityChanged()
     }
@@ -267,6 +271,7 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
     private func end() {
         guard !ended else { return }
         ended = true
+        stalled.cancel()
         closer?.cancel()
         subscription.close()
     }

@@ -52,6 +52,7 @@ final class Navigator: Sendable {
                 maxConnections: maxConnections, allowedHosts: configuration.allowedHosts)
             settings.firstRequestTimeout = configuration.httpFirstRequestTimeout
             settings.requestTimeout = configuration.httpRequestTimeout
+            settings.stalledReaderTimeout = configuration.httpStalledReaderTimeout
             http = HTTPServer(
                 configuration: settings, port: engine, logger: logger, onRunning: { _ in started.httpListens() })
         } else {

@@ -24,6 +24,8 @@ public struct NavigatordConfiguration: Sendable, Hashable {
     /// (``HTTPConfiguration``); fixed, shortened by tests.
     public var httpFirstRequestTimeout = Duration.seconds(10)
     public var httpRequestTimeout = Duration.seconds(30)
+    /// How long a stream's client may read nothing before it is cut off; fixed, shortened by tests.
+    public var httpStalledReaderTimeout = Duration.seconds(60)
     public var logLevel: Logger.Level = .info
 
     public init() {}

@@ -521,6 +521,60 @@ struct HostileHTTPTests {
         }
     }
 
+    @Test("a stream whose client reads nothing is cut off once its connection stays full; memory stays bounded")
+    func stalledReader() async throws {
+        let configure: (inout NavigatordConfiguration) -> Void = {
+            Self.configure(&$0)
+            $0.httpStalledReaderTimeout = .seconds(2)
+        }
+        try await withNavigatord(configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let hub = try #require(server.http).api.hub
+            // A reader with a tiny receive buffer that never reads after the head.
+            let fd = try await onThread { () throws -> Int32 in
+                let parts = address.split(separator: ":")
+                var target = sockaddr_in()
+                target.sin_family = sa_family_t(AF_INET)
+                target.sin_port = UInt16(parts[1])!.bigEndian
+                inet_pton(AF_INET, String(parts[0]), &target.sin_addr)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                var size: Int32 = 4096
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+                let connected = withUnsafePointer(to: &target) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                guard connected == 0 else { throw TestFailure("cannot connect") }
+                var request = Array("GET /v1/sessions/sleepy/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+                _ = write(fd, &request, request.count)
+                return fd
+            }
+            defer { close(fd) }
+            _ = try await waitFor(
+                "the stream did not open", timeout: .seconds(10), { hub.connections }, until: { $0 == 1 },
+                details: { "" })
+            let before = Self.residentBytes
+            // Batches of about a kilobyte each, far more than the connection takes.
+            let long = String(repeating: "x", count: 900)
+            try await onThread {
+                let client = try Client(endpoints, linger: .seconds(5))
+                for k in 0..<6_000 {
+                    try client.send(
+                        wireIntent(
+                            "big-\(k)", [ScreenContext("chat", ["conversationId": "\(k)-\(long)"])], session: "sleepy"),
+                        session: "sleepy")
+                }
+            }
+            _ = try await waitFor(
+                "the stalled stream was not cut off", timeout: .seconds(30), { hub.connections }, until: { $0 == 0 },
+                details: { "\(hub.connections) streams open" })
+            let growth = Self.residentBytes - before
+            #expect(growth < 64 << 20, "resident memory grew by \(growth >> 20) MiB for one reader that reads nothing")
+            try await onThread { try Self.stillServes(address) }
+        }
+    }
+
     /// The code of the first close frame among unmasked server frames.
     static func closeCode(in bytes: [UInt8]) -> UInt16? {
         var offset = 0
