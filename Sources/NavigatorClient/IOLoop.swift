@@ -247,7 +247,14 @@ struct IOLoop: Sendable {
                     "no reply from navigatord at \(endpoints.requests) within \(timeout) (\(endpoints.timeoutHint))")
                 switch pending.waiting {
                 case .caller(let continuation): continuation.resume(throwing: error)
-                case .snapshot(let id): followers.remove(id)?.fail(error)
+                case .snapshot(let id):
+                    // A follow the service has answered before asks again (a session changing
+                    // instances may cost a timeout or two); one never answered ends with the error.
+                    if let follower = followers[id], follower.snapshotUnanswered(error) {
+                        retries.append((id, clock.now + .milliseconds(200)))
+                    } else {
+                        followers.remove(id)?.fail(error)
+                    }
                 case .instances: break  // asked again later
                 }
             }

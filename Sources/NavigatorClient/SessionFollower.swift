@@ -26,6 +26,23 @@ final class SessionFollower {
 
     /// Whether audit records are wanted (a session's or everything's).
     let audit: Bool
+    /// Whether a snapshot ever came: the service answered this follow before.
+    private(set) var hadSnapshot = false
+    /// Snapshot requests in a row that got no reply in time.
+    private var unanswered = 0
+    /// How many snapshot requests in a row may go unanswered, once the service has answered
+    /// this follow, before the follow ends with the error: a session changing instances (an
+    /// owner paused or killed) can take one or two timeouts; a service gone for good cannot.
+    static let unansweredLimit = 5
+
+    /// A snapshot request went unanswered in time: true if it is to be asked again (a resync
+    /// event says so), false if the follow ends (never answered at all, or too many in a row).
+    func snapshotUnanswered(_ error: any Error) -> Bool {
+        guard hadSnapshot, unanswered < Self.unansweredLimit else { return false }
+        unanswered += 1
+        sink.event(.resync(reason: "no snapshot in time (\(error)); asking again"))
+        return true
+    }
 
     init(id: Int, target: FollowTarget, audit: Bool = true, sink: FollowSink) {
         self.id = id
@@ -77,6 +94,8 @@ final class SessionFollower {
         }
         let position = StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq)
         state = .live(tree: tree, position: position)
+        hadSnapshot = true
+        unanswered = 0
         sink.event(.snapshot(session: snapshot.session, position: position, tree: tree))
         // Batches of another epoch than the snapshot's came before it: the snapshot has them.
         let current = buffered.filter { $0.0.epoch == snapshot.epoch }.sorted { $0.0.seq < $1.0.seq }

@@ -581,6 +581,23 @@ struct SecureForwardingTests {
                     { servers[1].counters.forwardsRefused.load }, until: { $0 > before }, details: { "" })
                 let targetAfter = try await onThread { try seq(target) }
                 #expect(targetAfter == targetBefore, "the forged intent changed \(target)")
+                // A client with many requests in flight on one connection (NavigatorConnection
+                // pipelines them) gets every forwarded one's reply.
+                let bound = servers[0].endpoints
+                let connection = try await NavigatorConnection(
+                    endpoints: ServerEndpoints(
+                        intents: bound.intents[0], requests: bound.requests[0], commands: bound.commands[0],
+                        curve: CurveCredentials(keys: setup.admin, serverKey: setup.server.publicKey)),
+                    timeout: .seconds(10))
+                let away = sessions.filter { !ownerships[0].serves(ownerships[0].partition(of: $0)) }
+                let snapshots = try await withThrowingTaskGroup(of: UInt64.self) { group in
+                    for session in away {
+                        group.addTask { try await connection.snapshot(session).seq }
+                    }
+                    return try await group.reduce(into: [UInt64]()) { $0.append($1) }
+                }
+                await connection.close()
+                #expect(snapshots.count == away.count && snapshots.allSatisfy { $0 > 0 })
             }
         }
     }

@@ -141,27 +141,38 @@ final class ForwardedRequests {
 
     /// How long a forwarded request may wait for its owner's reply.
     let patience: Duration
-    private var entries: [[UInt8]: Entry] = [:]
+    /// By the client's routing id and the request's id: a client may have several requests in
+    /// flight on one connection (NavigatorConnection pipelines them).
+    private var entries: [Key: Entry] = [:]
+
+    struct Key: Hashable {
+        let routingID: [UInt8]
+        let requestID: String
+    }
 
     init(patience: Duration = .seconds(5)) { self.patience = patience }
 
     var count: Int { entries.count }
 
     func add(routingID: [UInt8], requestID: String, session: String, endpoint: String, delimited: Bool, now: Int64) {
-        entries[routingID] = Entry(
+        entries[Key(routingID: routingID, requestID: requestID)] = Entry(
             requestID: requestID, session: session, endpoint: endpoint, delimited: delimited,
             deadline: now + Int64(patience / .nanoseconds(1)))
     }
 
-    /// Takes the entry of a reply that came back; nil if none waits for it (answered already).
-    func settle(_ routingID: [UInt8]) -> Entry? { entries.removeValue(forKey: routingID) }
+    /// Takes the entry of a reply that came back (`reply`: its bytes); nil if none waits for it
+    /// (answered already).
+    func settle(_ routingID: [UInt8], reply: [UInt8]) -> Entry? {
+        let requestID = (try? Navigator_V1_Reply(serializedBytes: reply))?.requestID ?? ""
+        return entries.removeValue(forKey: Key(routingID: routingID, requestID: requestID))
+    }
 
     /// The requests past their deadline, taken out.
     func overdue(now: Int64) -> [(routingID: [UInt8], entry: Entry)] {
         guard !entries.isEmpty else { return [] }
         let late = entries.filter { $0.value.deadline <= now }
         for key in late.keys { entries[key] = nil }
-        return late.map { ($0.key, $0.value) }
+        return late.map { ($0.key.routingID, $0.value) }
     }
 
     /// The reply a client gets when its forwarded request's owner did not answer.

@@ -183,7 +183,7 @@ struct RequestsLoop: SocketLoop {
                             Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
                             continue
                         }
-                        guard sockets.forwarded.settle(frames[0].bytes) != nil else {
+                        guard sockets.forwarded.settle(frames[0].bytes, reply: frames[2].bytes) != nil else {
                             logger.debug(
                                 "a late reply of a forwarded request was dropped (answered UNAVAILABLE already)")
                             continue
