@@ -61,6 +61,17 @@ public enum RelayFloor {
     public static func measure(executable: String, rate: Double, messageBytes: Int, seconds: Double) async throws
         -> Result
     {
+        // Starting the relay, reading its endpoints, waiting for its threads and its exit all
+        // block: on a thread of their own, never on the cooperative pool (which the tests'
+        // services share).
+        try await DedicatedThread.run(name: "navload-floor") {
+            try measureBlocking(executable: executable, rate: rate, messageBytes: messageBytes, seconds: seconds)
+        }
+    }
+
+    private static func measureBlocking(executable: String, rate: Double, messageBytes: Int, seconds: Double) throws
+        -> Result
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["relay"]
@@ -131,15 +142,15 @@ public enum RelayFloor {
             }
             sent.store(count, ordering: .releasing)
         }
-        _ = try await DedicatedThread.run(name: "navload-join") { producer.join() }
+        producer.join()
         // What is still on its way is relayed within milliseconds; then the relay's CPU.
         let deadline = ContinuousClock.now + .seconds(2)
         while received.load(ordering: .relaxed) < sent.load(ordering: .acquiring), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
+            usleep(5_000)
         }
         let cpuAfter = stats.cpuSeconds
         stop.store(true, ordering: .releasing)
-        _ = try await DedicatedThread.run(name: "navload-join") { subscriber.join() }
+        subscriber.join()
         guard let before = cpuBefore.withLock({ $0 }), let cpuAfter else {
             throw ClientError(.socket, "the relay's CPU could not be read from /proc/\(process.processIdentifier)/stat")
         }

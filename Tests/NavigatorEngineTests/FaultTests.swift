@@ -320,9 +320,9 @@ struct FaultTests {
 
     /// Waits until the three instances share all 256 partitions.
     static func shared(_ deployment: Deployment, timeout: Duration = .seconds(30)) async throws {
-        _ = try await waitFor(
+        _ = try await waitForBlocking(
             "the partitions were not shared out", timeout: timeout, { (try? deployment.leases()) ?? [:] },
-            until: { $0.count == 3 && $0.values.reduce(0, +) == 256 }, details: { "" })
+            until: { $0.count == 3 && $0.values.reduce(0, +) == 256 })
     }
 
     @Test(
@@ -353,7 +353,7 @@ struct FaultTests {
                 paused.signal(SIGSTOP)
                 let pausedAt = ContinuousClock.now
                 // The others claim its partitions once its leases ran out.
-                _ = try await waitFor(
+                _ = try await waitForBlocking(
                     "the paused instance's partitions were not claimed", timeout: .seconds(deployment.lease * 10),
                     { (try? deployment.leases()) ?? [:] },
                     until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 }, details: { "" })
@@ -362,10 +362,10 @@ struct FaultTests {
                 paused.signal(SIGCONT)
                 let resumedAt = ContinuousClock.now
                 // It notices, lets go of everything it held, and claims its share again.
-                _ = try await waitFor(
+                _ = try await waitForBlocking(
                     "the resumed instance did not rejoin", timeout: .seconds(deployment.lease * 15),
                     { (try? deployment.leases()) ?? [:] },
-                    until: { ($0["n\(slot)"] ?? 0) > 0 && $0.values.reduce(0, +) == 256 }, details: { "" })
+                    until: { ($0["n\(slot)"] ?? 0) > 0 && $0.values.reduce(0, +) == 256 })
                 let rejoinedAfter = ContinuousClock.now - resumedAt
                 deployment.away.withLock { _ = $0.remove(slot) }
                 let fenced = try await onThread { try deployment.metric(slot, "navigator_fenced_writes_total") }
@@ -396,7 +396,7 @@ struct FaultTests {
                 victim.signal(SIGKILL)
                 _ = try await victim.exitStatus()
                 victim.reap()
-                _ = try await waitFor(
+                _ = try await waitForBlocking(
                     "the killed instance's partitions were not claimed", timeout: .seconds(deployment.lease * 10),
                     { (try? deployment.leases()) ?? [:] },
                     until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 }, details: { "" })

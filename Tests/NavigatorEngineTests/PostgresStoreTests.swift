@@ -550,7 +550,7 @@ struct SecureForwardingTests {
                         servers[0].endpoints, linger: .seconds(5), curve: (setup.producer, setup.server.publicKey))
                     try producer.send(wireIntent("f1", [ScreenContext("home")], session: elsewhere), session: elsewhere)
                 }
-                _ = try await waitFor(
+                _ = try await waitForBlocking(
                     "the forwarded fire-and-forget intent never arrived", timeout: .seconds(10),
                     { (try? seq(elsewhere)) ?? 0 }, until: { $0 == seqBefore + 1 },
                     details: {

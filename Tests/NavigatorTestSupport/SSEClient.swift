@@ -2,6 +2,7 @@ import Foundation
 import NavigatorWire
 import SwiftProtobuf
 import Synchronization
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -112,5 +113,21 @@ public func waitFor<T>(
         if condition(value) { return value }
         guard ContinuousClock.now < deadline else { throw TestFailure("\(failure); \(details())") }
         try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+/// ``waitFor(_:timeout:_:until:details:)`` for a `read` that blocks (a ZeroMQ request, a
+/// database query): each read runs on a thread of its own, never on the cooperative pool, which
+/// every test's async work — the in-process services' HTTP handlers among it — shares.
+public func waitForBlocking<T: Sendable>(
+    _ failure: String, timeout: Duration, _ read: @escaping @Sendable () -> T, until condition: (T) -> Bool,
+    details: () -> String = { "" }
+) async throws -> T {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let value = try await DedicatedThread.run(name: "test-wait") { read() }
+        if condition(value) { return value }
+        guard ContinuousClock.now < deadline else { throw TestFailure("\(failure); \(details())") }
+        try await Task.sleep(for: .milliseconds(20))
     }
 }
