@@ -294,26 +294,11 @@ public final class PostgresStateDatabase: StateDatabase {
             try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
                 var valid = [Bool](repeating: true, count: rows.count)
                 var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])
-                do {
-                    let wanted = Array(Set(partitionOf))
-                    let leases = try connection.execute(
-                        """
-                        SELECT partition, epoch FROM navigator_leases
-                            WHERE owner = $1 AND partition = ANY($2) FOR SHARE
-                        """, [.text(ownership.instance), .int32Array(wanted)])
-                    var current: [Int32: UInt64] = [:]
-                    for row in 0..<leases.count {
-                        current[try leases[row, 0].int32()] = UInt64(bitPattern: try leases[row, 1].int64())
-                    }
-                    for index in rows.indices {
-                        let partition = partitionOf[index]
-                        guard let held = ownership.epoch(of: partition), current[partition] == held else {
-                            valid[index] = false
-                            fenced.sessions.append(rows[index].0)
-                            fenced.partitions.insert(partition)
-                            continue
-                        }
-                    }
+                let held = try stillHeld(partitionOf, connection)
+                for index in rows.indices where !held.contains(partitionOf[index]) {
+                    valid[index] = false
+                    fenced.sessions.append(rows[index].0)
+                    fenced.partitions.insert(partitionOf[index])
                 }
                 let indices = rows.indices.filter { valid[$0] }
                 var start = 0
@@ -348,6 +333,25 @@ public final class PostgresStateDatabase: StateDatabase {
         try load(where: "partition = ANY($3)", [.int32Array(partitions)], decode)
     }
 
+    /// Of `partitions`, those whose lease still names this instance at the epoch it holds: the
+    /// fence of every write and deletion. The lease rows are read FOR SHARE, so a claim by another
+    /// instance waits for the caller's transaction (and then loads what it wrote) or came first.
+    private func stillHeld(_ partitions: [Int32], _ connection: PostgresConnection) throws -> Set<Int32> {
+        let leases = try connection.execute(
+            """
+            SELECT partition, epoch FROM navigator_leases
+                WHERE owner = $1 AND partition = ANY($2) FOR SHARE
+            """, [.text(ownership.instance), .int32Array(Array(Set(partitions)))])
+        var held = Set<Int32>()
+        for row in 0..<leases.count {
+            let partition = try leases[row, 0].int32()
+            if ownership.epoch(of: partition) == UInt64(bitPattern: try leases[row, 1].int64()) {
+                held.insert(partition)
+            }
+        }
+        return held
+    }
+
     /// Deletes expired sessions, fenced like ``write(_:)``: only those of partitions whose
     /// lease still names this instance at the epoch it holds (read FOR SHARE in the same
     /// transaction), so an instance that has just lost a partition cannot delete a session
@@ -358,19 +362,11 @@ public final class PostgresStateDatabase: StateDatabase {
         let partitionOf = sessions.map { partition(of: $0) }
         let fenced = try using { connection in
             try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
-                let leases = try connection.execute(
-                    """
-                    SELECT partition, epoch FROM navigator_leases
-                        WHERE owner = $1 AND partition = ANY($2) FOR SHARE
-                    """, [.text(ownership.instance), .int32Array(Array(Set(partitionOf)))])
-                var current: [Int32: UInt64] = [:]
-                for row in 0..<leases.count {
-                    current[try leases[row, 0].int32()] = UInt64(bitPattern: try leases[row, 1].int64())
-                }
+                let held = try stillHeld(partitionOf, connection)
                 var deleted: [String] = []
                 var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])
                 for (session, partition) in zip(sessions, partitionOf) {
-                    if let held = ownership.epoch(of: partition), current[partition] == held {
+                    if held.contains(partition) {
                         deleted.append(session)
                     } else {
                         fenced.sessions.append(session)

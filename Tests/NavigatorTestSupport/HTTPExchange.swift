@@ -30,8 +30,9 @@ public func http(_ address: String, _ request: String) throws -> (status: String
     return (String(head.split(separator: "\r\n").first ?? head), String(text[split.upperBound...]))
 }
 
-/// A TCP connection to `address` (IPv4 host:port), as a file descriptor the caller closes.
-public func tcpConnect(_ address: String) throws -> Int32 {
+/// A TCP connection to `address` (IPv4 host:port), as a file descriptor the caller closes;
+/// `receiveBuffer` sets its receive buffer's size first (a client that takes little at a time).
+public func tcpConnect(_ address: String, receiveBuffer: Int32? = nil) throws -> Int32 {
     let parts = address.split(separator: ":")
     var target = sockaddr_in()
     target.sin_family = sa_family_t(AF_INET)
@@ -39,6 +40,9 @@ public func tcpConnect(_ address: String) throws -> Int32 {
     inet_pton(AF_INET, String(parts[0]), &target.sin_addr)
     // Close-on-exec: a child another test spawns must not keep this connection open.
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    if var size = receiveBuffer {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     let connected = withUnsafePointer(to: &target) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

@@ -157,6 +157,17 @@ struct HostileHTTPTests {
         }
     }
 
+    /// A token key file (mode 0600) in `setup`'s directory, for secure mode's bearer tokens.
+    static func tokenKeyFile(_ setup: SecureSetup) throws -> String {
+        let path = setup.directory.appendingPathComponent("token.key").path
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data("token-key-of-the-test-0123456789abcdef".utf8),
+                attributes: [.posixPermissions: 0o600])
+        else { throw TestFailure("cannot write \(path)") }
+        return path
+    }
+
     /// Writes `text` on a new connection and reads what comes back until the service closes it
     /// (or `patience` passes): the response, and whether the service closed the connection.
     static func exchange(_ address: String, _ text: String, patience: Int = 10) throws -> (String, closed: Bool) {
@@ -361,11 +372,7 @@ struct HostileHTTPTests {
     func bodiesWithoutTokens() async throws {
         let setup = try SecureSetup()
         defer { setup.remove() }
-        let keyFile = setup.directory.appendingPathComponent("token.key").path
-        #expect(
-            FileManager.default.createFile(
-                atPath: keyFile, contents: Data("token-key-of-the-test-0123456789abcdef".utf8),
-                attributes: [.posixPermissions: 0o600]))
+        let keyFile = try Self.tokenKeyFile(setup)
         let configure: (inout NavigatordConfiguration) -> Void = {
             Self.configure(&$0)
             setup.configure(&$0.engine)
@@ -477,11 +484,7 @@ struct HostileHTTPTests {
     func streamsReauthorized() async throws {
         let setup = try SecureSetup()
         defer { setup.remove() }
-        let keyFile = setup.directory.appendingPathComponent("token.key").path
-        #expect(
-            FileManager.default.createFile(
-                atPath: keyFile, contents: Data("token-key-of-the-test-0123456789abcdef".utf8),
-                attributes: [.posixPermissions: 0o600]))
+        let keyFile = try Self.tokenKeyFile(setup)
         let keys = try await TokenKey.load(file: keyFile)
         let shell = try await keys.sign(
             AccessToken(client: "alice-phone", role: "shell", sessions: ["s1"], lifetime: 3600))
@@ -532,20 +535,7 @@ struct HostileHTTPTests {
             let hub = try #require(server.http).api.hub
             // A reader with a tiny receive buffer that never reads after the head.
             let fd = try await onThread { () throws -> Int32 in
-                let parts = address.split(separator: ":")
-                var target = sockaddr_in()
-                target.sin_family = sa_family_t(AF_INET)
-                target.sin_port = UInt16(parts[1])!.bigEndian
-                inet_pton(AF_INET, String(parts[0]), &target.sin_addr)
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-                var size: Int32 = 4096
-                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-                let connected = withUnsafePointer(to: &target) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-                guard connected == 0 else { throw TestFailure("cannot connect") }
+                let fd = try tcpConnect(address, receiveBuffer: 4096)
                 var request = Array("GET /v1/sessions/sleepy/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
                 _ = write(fd, &request, request.count)
                 return fd
@@ -559,11 +549,13 @@ struct HostileHTTPTests {
             let long = String(repeating: "x", count: 900)
             try await onThread {
                 let client = try Client(endpoints, linger: .seconds(5))
-                for k in 0..<6_000 {
-                    try client.send(
-                        wireIntent(
-                            "big-\(k)", [ScreenContext("chat", ["conversationId": "\(k)-\(long)"])], session: "sleepy"),
-                        session: "sleepy")
+                // Back and forth between a chat and the settings, so that the stack does not grow
+                // to its limit and every intent makes a batch.
+                for k in 0..<12_000 {
+                    let screen =
+                        k % 2 == 0
+                        ? ScreenContext("chat", ["conversationId": "\(k)-\(long)"]) : ScreenContext("settings")
+                    try client.send(wireIntent("big-\(k)", [screen], session: "sleepy"), session: "sleepy")
                 }
             }
             _ = try await waitFor(
