@@ -202,20 +202,22 @@ struct HostileHTTPTests {
     func slowClients() async throws {
         try await withNavigatord(Self.quickDeadlines) { server, _ in
             let address = try #require(server.httpAddress)
+            // Patience well beyond the deadlines (1 s, 2 s): a loaded machine may be late, but a
+            // connection that is never closed still fails.
             try await onThread {
-                let silent = try Self.exchange(address, "")
+                let silent = try Self.exchange(address, "", patience: 30)
                 #expect(silent.closed && silent.0.isEmpty, "a silent connection: \(silent)")
-                let halfHead = try Self.exchange(address, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                let halfHead = try Self.exchange(address, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", patience: 30)
                 #expect(halfHead.closed && halfHead.0.isEmpty, "half a head: \(halfHead)")
                 let halfBody = try Self.exchange(
                     address,
-                    "POST /v1/intents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":"
-                )
+                    "POST /v1/intents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":",
+                    patience: 30)
                 #expect(halfBody.closed, "half a body: \(halfBody)")
                 // Idle after a response: closed after the request deadline, not held.
                 let fd = try tcpConnect(address)
                 defer { close(fd) }
-                let first = Self.exchange(on: fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", patience: 10)
+                let first = Self.exchange(on: fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", patience: 30)
                 #expect(first.0.hasPrefix("HTTP/1.1 200 OK") && first.closed, "idle after a response: \(first)")
                 try Self.stillServes(address)
             }
