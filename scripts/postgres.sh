@@ -12,9 +12,14 @@
 #       it runs until `scripts/postgres.sh stop DIR`. For benchmarks and trying things by hand.
 #   scripts/postgres.sh stop DIR
 #       stops that server and removes DIR.
+#   scripts/postgres.sh halt DIR      stops that server (fast shutdown), keeping DIR
+#   scripts/postgres.sh kill DIR      kills that server and its backends (SIGKILL), keeping DIR
+#   scripts/postgres.sh resume DIR    starts a halted or killed server again, on its port
+#       For the fault tests: the database going away under load and coming back.
 #
 # Environment: POSTGRES_FAST=1 turns fsync off (tests: nothing here outlives a test run, and
-# navigatord's durability tests kill navigatord, not PostgreSQL). Benchmarks leave it unset.
+# navigatord's durability tests kill navigatord; the fault tests that kill PostgreSQL start a
+# server of their own without it). Benchmarks leave it unset.
 # POSTGRES_OPTIONS: more server settings, as `-c name=value ...` (benchmarks load
 # pg_stat_statements to count statements).
 set -euo pipefail
@@ -113,6 +118,30 @@ stop() {
   rm -rf "$dir"
 }
 
+halt() {
+  local dir="$1"
+  as_owner "$(stat -c %U "$dir/data")" "$(bindir)/pg_ctl" --pgdata="$dir/data" --mode=fast --wait stop >/dev/null
+}
+
+kill_server() {
+  local dir="$1" pid
+  pid="$(head -1 "$dir/data/postmaster.pid")"
+  # The backends first (children of the postmaster), then the postmaster: nothing shuts down
+  # cleanly, as when the machine or the container dies.
+  pkill -KILL -P "$pid" || true
+  kill -KILL "$pid"
+  while kill -0 "$pid" 2>/dev/null || pgrep -P "$pid" >/dev/null; do sleep 0.05; done
+}
+
+resume() {
+  local dir="$1" options
+  options="-c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=200"
+  if [ "${POSTGRES_FAST:-}" = 1 ]; then options="$options -c fsync=off -c full_page_writes=off"; fi
+  options="$options ${POSTGRES_OPTIONS:-} -c port=$(cat "$dir/port")"
+  as_owner "$(stat -c %U "$dir/data")" "$(bindir)/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait \
+    --timeout=60 -o "$options" start >/dev/null
+}
+
 command="${1:-}"
 [ $# -gt 0 ] && shift
 case "$command" in
@@ -135,8 +164,12 @@ case "$command" in
     [ $# -eq 1 ] || { echo "postgres.sh stop: expected the directory given to start" >&2; exit 2; }
     stop "$1"
     ;;
+  halt | kill | resume)
+    [ $# -eq 1 ] && [ -d "$1/data" ] || { echo "postgres.sh $command: expected the directory given to start" >&2; exit 2; }
+    case "$command" in halt) halt "$1" ;; kill) kill_server "$1" ;; resume) resume "$1" ;; esac
+    ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -128,8 +128,11 @@ struct IOLoop: Sendable {
 
         while !closing {
             if clock.now >= nextInstances, !followers.isEmpty { askForInstances() }
-            let due = retries.filter { $0.at <= clock.now }
-            retries.removeAll { $0.at <= clock.now }
+            // One reading of the clock for both: with two, a retry falling due between them was
+            // removed without being made, and its follower waited for a snapshot forever.
+            let start = clock.now
+            let due = retries.filter { $0.at <= start }
+            retries.removeAll { $0.at <= start }
             for retry in due { if let follower = followers[retry.follower] { snapshot(for: follower) } }
             // Wake for the nearest deadline; retry unsent work every few milliseconds.
             let deadlines =

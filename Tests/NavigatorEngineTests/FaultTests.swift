@@ -26,11 +26,9 @@ struct FaultTests {
 
     static var rounds: Int { ProcessInfo.processInfo.environment["CHAOS_ROUNDS"].flatMap(Int.init) ?? 1 }
 
-    /// Shells' mirrors are checked only with `CHAOS_MIRRORS=1`: after a fault, one to three of
-    /// the 24 mirrors kept by NavigatorClient through an instance left alone stay behind (no
-    /// follow fails; they receive no further batch of their session). Not explained yet: the
-    /// check stays out of `./dev test` until it is, and `./dev chaos` shows it.
-    static var mirrorSlot: Int? { ProcessInfo.processInfo.environment["CHAOS_MIRRORS"] == "1" ? 0 : nil }
+    /// The instance the shells' mirrors follow every session through (one each case leaves
+    /// alone; a restarted instance comes back on another port).
+    static let mirrorSlot = 0
 
     /// Three instances of one deployment on `url`, each a process with its HTTP server (for
     /// `/metrics`).
@@ -220,8 +218,16 @@ struct FaultTests {
                     do {
                         for try await event in events {
                             switch event {
-                            case .snapshot(_, _, let tree), .batch(_, _, let tree):
+                            case .snapshot(_, let position, let tree):
                                 self?.record(session, tree.top.context)
+                                self?.trace(session, "snapshot \(position.epoch):\(position.seq) \(tree.top.context.info["conversationId"] ?? "-")")
+                            case .batch(_, let header, let tree):
+                                self?.record(session, tree.top.context)
+                                self?.trace(session, "batch \(header.epoch):\(header.seq) \(tree.top.context.info["conversationId"] ?? "-")")
+                            case .gap(let expected, let received):
+                                self?.trace(session, "gap \(expected) \(received)")
+                            case .resync(let reason):
+                                self?.trace(session, "resync \(reason)")
                             default: continue
                             }
                         }
@@ -234,6 +240,12 @@ struct FaultTests {
         }
 
         private func record(_ session: String, _ top: ScreenContext) { tops.withLock { $0[session] = top } }
+        /// Each mirror's last events, for the message of a mirror that did not converge.
+        private let traces = Mutex<[String: [String]]>([:])
+        private func trace(_ session: String, _ event: String) {
+            let at = ContinuousClock.now
+            traces.withLock { $0[session, default: []].append("\(at) \(event)"); if $0[session]!.count > 40 { $0[session]!.removeFirst() } }
+        }
         private let errors = Mutex<[String: String]>([:])
         private func failed(_ session: String, _ error: any Error) { errors.withLock { $0[session] = "\(error)" } }
 
@@ -247,7 +259,9 @@ struct FaultTests {
                     return "followers that failed: \(self.errors.withLock { $0 }); differing: "
                         + expected.filter { tops[$0.key] != $0.value }.keys.sorted().map {
                             "\($0) shows \(tops[$0]?.info["conversationId"] ?? "nothing"), expected \(expected[$0]?.info["conversationId"] ?? "?")"
-                        }.joined(separator: "; ")
+                        }.joined(separator: "; ") + "\n" + expected.filter { tops[$0.key] != $0.value }.keys.sorted().map {
+                            "\($0):\n  " + (self.traces.withLock { $0 }[$0] ?? []).joined(separator: "\n  ")
+                        }.joined(separator: "\n")
                 })
         }
 
@@ -285,12 +299,15 @@ struct FaultTests {
     /// Three instances on a database of their own, started and sharing the partitions, with a
     /// load running; `body` does the damage; then the load stops and every session is checked.
     static func underLoad(
-        secure: Bool, extra: [String] = [], mirrorsThrough mirrorSlot: Int? = nil,
+        secure: Bool, extra: [String] = [], mirrorsThrough mirrorSlot: Int? = nil, on server: ScratchPostgres? = nil,
         _ body: (Deployment, Load) async throws -> Void
     ) async throws {
         let setup = secure ? try SecureSetup() : nil
         defer { setup?.remove() }
-        try await TestPostgres.withDatabase { url in
+        func withDatabase(_ body: (String) async throws -> Void) async throws {
+            if let server { try await body(server.url) } else { try await TestPostgres.withDatabase(body) }
+        }
+        try await withDatabase { url in
             let deployment = Deployment(url: url, extra: extra, secure: setup)
             defer { deployment.reapAll() }
             for slot in 0..<3 { try await deployment.start(slot) }
@@ -429,6 +446,64 @@ struct FaultTests {
                 }
                 print(
                     "faults\(secure ? " (secure)" : ""): rolling restart \(round + 1) took \(ContinuousClock.now - started); acknowledged so far \(load.sent), retried \(load.refused)"
+                )
+            }
+        }
+    }
+}
+
+extension FaultTests {
+    /// How the database goes away in ``databaseLost(secure:how:)``.
+    enum Outage: String, CustomTestStringConvertible, CaseIterable {
+        case stopped = "stopped for 10 s"
+        case killed = "killed (SIGKILL), restarted 5 s later"
+        var testDescription: String { rawValue }
+    }
+
+    static var outages: [(Bool, Outage)] { modes.flatMap { mode in Outage.allCases.map { (mode, $0) } } }
+
+    @Test(
+        "PostgreSQL stopped for 10 s, or killed -9 and restarted 5 s later, under load: the instances stay up, refuse while they cannot write, claim the partitions again and serve; no acknowledged intent is lost",
+        arguments: FaultTests.outages)
+    func databaseLost(secure: Bool, how outage: Outage) async throws {
+        let server = try await ScratchPostgres.start()
+        defer { server.remove() }
+        try await Self.underLoad(secure: secure, mirrorsThrough: Self.mirrorSlot, on: server) { deployment, load in
+            for _ in 0..<Self.rounds {
+                try await Task.sleep(for: .seconds(1))
+                let before = load.sent
+                let lostAt = ContinuousClock.now
+                switch outage {
+                case .stopped:
+                    try await server.halt()
+                    try await Task.sleep(for: .seconds(10))
+                case .killed:
+                    // Down past the lease (2 s): the instances lose their partitions too.
+                    try await server.kill()
+                    try await Task.sleep(for: .seconds(5))
+                }
+                let during = load.sent - before
+                try await server.resume()
+                let backAt = ContinuousClock.now
+                try await Self.shared(deployment, timeout: .seconds(deployment.lease * 15))
+                let sharedAfter = ContinuousClock.now - backAt
+                // Acknowledged intents again, through every instance.
+                let resumed = load.sent
+                _ = try await waitFor(
+                    "no intent was acknowledged after the database came back", timeout: .seconds(30), { load.sent },
+                    until: { $0 >= resumed + 12 }, details: { "" })
+                var failures: [Double] = []
+                for slot in 0..<3 {
+                    let daemon = try #require(deployment.daemon(slot))
+                    #expect(daemon.process.isRunning, "n\(slot) stopped when the database went away:\n\(daemon.log)")
+                    failures.append(
+                        try await onThread { try deployment.metric(slot, "navigator_lease_renewals_failed_total") })
+                }
+                if case .stopped = outage {
+                    #expect(failures.allSatisfy { $0 > 0 }, "lease renewals failed: \(failures)")
+                }
+                print(
+                    "faults\(secure ? " (secure)" : ""): database \(outage.rawValue): out for \(backAt - lostAt), acknowledged meanwhile \(during); partitions all held again \(sharedAfter) after it was back; failed lease rounds \(failures.map { Int($0) }); acknowledged so far \(load.sent), retried \(load.refused)"
                 )
             }
         }
