@@ -75,7 +75,24 @@ struct IOLoop: Sendable {
         let waiting: Waiting
         let deadline: ContinuousClock.Instant
         var unsent: [UInt8]?
+        /// The request, to send again elsewhere on `MOVED`.
+        let bytes: [UInt8]
+        /// The requests endpoint it went to (nil: the one the connection was made with).
+        var via: String? = nil
+        /// Instances it was sent on to after a `MOVED` naming them (at most ``maxRedirects``).
+        var redirects = 0
+        /// The last `MOVED` it got: what the caller gets if it cannot be placed in time.
+        var moved: Navigator_V1_Reply? = nil
+
+        var isInstances: Bool { if case .instances = waiting { true } else { false } }
     }
+
+    /// How many times a request follows `MOVED` to the instance it names before the caller
+    /// gets the refusal (the owner changed again meanwhile: a hand-over under way).
+    static let maxRedirects = 3
+    /// How soon a request refused with `MOVED` naming no instance (its session's partition is
+    /// changing hands) is sent again, as long as its deadline allows.
+    static let movedRetryDelay: Duration = .milliseconds(200)
 
     func run(_ sockets: Sockets) {
         let clock = ContinuousClock()
@@ -91,9 +108,43 @@ struct IOLoop: Sendable {
         poller.add(fileDescriptor: shared.wakeRead)
         poller.add(sockets.subEvents)
 
+        // Several instances with forwarding off (or a hand-over under way): DEALERs to the other
+        // instances' requests sockets, opened when a MOVED names an instance, by endpoint; and
+        // each instance's requests endpoint, from the instances list.
+        var redirectDealers: [String: Socket] = [:]
+        var instanceRequests: [String: String] = [:]
+        // Requests waiting for the instances list to name their owner's endpoint, and requests
+        // to send again at a time (MOVED naming no instance).
+        var awaitingOwner: [(id: String, owner: String)] = []
+        var resends: [(id: String, at: ContinuousClock.Instant)] = []
+
+        func dealer(_ via: String?) -> Socket? {
+            guard let via else { return sockets.dealer }
+            if let dealer = redirectDealers[via] { return dealer }
+            do {
+                let dealer = try Socket(sockets.context, type: .dealer)
+                try dealer.set(.immediate, true)
+                try dealer.secure(with: endpoints.curve)
+                try dealer.connect(via)
+                redirectDealers[via] = dealer
+                poller.add(dealer)
+                return dealer
+            } catch {
+                return nil
+            }
+        }
+
+        func trySend(_ pending: inout PendingRequest, _ bytes: [UInt8]) {
+            if let dealer = dealer(pending.via), (try? dealer.trySend(multipart: [[UInt8](), bytes])) == true {
+                pending.unsent = nil
+            } else {
+                pending.unsent = bytes
+            }
+        }
+
         func sendRequest(_ id: String, _ bytes: [UInt8], _ waiting: Waiting) {
-            var pending = PendingRequest(waiting: waiting, deadline: clock.now + timeout, unsent: bytes)
-            if (try? sockets.dealer.trySend(multipart: [[UInt8](), bytes])) == true { pending.unsent = nil }
+            var pending = PendingRequest(waiting: waiting, deadline: clock.now + timeout, unsent: bytes, bytes: bytes)
+            trySend(&pending, bytes)
             requests[id] = pending
         }
 
@@ -115,8 +166,8 @@ struct IOLoop: Sendable {
         var subConnected = false
         var connectWaiters: [@Sendable () -> Void] = []
 
-        func askForInstances() {
-            nextInstances = clock.now + Self.instancesInterval
+        func askForInstances(now: Bool = false) {
+            if !now { nextInstances = clock.now + Self.instancesInterval }
             guard !requests.values.contains(where: { if case .instances = $0.waiting { true } else { false } }) else {
                 return
             }
@@ -126,17 +177,50 @@ struct IOLoop: Sendable {
             sendRequest(request.requestID, (try? request.serializedBytes()) ?? [], .instances)
         }
 
+        /// A reply of `MOVED` to `id`: sends the request on to the instance it names (once the
+        /// instances list gives its endpoint), or again shortly when it names none; true if the
+        /// request goes on, false if the caller is to get the refusal.
+        func follow(moved reply: Navigator_V1_Reply, of id: String, _ pending: PendingRequest) -> Bool {
+            var pending = pending
+            pending.moved = reply
+            let owner = reply.rejected.owner
+            if owner.isEmpty {
+                guard clock.now + Self.movedRetryDelay < pending.deadline else { return false }
+                requests[id] = pending
+                resends.append((id, clock.now + Self.movedRetryDelay))
+                return true
+            }
+            guard pending.redirects < Self.maxRedirects else { return false }
+            pending.redirects += 1
+            if let endpoint = instanceRequests[owner] {
+                pending.via = endpoint
+                trySend(&pending, pending.bytes)
+            } else {
+                awaitingOwner.append((id, owner))
+                askForInstances(now: true)
+            }
+            requests[id] = pending
+            return true
+        }
+
         while !closing {
             if clock.now >= nextInstances, !followers.isEmpty { askForInstances() }
             // One reading of the clock for both: with two, a retry falling due between them was
             // removed without being made, and its follower waited for a snapshot forever.
             let start = clock.now
+            for resend in resends where resend.at <= start {
+                if var pending = requests[resend.id] {
+                    trySend(&pending, pending.bytes)
+                    requests[resend.id] = pending
+                }
+            }
+            resends.removeAll { $0.at <= start }
             let due = retries.filter { $0.at <= start }
             retries.removeAll { $0.at <= start }
             for retry in due { if let follower = followers[retry.follower] { snapshot(for: follower) } }
             // Wake for the nearest deadline; retry unsent work every few milliseconds.
             let deadlines =
-                intents.map(\.deadline) + requests.values.map(\.deadline) + retries.map(\.at)
+                intents.map(\.deadline) + requests.values.map(\.deadline) + retries.map(\.at) + resends.map(\.at)
                 + (followers.isEmpty ? [] : [nextInstances])
             var wait: Duration? = deadlines.min().map { max(.zero, $0 - clock.now) }
             if !intents.isEmpty || requests.values.contains(where: { $0.unsent != nil }) {
@@ -179,18 +263,15 @@ struct IOLoop: Sendable {
             }
             for (id, pending) in requests {
                 guard let bytes = pending.unsent else { continue }
-                if (try? sockets.dealer.trySend(multipart: [[UInt8](), bytes])) == true { requests[id]?.unsent = nil }
+                trySend(&requests[id]!, bytes)
             }
 
-            // Replies.
-            while let count = try? sockets.dealer.receiveMultipart(into: &frames, wait: false) {
-                guard let reply = try? Navigator_V1_Reply(serializedBytes: frames[count - 1].bytes) else { continue }
-                guard let pending = requests.removeValue(forKey: reply.requestID) else { continue }
+            func handle(_ reply: Navigator_V1_Reply, _ pending: PendingRequest) {
                 switch pending.waiting {
                 case .caller(let continuation):
                     continuation.resume(returning: reply)
                 case .snapshot(let id):
-                    guard let follower = followers[id] else { continue }
+                    guard let follower = followers[id] else { return }
                     switch follower.receive(snapshot: reply) {
                     case .resync: snapshot(for: follower)
                     case .retryLater: retries.append((id, clock.now + .milliseconds(200)))
@@ -198,11 +279,43 @@ struct IOLoop: Sendable {
                     }
                 case .instances:
                     // A service without the request (older) answers UNKNOWN_REQUEST: nothing to add.
-                    guard case .instances(let list)? = reply.kind else { continue }
+                    guard case .instances(let list)? = reply.kind else { break }
                     for endpoint in list.instances.flatMap(\.commandEndpoints) where !connected.contains(endpoint) {
                         // A new connection's handshake makes the live mirrors resync (below).
                         if (try? sockets.sub.connect(endpoint)) != nil { connected.insert(endpoint) }
                     }
+                    for instance in list.instances {
+                        if let endpoint = instance.requestEndpoints.first { instanceRequests[instance.id] = endpoint }
+                    }
+                    // Requests whose MOVED named an instance: on to it, or the refusal to the caller
+                    // when the list does not have it (it left).
+                    let waiting = awaitingOwner
+                    awaitingOwner.removeAll()
+                    for (id, owner) in waiting {
+                        guard var pending = requests[id] else { continue }
+                        if let endpoint = instanceRequests[owner] {
+                            pending.via = endpoint
+                            trySend(&pending, pending.bytes)
+                            requests[id] = pending
+                        } else if let moved = pending.moved {
+                            requests[id] = nil
+                            handle(moved, pending)
+                        }
+                    }
+                }
+            }
+
+            // Replies, from the connection's instance and from those a MOVED sent requests on to.
+            for dealer in [sockets.dealer] + Array(redirectDealers.values) {
+                while let count = try? dealer.receiveMultipart(into: &frames, wait: false) {
+                    guard let reply = try? Navigator_V1_Reply(serializedBytes: frames[count - 1].bytes) else { continue }
+                    guard let pending = requests.removeValue(forKey: reply.requestID) else { continue }
+                    if case .rejected(let rejected)? = reply.kind, rejected.code == .moved,
+                        !pending.isInstances, follow(moved: reply, of: reply.requestID, pending)
+                    {
+                        continue
+                    }
+                    handle(reply, pending)
                 }
             }
 
@@ -245,6 +358,11 @@ struct IOLoop: Sendable {
             }
             for (id, pending) in requests where pending.deadline <= now {
                 requests[id] = nil
+                // Sent on after a MOVED and not answered in time: the caller gets the refusal.
+                if let moved = pending.moved, !pending.isInstances {
+                    handle(moved, pending)
+                    continue
+                }
                 let error = ClientError(
                     .timeout,
                     "no reply from navigatord at \(endpoints.requests) within \(timeout) (\(endpoints.timeoutHint))")
@@ -276,6 +394,7 @@ struct IOLoop: Sendable {
         for waiter in connectWaiters { waiter() }
         sockets.push.close()
         sockets.dealer.close()
+        for dealer in redirectDealers.values { dealer.close() }
         sockets.sub.close()
         sockets.subEvents.close()
         for done in closers { done.resume() }

@@ -283,6 +283,16 @@ public final class PartitionOwnership: Sendable {
     /// Who owns the partitions this instance does not (from the lease thread's last reading).
     public func setOthers(_ owners: [Int32: (owner: String, endpoint: String)]) { others.withLock { $0 = owners } }
 
+    /// The instance that owns `session`'s partition, if another instance does (from the lease
+    /// thread's last reading): a `MOVED` refusal names it.
+    public func owner(of session: String) -> String? {
+        let partition = partition(of: session)
+        guard !serves(partition), let owner = others.withLock({ $0[partition]?.owner }), owner != instance else {
+            return nil
+        }
+        return owner
+    }
+
     /// Where to forward a message for `session`: its owner's cluster endpoint, if another
     /// instance owns it and takes forwarded messages; nil when this instance serves it, or
     /// nobody does right now.

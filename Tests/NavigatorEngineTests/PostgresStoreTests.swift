@@ -5,6 +5,7 @@ import NavigatorStore
 import NavigatorTestSupport
 import NavigatorWire
 import Postgres
+import Synchronization
 import Testing
 import ZeroMQ
 
@@ -165,6 +166,37 @@ struct PostgresStoreTests {
                 } else {
                     #expect(viaFirst.rejected.code == .moved)
                     #expect(viaFirst.rejected.message.contains("which instance two serves; this is one"))
+                    #expect(viaFirst.rejected.owner == "two")
+                    // NavigatorClient follows MOVED to the instance it names: an acknowledged
+                    // intent and a follow of the second's session, through the first.
+                    let connection = try await NavigatorConnection(
+                        endpoints: ServerEndpoints(
+                            intents: first.endpoints.intents[0], requests: first.endpoints.requests[0],
+                            commands: first.endpoints.commands[0]), timeout: .seconds(5))
+                    let followed = sessions[2]
+                    let events = connection.follow(.session(followed))
+                    let redirected = try await connection.request(
+                        .intent(wireIntent("c1", [ScreenContext("settings")], session: followed)))
+                    #expect(redirected.resolved.batch.seq == 1, "\(redirected)")
+                    let mirrored = Mutex<StreamPosition?>(nil)
+                    let reader = Task {
+                        for try await event in events {
+                            switch event {
+                            case .snapshot(_, let position, _): mirrored.withLock { $0 = position }
+                            case .batch(_, let header, _):
+                                mirrored.withLock { $0 = StreamPosition(epoch: header.epoch, seq: header.seq) }
+                            default: continue
+                            }
+                        }
+                    }
+                    let position = try? await waitFor(
+                        "the follow through the first did not reach the batch", timeout: .seconds(10),
+                        { mirrored.withLock { $0 } }, until: { $0?.seq == 1 }, details: { "" })
+                    reader.cancel()
+                    await connection.close()
+                    #expect(
+                        position?.epoch == secondOwnership.epoch(of: secondOwnership.partition(of: followed)),
+                        "\(String(describing: mirrored.withLock { $0 }))")
                     let served = try await onThread {
                         try Client(second.endpoints).request(
                             .intent(wireIntent("m1", [ScreenContext("settings")], session: session)))

@@ -196,6 +196,9 @@ final class SessionStore: Sendable {
         return ownership.whyNotServed(partition, session: session)
     }
 
+    /// The instance that serves `session` when this one does not (nil: this one, or none now).
+    func owner(of session: String) -> String? { ownership?.owner(of: session) }
+
     /// Forgets the sessions of these partitions (no longer this instance's): their records and
     /// their changed marks. Returns how many were dropped.
     @discardableResult

@@ -661,6 +661,11 @@ public nonisolated struct Navigator_V1_Rejected: Sendable {
 
   public var epoch: UInt64 = 0
 
+  /// With MOVED: the id of the instance that serves the session (as the `instances` request
+  /// lists it), for a client to send the request there; empty while no instance serves it (its
+  /// partition is changing hands: retry shortly).
+  public var owner: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1748,7 +1753,7 @@ nonisolated extension Navigator_V1_Parked: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Rejected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}seq\0\u{1}epoch\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}seq\0\u{1}epoch\0\u{1}owner\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1760,6 +1765,7 @@ nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobu
       case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.owner) }()
       default: break
       }
     }
@@ -1778,6 +1784,9 @@ nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobu
     if self.epoch != 0 {
       try visitor.visitSingularUInt64Field(value: self.epoch, fieldNumber: 4)
     }
+    if !self.owner.isEmpty {
+      try visitor.visitSingularStringField(value: self.owner, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1786,6 +1795,7 @@ nonisolated extension Navigator_V1_Rejected: SwiftProtobuf.Message, SwiftProtobu
     if lhs.message != rhs.message {return false}
     if lhs.seq != rhs.seq {return false}
     if lhs.epoch != rhs.epoch {return false}
+    if lhs.owner != rhs.owner {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

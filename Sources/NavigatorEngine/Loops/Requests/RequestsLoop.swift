@@ -360,6 +360,7 @@ struct RequestsLoop: SocketLoop {
             if let reason = store.notServed(wanted.session) {
                 counters.refused(.moved, intent: false)
                 answer.rejected = .rejection(.moved, reason)
+                answer.rejected.owner = store.owner(of: wanted.session) ?? ""
             } else {
                 answer.snapshot = snapshot(wanted.session)
             }

@@ -40,7 +40,9 @@ extension WorkerLoop {
                 ])
         }
         if case .rejected(let rejected)? = reply.kind, rejected.code == .moved {
-            durableSession = nil  // another instance's session: nothing here to write
+            // Another instance's session: nothing here to write; say which instance serves it.
+            if let session = durableSession { reply.rejected.owner = store.owner(of: session) ?? "" }
+            durableSession = nil
         }
         try sockets.publisher.flush()  // the batch goes out no later than the reply
         // Durable before the reply (the client may act on it): the flush thread writes the
