@@ -217,7 +217,7 @@ let package = Package(
             dependencies: [
                 "NavigatorTestSupport", "navigatord",
                 "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
-                "NavigatorWire", "NavigatorCore", "NavigatorClient", "NavigatorLoad", "Postgres", "ZeroMQ",
+                "NavigatorWire", "NavigatorCore", "NavigatorClient", "NavigatorLoad", "Postgres", "ZeroMQ", "Yams",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "JWTKit", package: "jwt-kit"),
