@@ -45,7 +45,10 @@ let package = Package(
         // krb5-gssapi's `-isystem` flags, which SwiftPM refuses with a warning on every build;
         // zmq.h is in /usr/include and the modulemap links libzmq itself.
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        // The one lock type (Synchronization's Mutex; a pthread mutex ThreadSanitizer can see in
+        // a build with -DNAVIGATOR_TSAN, ./dev tsan).
+        .target(name: "Locking"),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Locking"]),
         // libpq, PostgreSQL's own client library, for the PostgreSQL store (several instances):
         // blocking calls that fit navigatord's own threads, nothing more to compile.
         .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
@@ -68,7 +71,7 @@ let package = Package(
             name: "NavigatorStore",
             dependencies: [
                 // NavigatorWire for one migration of old state files (intent ids to hashes).
-                "NavigatorCore", "NavigatorWire", "Postgres", .product(name: "GRDB", package: "GRDB.swift"),
+                "NavigatorCore", "NavigatorWire", "Postgres", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The loops, workers, the in-memory session store, write-behind, security, counters and
@@ -77,6 +80,7 @@ let package = Package(
             name: "NavigatorEngine",
             dependencies: [
                 "NavigatorCore", "NavigatorWire", "NavigatorYAML", "NavigatorPort", "NavigatorStore", "ZeroMQ", "Yams",
+                "Locking",
                 // Sessions another instance serves are followed through its sockets, as a shell.
                 "NavigatorClient",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -90,7 +94,7 @@ let package = Package(
         .target(
             name: "NavigatorHTTP",
             dependencies: [
-                "NavigatorCore", "NavigatorWire", "NavigatorPort", "NavigatorTokens",
+                "NavigatorCore", "NavigatorWire", "NavigatorPort", "NavigatorTokens", "Locking",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -110,7 +114,8 @@ let package = Package(
         .target(
             name: "NavigatorClient",
             dependencies: [
-                "NavigatorCore", "NavigatorWire", "ZeroMQ", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                "NavigatorCore", "NavigatorWire", "ZeroMQ", "Locking",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         // The composition root: configuration, store, engine and HTTP in one service group.
@@ -118,7 +123,7 @@ let package = Package(
             name: "navigatord",
             dependencies: [
                 "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
-                "NavigatorCore", "NavigatorYAML", "Yams", "ZeroMQ",
+                "NavigatorCore", "NavigatorYAML", "Yams", "ZeroMQ", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -137,7 +142,7 @@ let package = Package(
         .target(
             name: "NavigatorLoad",
             dependencies: [
-                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ",
+                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Locking",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -157,7 +162,7 @@ let package = Package(
                 "NavigatorCore", "NavigatorWire", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Locking"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "NavigatorTestSupport"]),
         .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
         .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
@@ -167,7 +172,7 @@ let package = Package(
         .target(
             name: "NavigatorTestSupport",
             dependencies: [
-                "NavigatorEngine", "NavigatorClient", "NavigatorCore", "NavigatorWire", "Postgres", "ZeroMQ",
+                "NavigatorEngine", "NavigatorClient", "NavigatorCore", "NavigatorWire", "Postgres", "ZeroMQ", "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
@@ -177,7 +182,7 @@ let package = Package(
             name: "NavigatorLoadTests",
             dependencies: [
                 "NavigatorTestSupport",
-                "NavigatorLoad", "NavigatorClient", "NavigatorEngine", "NavigatorCore", "ZeroMQ",
+                "NavigatorLoad", "NavigatorClient", "NavigatorEngine", "NavigatorCore", "ZeroMQ", "Locking",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -186,6 +191,7 @@ let package = Package(
             dependencies: [
                 "NavigatorTestSupport", "navctl",
                 "NavigatorClient", "NavigatorEngine", "NavigatorCore", "NavigatorWire", "NavigatorLoad", "ZeroMQ",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -203,7 +209,7 @@ let package = Package(
             dependencies: [
                 "NavigatorTestSupport",
                 "NavigatorEngine", "NavigatorStore", "NavigatorPort", "NavigatorWire", "NavigatorCore",
-                "NavigatorClient", "Postgres", "ZeroMQ",
+                "NavigatorClient", "Postgres", "ZeroMQ", "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -218,6 +224,7 @@ let package = Package(
                 "NavigatorTestSupport", "navigatord",
                 "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
                 "NavigatorWire", "NavigatorCore", "NavigatorClient", "NavigatorLoad", "Postgres", "ZeroMQ", "Yams",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "JWTKit", package: "jwt-kit"),

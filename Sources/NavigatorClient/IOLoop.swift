@@ -308,7 +308,9 @@ struct IOLoop: Sendable {
             // Replies, from the connection's instance and from those a MOVED sent requests on to.
             for dealer in [sockets.dealer] + Array(redirectDealers.values) {
                 while let count = try? dealer.receiveMultipart(into: &frames, wait: false) {
-                    guard let reply = try? Navigator_V1_Reply(serializedBytes: frames[count - 1].bytes) else { continue }
+                    guard let reply = try? Navigator_V1_Reply(serializedBytes: frames[count - 1].bytes) else {
+                        continue
+                    }
                     guard let pending = requests.removeValue(forKey: reply.requestID) else { continue }
                     if case .rejected(let rejected)? = reply.kind, rejected.code == .moved,
                         !pending.isInstances, follow(moved: reply, of: reply.requestID, pending)

@@ -1,3 +1,4 @@
+import Locking
 import NavigatorCore
 import NavigatorWire
 import SwiftProtobuf
@@ -213,7 +214,7 @@ final class Shared: Sendable {
 
     /// Work for the I/O thread; `closed` once that thread has ended (or is ending): later work
     /// fails at once instead of waiting for a thread that is gone.
-    private let queue = Mutex<(work: [Work], closed: Bool)>(([], false))
+    private let queue = Locked<(work: [Work], closed: Bool)>(([], false))
     private let counter = Atomic<Int>(0)
     let wakeRead: Int32
     let wakeWrite: Int32
@@ -289,7 +290,7 @@ final class Shared: Sendable {
 
 /// A continuation resumed by whichever comes first (a connection or a timeout), once.
 final class ResumeOnce: Sendable {
-    private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let continuation = Locked<CheckedContinuation<Void, Never>?>(nil)
 
     func set(_ continuation: CheckedContinuation<Void, Never>) { self.continuation.withLock { $0 = continuation } }
 

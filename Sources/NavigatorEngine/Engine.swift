@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NavigatorClient
 import NavigatorCore
@@ -49,7 +50,7 @@ public final class Engine: Service, Sendable {
     /// Hears of any thread that fails; `run()` then stops the service and throws.
     let supervisor: Supervisor
     let startedAt = WallClock.now()
-    let lifecycle = Mutex(Lifecycle.initial)
+    let lifecycle = Locked(Lifecycle.initial)
     /// Whether every part opened and the engine has not begun to stop (``readiness``).
     let ready = Atomic<Bool>(false)
     /// Sessions in the state file's quarantine table (rows that did not load).

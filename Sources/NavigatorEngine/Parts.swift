@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -11,7 +12,7 @@ import ZeroMQ
 
 /// Counts the parts that have opened their sockets; when all have, the service is ready.
 final class PartsReady: Sendable {
-    private let state = Mutex<(opened: Int, ended: Bool, waiters: [CheckedContinuation<Bool, Never>])>((0, false, []))
+    private let state = Locked<(opened: Int, ended: Bool, waiters: [CheckedContinuation<Bool, Never>])>((0, false, []))
     let expected: Int
 
     init(expected: Int) { self.expected = expected }

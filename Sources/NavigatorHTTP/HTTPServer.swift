@@ -1,12 +1,12 @@
 import Hummingbird
 import HummingbirdCore
+import Locking
 import Logging
 import NIOCore
 import NavigatorPort
 import NavigatorTokens
 import NavigatorWire
 import ServiceLifecycle
-import Synchronization
 
 /// navigatord's HTTP server (Hummingbird 2) as a service of its group: `/metrics`, `/healthz`
 /// and `/readyz` for probes, the JSON API and session streams (``HTTPAPI``) and the live page,
@@ -18,7 +18,7 @@ public final class HTTPServer: Service, Sendable {
     let port: any NavigatorPort
     let api: HTTPAPI
     let logger: Logger
-    private let bound = Mutex<String?>(nil)
+    private let bound = Locked<String?>(nil)
     /// Told the address bound (with the port chosen for port 0) once the server runs.
     private let onRunning: @Sendable (String) -> Void
 

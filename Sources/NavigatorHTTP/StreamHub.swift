@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NavigatorCore
@@ -17,7 +18,7 @@ final class StreamHub: Sendable {
     let settings: StreamSettings
     let logger: Logger
     private let port: any NavigatorPort
-    private let sessions = Mutex<[String: StreamedSession]>([:])
+    private let sessions = Locked<[String: StreamedSession]>([:])
     private let open = Atomic<Int>(0)
     private let closing = Atomic<Bool>(false)
 

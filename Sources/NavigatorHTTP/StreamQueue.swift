@@ -1,6 +1,6 @@
+import Locking
 import NIOCore
 import NavigatorWire
-import Synchronization
 
 /// One event of an HTTP session stream, encoded once and shared by every connection that
 /// streams the session.
@@ -83,7 +83,7 @@ final class StreamQueue: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 

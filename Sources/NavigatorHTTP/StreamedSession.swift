@@ -1,8 +1,8 @@
+import Locking
 import NavigatorCore
 import NavigatorPort
 import NavigatorWire
 import SwiftProtobuf
-import Synchronization
 
 /// One streamed session: its follow through the port, its position and kept batches
 /// (``StreamHistory``), and its connections. Each event is encoded once, whatever the number of
@@ -38,11 +38,11 @@ final class StreamedSession: Sendable {
         var ended = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(session: String, settings: StreamSettings) {
         self.session = session
-        state = Mutex(State(history: StreamHistory(size: settings.historySize, seconds: settings.historySeconds)))
+        state = Locked(State(history: StreamHistory(size: settings.historySize, seconds: settings.historySeconds)))
     }
 
     /// Records the follow that feeds this session (stopped at once if the session ended).

@@ -1,3 +1,4 @@
+import Locking
 import NavigatorClient
 import Synchronization
 import ZeroMQ
@@ -9,7 +10,7 @@ public enum Baseline {
     /// Messages per second through the pipe over `seconds`.
     public static func measure(messageSize: Int, seconds: Double) async throws -> Double {
         let context = try Context()
-        let bound = Mutex<String?>(nil)
+        let bound = Locked<String?>(nil)
         let received = Atomic<Int>(0)
         let stop = Atomic<Bool>(false)
         let receiver = try await Self.start("navload-base-rx") {

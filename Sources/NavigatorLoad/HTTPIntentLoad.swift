@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -58,7 +58,7 @@ public struct HTTPIntentLoad: Sendable {
         guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...])
         else { throw HTTPLoadError("--http \(address) is not host:port") }
         let host = String(address[..<colon])
-        let tally = Mutex(Tally())
+        let tally = Locked(Tally())
         let total = Int((duration + warmup) * rate)
         let start = wallClock() + 100_000_000
         let measureFrom = start + Int64(warmup * 1e9)

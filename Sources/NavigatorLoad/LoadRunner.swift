@@ -1,3 +1,4 @@
+import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorWire
@@ -91,7 +92,7 @@ public enum LoadRunner {
 
         // HTTP streams of the sessions (--streams): opened, and each with its snapshot, before
         // the clock starts; a batch's intent id gives its due time.
-        let scheduleBox = Mutex<Schedule?>(nil)
+        let scheduleBox = Locked<Schedule?>(nil)
         let followers = StreamFollowers(count: plan.streams)
         if plan.streams > 0 {
             var indexByID: [String: Int] = [:]
@@ -125,7 +126,7 @@ public enum LoadRunner {
         let ownBefore = navload.cpuSeconds
         let cpuFrom = wallClock()
         // Soak: navigatord's RSS and CPU every `soakInterval` seconds, until the run ends.
-        let samples = Mutex<[LoadReport.Sample]>([])
+        let samples = Locked<[LoadReport.Sample]>([])
         let sampler = Task {
             guard let interval = plan.soakInterval, let service else { return }
             var lastCPU = service.cpuSeconds ?? 0
@@ -250,7 +251,7 @@ public enum LoadRunner {
     final class Listener: Sendable {
         let stop = Atomic<Bool>(false)
         let measureFrom = Atomic<Int64>(.max)
-        private let state = Mutex(State())
+        private let state = Locked(State())
 
         struct State {
             var latency = Latency()

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import NavigatorClient
 import Synchronization
 import ZeroMQ
@@ -118,7 +119,7 @@ public enum RelayFloor {
         let payload = [UInt8](repeating: 0x2A, count: messageBytes)
         let sent = Atomic<Int>(0)
         let stats = ProcessStats(pid: process.processIdentifier)
-        let cpuBefore = Mutex<Double?>(nil)
+        let cpuBefore = Locked<Double?>(nil)
         let producer = DedicatedThread(name: "navload-floor-tx") {
             guard let push = try? Socket(context, type: .push) else { return }
             try? push.set(.sendHighWaterMark, 100_000)

@@ -1,3 +1,4 @@
+import Locking
 import NavigatorClient
 import Synchronization
 import ZeroMQ
@@ -19,11 +20,11 @@ final class StreamFollowers: Sendable {
         var failed: String?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let stop = Atomic<Bool>(false)
     let measureFrom = Atomic<Int64>(.max)
     let count: Int
-    private let thread = Mutex<DedicatedThread?>(nil)
+    private let thread = Locked<DedicatedThread?>(nil)
 
     init(count: Int) { self.count = count }
 

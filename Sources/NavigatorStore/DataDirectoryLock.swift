@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +15,7 @@ import Synchronization
 public final class DataDirectoryLock: Sendable {
     public static let fileName = "navigatord.lock"
     public let path: String
-    private let descriptor: Mutex<Int32>
+    private let descriptor: Locked<Int32>
 
     /// Creates the directory if needed and takes the lock, or throws naming the directory and the
     /// pid that holds it.
@@ -41,7 +41,7 @@ public final class DataDirectoryLock: Sendable {
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)
         _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        self.descriptor = Mutex(descriptor)
+        self.descriptor = Locked(descriptor)
     }
 
     /// Lets the directory go (also done when the process ends, however it ends).

@@ -1,6 +1,6 @@
+import Locking
 import NavigatorCore
 import Postgres
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -39,7 +39,7 @@ public final class PartitionLeases: Sendable {
     public let ttl: Duration
     private let url: String
     private let location: String
-    private let connection: Mutex<PostgresConnection?>
+    private let connection: Locked<PostgresConnection?>
     /// This process's mark in its instance row: a row of the same id with another token is
     /// another process (a predecessor that died, or a second instance given the same id).
     public let token = Int64.random(in: 1...Int64.max)
@@ -50,7 +50,7 @@ public final class PartitionLeases: Sendable {
         self.partitions = partitions
         self.ttl = ttl
         location = PostgresConnection.redact(url)
-        connection = Mutex(nil)
+        connection = Locked(nil)
     }
 
     private var ttlMilliseconds: Int64 {
@@ -240,13 +240,13 @@ public final class PartitionOwnership: Sendable {
     public let instance: String
     public let partitions: Int
     /// The leases held: partition -> epoch (what writes are fenced by).
-    private let held = Mutex<[Int32: UInt64]>([:])
+    private let held = Locked<[Int32: UInt64]>([:])
     /// The partitions whose sessions this instance works on: held, loaded and not being
     /// released.
-    private let serving = Mutex<Set<Int32>>([])
+    private let serving = Locked<Set<Int32>>([])
     /// The owners of the partitions this instance does not serve, as last read, with where
     /// they take forwarded messages ("" if they do not).
-    private let others = Mutex<[Int32: (owner: String, endpoint: String)]>([:])
+    private let others = Locked<[Int32: (owner: String, endpoint: String)]>([:])
 
     public init(instance: String, partitions: Int) {
         self.instance = instance

@@ -1,6 +1,6 @@
+import Locking
 import NavigatorCore
 import Postgres
-import Synchronization
 
 /// The sessions in a PostgreSQL database (`store: postgresql://…`): the same rows as the state
 /// file (id, seq, `StoredSession` bytes) in `navigator_sessions`, each with its partition (a
@@ -23,7 +23,7 @@ public final class PostgresStateDatabase: StateDatabase {
     public let ownership: PartitionOwnership
     /// The connection the flush thread and the lifecycle use in turn; nil after it was lost
     /// (the next call connects again and takes the instance lock again).
-    private let connection: Mutex<PostgresConnection?>
+    private let connection: Locked<PostgresConnection?>
 
     /// The advisory lock migrations run under.
     static let migrationLock: Int64 = 0x6E61_7669_6D69_6772  // "navimigr"
@@ -49,7 +49,7 @@ public final class PostgresStateDatabase: StateDatabase {
         }
         dedupKey = DedupKey(k0: UInt64(bitPattern: k0), k1: UInt64(bitPattern: k1))
         self.partitions = Int(partitions)
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
         ownership = PartitionOwnership(instance: instance, partitions: Int(partitions))
     }
 

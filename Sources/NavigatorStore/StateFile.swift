@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
+import Locking
 import NavigatorCore
 import NavigatorWire
-import Synchronization
 
 /// The durable copy of every session: an SQLite file (`navigator.sqlite` in the data
 /// directory), one row per session with its seq and its state (tree, conditions, parked
@@ -21,7 +21,7 @@ public final class StateFile: StateDatabase {
     /// The open database and the device and inode its file had when opened: a file deleted or
     /// replaced under a running service is noticed by comparing them (``isInPlace``) and opened
     /// anew (``reopen(epoch:)``).
-    private let opened: Mutex<(queue: DatabaseQueue, identity: FileIdentity?)>
+    private let opened: Locked<(queue: DatabaseQueue, identity: FileIdentity?)>
     private var queue: DatabaseQueue { opened.withLock { $0.queue } }
 
     /// Opens (or creates) the state file and brings its schema up to date. A file that is not a
@@ -36,7 +36,7 @@ public final class StateFile: StateDatabase {
             throw StoreError(.unreadable, "state file \(path) has no dedup key (meta dedup_key_0 and dedup_key_1)")
         }
         dedupKey = key
-        opened = Mutex((queue, FileIdentity(path: path)))
+        opened = Locked((queue, FileIdentity(path: path)))
     }
 
     /// The key of the remembered intent ids' hashes (made by the migration "recent intent ids

@@ -1,4 +1,5 @@
 import CZeroMQ
+import Locking
 import Synchronization
 
 /// A libzmq context: the I/O threads and the registry of inproc endpoints that sockets share.
@@ -14,7 +15,7 @@ public final class Context: @unchecked Sendable {
     // @unchecked: `handle` is only ever passed to libzmq's context functions, which are documented
     // thread-safe; `terminated` is guarded by a Mutex.
     @usableFromInline let handle: UnsafeMutableRawPointer
-    private let terminated = Mutex(false)
+    private let terminated = Locked(false)
 
     /// Creates a context.
     /// - Parameters:

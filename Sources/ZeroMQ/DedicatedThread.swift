@@ -1,5 +1,5 @@
 import CZeroMQ
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +13,7 @@ import Synchronization
 /// never run on Swift concurrency's cooperative pool, which has one thread per core.
 public final class DedicatedThread: Sendable {
     private let thread: pthread_t
-    private let joined = Mutex(false)
+    private let joined = Locked(false)
 
     /// Starts `body` on a new thread named `name` (at most 15 bytes are kept by Linux).
     public init(name: String, _ body: @escaping @Sendable () -> Void) {

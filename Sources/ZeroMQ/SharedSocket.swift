@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A socket that several threads use, one at a time, under a lock.
 ///
@@ -12,7 +12,7 @@ import Synchronization
 /// descriptor's signal, so a thread that uses it must check what is waiting afterwards
 /// (``send(_:framesPerMessage:)`` and ``processCommands()`` return it) and tell the reader.
 public final class SharedSocket: Sendable {
-    private let state: Mutex<Held>
+    private let state: Locked<Held>
     /// ZMQ_FD, read once at creation (it does not change while the socket is open).
     public let fileDescriptor: Int32
 
@@ -24,7 +24,7 @@ public final class SharedSocket: Sendable {
     public init(_ context: Context, type: SocketType) throws(ZeroMQError) {
         let socket = try Socket(context, type: type)
         fileDescriptor = try socket.get(.fileDescriptor)
-        state = Mutex(Held(socket: socket))
+        state = Locked(Held(socket: socket))
     }
 
     /// Runs `body` with the socket under the lock; nil once ``close()`` has run.

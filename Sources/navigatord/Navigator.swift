@@ -1,9 +1,9 @@
+import Locking
 import Logging
 import NavigatorEngine
 import NavigatorHTTP
 import NavigatorTokens
 import ServiceLifecycle
-import Synchronization
 import UnixSignals
 import ZeroMQ
 
@@ -21,7 +21,7 @@ final class Navigator: Sendable {
     let logger: Logger
     /// Set once the engine has opened its sockets and the HTTP server listens.
     private let started = Latch()
-    private let lifecycle = Mutex(Lifecycle.initial)
+    private let lifecycle = Locked(Lifecycle.initial)
 
     private enum Lifecycle {
         case initial
@@ -197,7 +197,7 @@ final class Latch: Sendable {
         var waiters: [CheckedContinuation<Bool, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The HTTP server listens (or there is none).
     func httpListens() {

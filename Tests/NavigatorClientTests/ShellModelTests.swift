@@ -1,17 +1,17 @@
 import Foundation
+import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorEngine
 import NavigatorLoad
 import NavigatorTestSupport
 import NavigatorWire
-import Synchronization
 import Testing
 
 /// Collects a follower's events on a task of its own, so the test can wait for them with a deadline.
 /// The in-process service of a test, replaced by a new one on a restart.
 final class RunningServer: Sendable {
-    let server = Mutex<Engine?>(nil)
+    let server = Locked<Engine?>(nil)
 
     func start(_ configuration: EngineConfiguration) async throws {
         let server = try Engine(configuration: configuration, logger: TestService.logger("shell-test"))
@@ -29,8 +29,8 @@ final class RunningServer: Sendable {
 }
 
 final class EventBuffer: Sendable {
-    let events = Mutex<[SessionEvent]>([])
-    let failure = Mutex<String?>(nil)
+    let events = Locked<[SessionEvent]>([])
+    let failure = Locked<String?>(nil)
 
     func take() -> [SessionEvent] {
         events.withLock { taken in

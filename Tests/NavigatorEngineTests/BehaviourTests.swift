@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
 import NavigatorYAML
 import SwiftProtobuf
-import Synchronization
 import Testing
 import ZeroMQ
 
@@ -19,7 +19,7 @@ struct BehaviourTests {
         try await withService(workers: 2) { _, endpoints in
             // The shell subscribes first; then each producer sends its session's intents from its
             // own thread and connection.
-            let ready = Mutex(false)
+            let ready = Locked(false)
             let collected = Task {
                 try await onThread { () throws -> [String: [(UInt64, String)]] in
                     let client = try Client(endpoints)

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorStore
@@ -37,11 +38,11 @@ struct FaultTests {
         let directory: URL
         let lease: Int
         let extra: [String]
-        let daemons: Mutex<[Daemon?]>
-        let endpoints: Mutex<[BoundEndpoints?]>
-        let http: Mutex<[String?]>
+        let daemons: Locked<[Daemon?]>
+        let endpoints: Locked<[BoundEndpoints?]>
+        let http: Locked<[String?]>
         /// Instances not to send to (paused, stopped).
-        let away = Mutex<Set<Int>>([])
+        let away = Locked<Set<Int>>([])
         /// Secure mode: the shared server key and access file, and the clients' keys.
         let secure: SecureSetup?
 
@@ -51,9 +52,9 @@ struct FaultTests {
             self.lease = lease
             self.extra = extra
             directory = TestService.temporaryDirectory("navchaos")
-            daemons = Mutex(Array(repeating: nil, count: count))
-            endpoints = Mutex(Array(repeating: nil, count: count))
-            http = Mutex(Array(repeating: nil, count: count))
+            daemons = Locked(Array(repeating: nil, count: count))
+            endpoints = Locked(Array(repeating: nil, count: count))
+            http = Locked(Array(repeating: nil, count: count))
         }
 
         func start(_ slot: Int, extra more: [String] = []) async throws {
@@ -122,7 +123,7 @@ struct FaultTests {
     /// last acknowledged screen of each session is kept. Fire-and-forget intents go alongside.
     final class Load: Sendable {
         let sessions: [String]
-        private let state = Mutex<
+        private let state = Locked<
             (acknowledged: [String: ScreenContext], sent: Int, retries: Int, refused: [String: Int])
         >(
             ([:], 0, 0, [:]))
@@ -201,8 +202,8 @@ struct FaultTests {
     /// mirror must end showing its session's last acknowledged screen.
     final class Mirrors: Sendable {
         let connection: NavigatorConnection
-        private let tops = Mutex<[String: ScreenContext]>([:])
-        private let tasks = Mutex<[Task<Void, Never>]>([])
+        private let tops = Locked<[String: ScreenContext]>([:])
+        private let tasks = Locked<[Task<Void, Never>]>([])
 
         init(_ deployment: Deployment, slot: Int, sessions: [String]) async throws {
             let bound = try #require(deployment.endpoints.withLock { $0[slot] })
@@ -220,10 +221,16 @@ struct FaultTests {
                             switch event {
                             case .snapshot(_, let position, let tree):
                                 self?.record(session, tree.top.context)
-                                self?.trace(session, "snapshot \(position.epoch):\(position.seq) \(tree.top.context.info["conversationId"] ?? "-")")
+                                self?.trace(
+                                    session,
+                                    "snapshot \(position.epoch):\(position.seq) \(tree.top.context.info["conversationId"] ?? "-")"
+                                )
                             case .batch(_, let header, let tree):
                                 self?.record(session, tree.top.context)
-                                self?.trace(session, "batch \(header.epoch):\(header.seq) \(tree.top.context.info["conversationId"] ?? "-")")
+                                self?.trace(
+                                    session,
+                                    "batch \(header.epoch):\(header.seq) \(tree.top.context.info["conversationId"] ?? "-")"
+                                )
                             case .gap(let expected, let received):
                                 self?.trace(session, "gap \(expected) \(received)")
                             case .resync(let reason):
@@ -241,12 +248,15 @@ struct FaultTests {
 
         private func record(_ session: String, _ top: ScreenContext) { tops.withLock { $0[session] = top } }
         /// Each mirror's last events, for the message of a mirror that did not converge.
-        private let traces = Mutex<[String: [String]]>([:])
+        private let traces = Locked<[String: [String]]>([:])
         private func trace(_ session: String, _ event: String) {
             let at = ContinuousClock.now
-            traces.withLock { $0[session, default: []].append("\(at) \(event)"); if $0[session]!.count > 40 { $0[session]!.removeFirst() } }
+            traces.withLock {
+                $0[session, default: []].append("\(at) \(event)")
+                if $0[session]!.count > 40 { $0[session]!.removeFirst() }
+            }
         }
-        private let errors = Mutex<[String: String]>([:])
+        private let errors = Locked<[String: String]>([:])
         private func failed(_ session: String, _ error: any Error) { errors.withLock { $0[session] = "\(error)" } }
 
         /// Waits until every mirror shows `expected`'s screen for its session.
@@ -259,7 +269,8 @@ struct FaultTests {
                     return "followers that failed: \(self.errors.withLock { $0 }); differing: "
                         + expected.filter { tops[$0.key] != $0.value }.keys.sorted().map {
                             "\($0) shows \(tops[$0]?.info["conversationId"] ?? "nothing"), expected \(expected[$0]?.info["conversationId"] ?? "?")"
-                        }.joined(separator: "; ") + "\n" + expected.filter { tops[$0.key] != $0.value }.keys.sorted().map {
+                        }.joined(separator: "; ") + "\n"
+                        + expected.filter { tops[$0.key] != $0.value }.keys.sorted().map {
                             "\($0):\n  " + (self.traces.withLock { $0 }[$0] ?? []).joined(separator: "\n  ")
                         }.joined(separator: "\n")
                 })

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Locking
 import Logging
 import NavigatorCore
 import NavigatorPort
@@ -284,7 +285,7 @@ struct StateFileGoneTests {
 /// Keeps what is logged, for tests.
 final class CapturedLog: @unchecked Sendable {
     // @unchecked: `lines` is behind a Mutex; the handler is a value holding this reference.
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
 
     struct Handler: LogHandler {
         let log: CapturedLog

@@ -1,9 +1,9 @@
 import Foundation
+import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
-import Synchronization
 import Testing
 
 @testable import NavigatorEngine
@@ -20,7 +20,7 @@ struct MirrorTests {
     /// Follows `session` on a connection to `endpoints`, keeping the latest mirror and position.
     final class Mirror: Sendable {
         final class State: Sendable {
-            let value = Mutex<(tree: ScreenTree?, seq: UInt64, epoch: UInt64, resyncs: [String])>((nil, 0, 0, []))
+            let value = Locked<(tree: ScreenTree?, seq: UInt64, epoch: UInt64, resyncs: [String])>((nil, 0, 0, []))
             func withLock<T>(_ body: (inout (tree: ScreenTree?, seq: UInt64, epoch: UInt64, resyncs: [String])) -> T)
                 -> T
             { value.withLock { body(&$0) } }

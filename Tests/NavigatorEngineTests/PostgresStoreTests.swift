@@ -1,11 +1,11 @@
 import Foundation
+import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorStore
 import NavigatorTestSupport
 import NavigatorWire
 import Postgres
-import Synchronization
 import Testing
 import ZeroMQ
 
@@ -178,7 +178,7 @@ struct PostgresStoreTests {
                     let redirected = try await connection.request(
                         .intent(wireIntent("c1", [ScreenContext("settings")], session: followed)))
                     #expect(redirected.resolved.batch.seq == 1, "\(redirected)")
-                    let mirrored = Mutex<StreamPosition?>(nil)
+                    let mirrored = Locked<StreamPosition?>(nil)
                     let reader = Task {
                         for try await event in events {
                             switch event {

@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 import Logging
 import NavigatorClient
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
-import Synchronization
 import Testing
 import ZeroMQ
 
@@ -107,7 +107,7 @@ struct LoadTests {
             plan.producers = 2
             plan.servicePID = getpid()
             plan.soakInterval = 0.5
-            let samples = Mutex(0)
+            let samples = Locked(0)
             let report = try await LoadRunner.run(plan, soakProgress: { _ in samples.withLock { $0 += 1 } })
             // Soak samples every 0.5 s of the ~1.2 s run and its drain (how many depends on how
             // the machine's load delays the sampler), and one more at the end; each is reported

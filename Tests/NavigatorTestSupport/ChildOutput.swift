@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -21,7 +21,7 @@ public final class ChildOutput: Sendable {
         var ended = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts reading `handle` (the read end of the child's pipe, ``ChildProcess/pipe()``). The
     /// parent's copy of the write end must be closed once the child runs, or the end of the

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 #if canImport(Glibc)
@@ -26,7 +27,7 @@ public final class ChildProcess: @unchecked Sendable {
     public var standardOutput: Int32?
     public var standardError: Int32?
     public private(set) var processIdentifier: pid_t = 0
-    private let status = Mutex<Int32?>(nil)
+    private let status = Locked<Int32?>(nil)
 
     public init() {}
 
@@ -36,7 +37,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// for its whole life, and the test reading that pipe would wait for an end of stream that
     /// never comes (seen in CI: every test stalled ~10 s while two such waits held the
     /// cooperative pool's threads).
-    static let spawning = Mutex<Void>(())
+    static let spawning = Locked<Void>(())
 
     /// A pipe, close-on-exec: the read end to read the child's output from (``ChildOutput``), the
     /// write end to give the child — close it once the child runs.

@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import NavigatorWire
 import SwiftProtobuf
-import Synchronization
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -25,7 +25,7 @@ public final class SSEClient: Sendable {
         var ended = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     public let fd: Int32
 
     public init(_ address: String, _ path: String, headers: [String: String] = [:]) throws {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -17,8 +17,8 @@ public final class WebSocketClient: Sendable {
         var ended = false
     }
 
-    private let state = Mutex(State())
-    private let writing = Mutex(())
+    private let state = Locked(State())
+    private let writing = Locked(())
     public let fd: Int32
 
     public init(_ address: String, _ path: String, headers: [String: String] = [:]) throws {

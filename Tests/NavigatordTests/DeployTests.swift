@@ -115,7 +115,9 @@ struct DeployTests {
             let path = try #require(get["path"] as? String)
             #expect(["/readyz", "/healthz"].contains(path), "\(probe) asks \(path)")
         }
-        #expect((container["readinessProbe"] as? [String: Any])?["httpGet"].flatMap { $0 as? [String: Any] }?["path"] as? String == "/readyz")
+        #expect(
+            (container["readinessProbe"] as? [String: Any])?["httpGet"].flatMap { $0 as? [String: Any] }?["path"]
+                as? String == "/readyz")
 
         // The key files are where the key volume is mounted, and the init container writes the
         // secret key 0600 for the user navigatord runs as (navigatord refuses it otherwise).
@@ -127,8 +129,10 @@ struct DeployTests {
         }
         let user = try #require((pod["securityContext"] as? [String: Any])?["runAsUser"] as? Int)
         let initScript = try #require(
-            (pod["initContainers"] as? [[String: Any]])?.compactMap { ($0["command"] as? [String])?.joined(separator: " ") }
-                .joined(separator: " "))
+            (pod["initContainers"] as? [[String: Any]])?.compactMap {
+                ($0["command"] as? [String])?.joined(separator: " ")
+            }
+            .joined(separator: " "))
         let keyName = URL(fileURLWithPath: try #require(config.engine.secretKeyFile)).lastPathComponent
         #expect(initScript.contains("install -m 0600 -o \(user) -g \(user) /secret/\(keyName)"), "\(initScript)")
 

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorTestSupport
@@ -202,7 +203,7 @@ struct StreamTests {
             let first = try SSEClient(address, "/v1/sessions/busy-1/stream")
             defer { first.close() }
             try await first.wait("a snapshot") { !$0.isEmpty }
-            let joiners = Mutex<[SSEClient]>([])
+            let joiners = Locked<[SSEClient]>([])
             defer { for joiner in joiners.withLock({ $0 }) { joiner.close() } }
             try await onThread {
                 let client = try Client(endpoints)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import ZeroMQ
 
@@ -11,8 +11,8 @@ struct ContextTests {
     func shutdownWakesReceiver() async throws {
         let context = try Context()
         let name = "blocked-\(UInt32.random(in: 0..<100_000))"
-        let bound = Mutex(false)
-        let outcome = Mutex<Result<String, ZeroMQError>?>(nil)
+        let bound = Locked(false)
+        let outcome = Locked<Result<String, ZeroMQError>?>(nil)
         let thread = DedicatedThread(name: name) {
             do {
                 let pull = try Socket(context, type: .pull)

@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NavigatorPort
 import NavigatorStore
@@ -37,7 +38,7 @@ final class LeaseKeeper: Sendable {
     /// When a round last went through (monotonic ns).
     private let lastRound = Atomic<Int64>(0)
     private let stopping = Atomic<Bool>(false)
-    private let thread = Mutex<DedicatedThread?>(nil)
+    private let thread = Locked<DedicatedThread?>(nil)
 
     /// Counts failed rounds (``EngineCounters/leaseRenewalsFailed``).
     let counters: EngineCounters?
@@ -71,7 +72,7 @@ final class LeaseKeeper: Sendable {
 
     /// What the last heartbeat advertised: a change (the endpoints bound after the first
     /// round) brings the next round forward.
-    private let advertised = Mutex<InstanceRecord?>(nil)
+    private let advertised = Locked<InstanceRecord?>(nil)
     var live: [InstanceRecord] { peers.list }
 
     /// One round: heartbeat, renewal, losses, and a step towards an even share.
@@ -221,7 +222,7 @@ final class LeaseKeeper: Sendable {
 
 /// The live instances of a deployment, as the lease thread last read them.
 final class LivePeers: Sendable {
-    private let value = Mutex<[InstanceRecord]>([])
+    private let value = Locked<[InstanceRecord]>([])
     var list: [InstanceRecord] {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }

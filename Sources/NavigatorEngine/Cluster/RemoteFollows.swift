@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NavigatorClient
 import NavigatorCore
@@ -45,7 +46,7 @@ final class RemoteFollows: Sendable {
         var follows = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(capacity: Int, logger: Logger, peer: @escaping @Sendable () -> ServerEndpoints?) {
         self.capacity = max(1, capacity)

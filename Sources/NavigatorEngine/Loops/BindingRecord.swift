@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// The endpoints the engine's sockets bound — the server's side of them (with the ports chosen
 /// for `tcp://host:*`); a client connects to them as ``ServerEndpoints``.
@@ -18,7 +18,7 @@ public struct BoundEndpoints: Hashable, Sendable {
 
 /// What the engine's sockets bound so far, as each loop binds them.
 final class BindingRecord: Sendable {
-    private let value = Mutex(BoundEndpoints())
+    private let value = Locked(BoundEndpoints())
 
     func set(intents: [String]) { value.withLock { $0.intents = intents } }
     func set(requests: [String]) { value.withLock { $0.requests = requests } }

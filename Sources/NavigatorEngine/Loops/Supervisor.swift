@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// Watches the service's parts: the first to fail for a reason other than a stop is recorded and
@@ -13,10 +14,10 @@ final class Supervisor: Sendable {
         var description: String { "\(part) failed: \(reason)" }
     }
 
-    private let first = Mutex<Failure?>(nil)
+    private let first = Locked<Failure?>(nil)
     private let onFailure: @Sendable (Failure) -> Void
     /// Parts told to fail (tests inject faults); `anyInjected` keeps the loops' check to one load.
-    private let injected = Mutex<Set<String>>([])
+    private let injected = Locked<Set<String>>([])
     private let anyInjected = Atomic<Bool>(false)
 
     init(onFailure: @escaping @Sendable (Failure) -> Void) {

@@ -1,3 +1,4 @@
+import Locking
 import NavigatorWire
 import SwiftProtobuf
 import Synchronization
@@ -34,7 +35,7 @@ final class CallDesk: Sendable {
     }
 
     private let inbox: SharedSocket
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let counter = Atomic<UInt64>(0)
     /// Calls waiting, readable without the lock (the sweep's quick check).
     private let waitingCount = Atomic<Int>(0)

@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NavigatorCore
 import NavigatorPort
@@ -23,7 +24,7 @@ final class SessionFollows: Sendable {
     /// Follows of sessions served here, by the session's shard.
     private let local: [FollowShard]
     /// Follows through other instances, by session (to bring home when a partition comes here).
-    private let remoteFollows = Mutex<[String: [EngineFollow]]>([:])
+    private let remoteFollows = Locked<[String: [EngineFollow]]>([:])
     /// Follows of sessions served here: the publishers' one-load check.
     private let localCount = Atomic<Int>(0)
     /// Set by ``stopAll(_:)``: a follow placed afterwards ends at once.
@@ -45,7 +46,7 @@ final class SessionFollows: Sendable {
 
     /// The follows of one shard of sessions (a class: a `Mutex` cannot be kept in an array).
     final class FollowShard: Sendable {
-        let follows = Mutex<[String: [EngineFollow]]>([:])
+        let follows = Locked<[String: [EngineFollow]]>([:])
     }
 
     private func shard(_ session: String) -> FollowShard { local[store.shardIndex(of: session)] }
@@ -231,7 +232,7 @@ final class EngineFollow: SessionFollow {
         var delivering = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     fileprivate init(session: String, receive: @escaping @Sendable (SessionUpdate) -> Void, follows: SessionFollows) {
         self.session = session

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 import ZeroMQ
 
 /// A secure navigatord's keys and access list: the server's CURVE key pair, and the clients of
@@ -10,12 +10,12 @@ public final class Security: Sendable {
 
     let serverKeys: CurveKeyPair
     let accessFile: String
-    private let state: Mutex<(access: AccessList, generation: Int)>
+    private let state: Locked<(access: AccessList, generation: Int)>
 
     init(serverKeys: CurveKeyPair, accessFile: String, access: AccessList) {
         self.serverKeys = serverKeys
         self.accessFile = accessFile
-        state = Mutex((access, 1))
+        state = Locked((access, 1))
         peer = AccessList.Client(name: Self.peerName, key: serverKeys.publicKey, role: .admin, sessions: ["*"])
     }
 

@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NavigatorStore
 import Synchronization
@@ -16,16 +17,16 @@ final class Persistence: Sendable {
     /// Nanoseconds a session stays unchanged before it is packed (see ``compactIdle(now:)``);
     /// 0: never.
     let packAfter: Int64
-    private let writing = Mutex(())
+    private let writing = Locked(())
     private let stopping = Atomic<Bool>(false)
     /// False while the state file is found deleted or replaced and not yet written again in
     /// full (/readyz says so).
     let fileInPlace = Atomic<Bool>(true)
     /// Sessions written by flushes, candidates for packing.
-    private let candidates = Mutex(Candidates())
+    private let candidates = Locked(Candidates())
     /// The encodings of the parked lists the last flushes wrote, for live sessions that have
     /// parked intents: reused while a list does not change. Only flushes and packing touch it.
-    private let parkedEncodings = Mutex<[String: SessionStore.Record.ParkedEncoding]>([:])
+    private let parkedEncodings = Locked<[String: SessionStore.Record.ParkedEncoding]>([:])
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
 

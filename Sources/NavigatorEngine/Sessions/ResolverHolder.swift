@@ -1,3 +1,4 @@
+import Locking
 import NavigatorCore
 import Synchronization
 
@@ -12,11 +13,11 @@ final class ResolverHolder: Sendable {
         let generation: Int
     }
 
-    private let current: Mutex<Snapshot>
+    private let current: Locked<Snapshot>
     private let counter = Atomic<Int>(0)
 
     init(_ resolver: Resolver, source: String) {
-        current = Mutex(Snapshot(resolver: resolver, source: source, generation: 0))
+        current = Locked(Snapshot(resolver: resolver, source: source, generation: 0))
     }
 
     /// The latest generation (one atomic load: the hot path's check).

@@ -1,3 +1,4 @@
+import Locking
 import NavigatorCore
 import NavigatorStore
 import NavigatorWire
@@ -154,9 +155,9 @@ final class SessionStore: Sendable {
     }
 
     final class Shard: Sendable {
-        let records = Mutex<[String: Record]>([:])
+        let records = Locked<[String: Record]>([:])
         /// Sessions changed since the last flush to disk.
-        let dirty = Mutex<Set<String>>([])
+        let dirty = Locked<Set<String>>([])
         /// Parked intents of all its sessions, kept as they change (reading it takes no lock).
         let parked = Atomic<Int>(0)
     }
