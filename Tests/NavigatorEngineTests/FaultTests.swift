@@ -107,6 +107,13 @@ struct FaultTests {
             return total
         }
 
+        /// The partitions `instance` holds now, from the lease table.
+        func partitions(of instance: String) throws -> Set<Int32> {
+            let rows = try PostgresConnection(url: url).execute(
+                "SELECT partition FROM navigator_leases WHERE owner = $1 AND expires_at > now()", [.text(instance)])
+            return Set(try (0..<rows.count).map { try rows[$0, 0].int32() })
+        }
+
         /// Partitions each instance holds now, from the lease table.
         func leases() throws -> [String: Int] {
             let rows = try PostgresConnection(url: url).execute(
@@ -377,15 +384,33 @@ struct FaultTests {
                             session: "shop-z\(k)")
                     }
                 }
+                // A session the instance about to be paused serves, to ask another instance for.
+                let owned = try await onThread { try deployment.partitions(of: "n\(slot)") }
+                let session = try #require(
+                    (0..<10_000).lazy.map { "shop-f\(round)-\($0)" }.first {
+                        owned.contains(Int32(StableHash.bucket(of: $0, count: 256)))
+                    })
                 deployment.away.withLock { _ = $0.insert(slot) }
                 paused.signal(SIGSTOP)
                 let pausedAt = ContinuousClock.now
+                // Forwarded to the paused owner, it is answered UNAVAILABLE by the instance the
+                // client reached (after 5 s), not left unanswered.
+                async let answer = onThread { () throws -> (Navigator_V1_Reply, Duration) in
+                    let client = try deployment.client(try #require(deployment.endpoints.withLock { $0[0] }))
+                    let sent = ContinuousClock.now
+                    let reply = try client.request(
+                        .intent(wireIntent("forwarded-\(round)", [ScreenContext("settings")], session: session)))
+                    return (reply, ContinuousClock.now - sent)
+                }
                 // The others claim its partitions once its leases ran out.
                 _ = try await waitForBlocking(
                     "the paused instance's partitions were not claimed", timeout: .seconds(deployment.lease * 10),
                     { (try? deployment.leases()) ?? [:] },
                     until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 }, details: { "" })
                 let claimedAfter = ContinuousClock.now - pausedAt
+                let (forwarded, waited) = try await answer
+                #expect(forwarded.rejected.code == .unavailable, "\(forwarded)")
+                #expect(waited < .seconds(8), "answered after \(waited)")
                 try await Task.sleep(for: .seconds(deployment.lease))
                 paused.signal(SIGCONT)
                 let resumedAt = ContinuousClock.now

@@ -1,0 +1,47 @@
+import NavigatorTestSupport
+import Testing
+import ZeroMQ
+
+@testable import NavigatorEngine
+
+@Suite("Cluster peers")
+struct ClusterPeersTests {
+    @Test(
+        "a thread's connections to peers that no longer own partitions are closed, at most once per interval; live ones stay"
+    )
+    func pruning() async throws {
+        try await onThread {
+            let context = try Context()
+            defer { context.shutdown() }
+            // Two peers listening, as instances' cluster endpoints do.
+            let routers = try (0..<2).map { _ -> Socket in
+                let router = try Socket(context, type: .router)
+                try router.set(.linger, .zero)
+                try router.bind("tcp://127.0.0.1:*")
+                return router
+            }
+            defer { for router in routers { router.close() } }
+            let endpoints = try routers.map { try $0.lastEndpoint }
+            let peers = ClusterPeers(context: context, keys: nil)
+            defer { for peer in peers.sockets { peer.socket.close() } }
+            let first = try peers.socket(to: endpoints[0])
+            _ = try peers.socket(to: endpoints[1])
+            #expect(try peers.socket(to: endpoints[0]) === first, "a second DEALER to the same peer")
+            #expect(peers.sockets.count == 2)
+            peers.added = false
+            let second: Int64 = 1_000_000_000
+            // Both still own partitions: nothing closes.
+            #expect(!peers.prune(keeping: Set(endpoints), now: 10 * second))
+            // The second left; within the interval it is not looked at again…
+            #expect(!peers.prune(keeping: [endpoints[0]], now: 12 * second))
+            #expect(peers.sockets.count == 2)
+            // …after it, its DEALER closes and the owner is told to poll again.
+            #expect(peers.prune(keeping: [endpoints[0]], now: 15 * second))
+            #expect(peers.sockets.map(\.endpoint) == [endpoints[0]])
+            #expect(peers.added)
+            // A peer that comes back gets a new DEALER when a message is for it.
+            _ = try peers.socket(to: endpoints[1])
+            #expect(peers.sockets.count == 2)
+        }
+    }
+}
