@@ -413,6 +413,65 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test(
+        "a fire-and-forget intent forwarded to an owner whose worker's queue is full is refused there, with a Rejection on r/<session>/ (OVERLOADED), not dropped"
+    )
+    func forwardedOverloaded() async throws {
+        try await TestPostgres.withDatabase { url in
+            let configure: (inout EngineConfiguration) -> Void = { configuration in
+                configuration.leaseSeconds = 2
+                configuration.workers = 1
+                configuration.handoffHighWaterMark = 2
+            }
+            try await TestService.withInstances(["one", "two"], url: url, configure) { servers in
+                let (first, second) = (servers[0], servers[1])
+                let firstOwnership = try #require(first.store.ownership)
+                let secondOwnership = try #require(second.store.ownership)
+                let deadline = ContinuousClock.now + .seconds(15)
+                var session: String?
+                while session == nil {
+                    session = (0..<1000).map { "o\($0)" }.first {
+                        secondOwnership.serves(secondOwnership.partition(of: $0))
+                            && firstOwnership.forwardEndpoint(of: $0) != nil
+                    }
+                    guard session == nil else { break }
+                    guard ContinuousClock.now < deadline else {
+                        throw TestPostgresError("the first never learned that the second serves a session")
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let target = try #require(session)
+                let refused = try await onThread { () throws -> (Navigator_V1_Rejection, Int) in
+                    let shell = try Client(second.endpoints).subscribe("r/\(target)/")
+                    try shell.set(.receiveTimeout, .seconds(1))
+                    let producer = try Client(first.endpoints, linger: .seconds(5))
+                    // The test holds the owner's only shard: its worker stops at its first intent,
+                    // its queue fills, and what is forwarded next has no room.
+                    return try second.store.shards[0].records.withLock { _ in
+                        let until = ContinuousClock.now + .seconds(20)
+                        var sent = 0
+                        while ContinuousClock.now < until {
+                            for _ in 0..<64 {
+                                try producer.send(
+                                    wireIntent("ff\(sent)", [ScreenContext("settings")], session: target),
+                                    session: target)
+                                sent += 1
+                            }
+                            if let published = try? shell.nextPublished() {
+                                return (try Navigator_V1_Rejection(serializedBytes: published.payload), sent)
+                            }
+                        }
+                        throw TestFailure("no rejection after \(sent) forwarded intents")
+                    }
+                }
+                #expect(refused.0.code == .overloaded, "\(refused.0)")
+                #expect(refused.0.message.contains("handoffHighWaterMark"), "\(refused.0)")
+                #expect(refused.0.intentID.hasPrefix("ff"))
+                #expect(second.counters.rejections[Navigator_V1_RejectCode.overloaded.rawValue].load > 0)
+            }
+        }
+    }
+
     @Test("a database migrated by a newer navigatord is refused and left as it is")
     func newerSchema() async throws {
         try await TestPostgres.withDatabase { url in
