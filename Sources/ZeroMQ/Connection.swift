@@ -13,8 +13,16 @@ public enum Connection {
     /// on it and terminates that peer's pipe as for any disconnect, dropping what the peer had
     /// (its subscriptions on an XPUB). The descriptor stays libzmq's: it is not closed here.
     /// The process must ignore SIGPIPE (libzmq may still write to the connection).
-    public static func drop(descriptor: Int32) {
-        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+    ///
+    /// Only a connected socket is shut down: a descriptor number whose connection has ended may
+    /// already be another part's — a listening socket (shut down, its `accept` fails with
+    /// EINVAL, which libzmq answers with abort()), an eventfd, a file. The caller must still make
+    /// sure the connection is the one it means (a freed number is reused at once); returns
+    /// whether it shut one down.
+    @discardableResult
+    public static func drop(descriptor: Int32) -> Bool {
+        guard isOpen(descriptor: descriptor) else { return false }
+        return shutdown(descriptor, Int32(SHUT_RDWR)) == 0
     }
 
     /// Whether `descriptor` is (still) an open, connected socket. Not proof that a message's

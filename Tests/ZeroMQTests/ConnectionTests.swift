@@ -43,4 +43,37 @@ struct ConnectionTests {
         #expect(!after)
         #expect(!stranger, "a pipe or a bad descriptor is no connection")
     }
+
+    @Test("a drop leaves alone a descriptor that is no connection: a listening socket still accepts")
+    func listenerLeftAlone() async throws {
+        let (dropped, accepted) = try await onThread { () throws -> (Bool, Bool) in
+            // What a dropped peer's descriptor number may belong to by the time it is dropped.
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard listener >= 0 else { throw TestFailure("socket: \(errno)") }
+            defer { close(listener) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, length) == 0 && listen(listener, 4) == 0
+                        && getsockname(listener, $0, &length) == 0
+                }
+            }
+            guard bound else { throw TestFailure("bind/listen: \(errno)") }
+            let dropped = Connection.drop(descriptor: listener)
+            // A client connects: the listener, not shut down, accepts it.
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(client) }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
+            }
+            let peer = connected ? accept(listener, nil, nil) : -1
+            if peer >= 0 { close(peer) }
+            return (dropped, peer >= 0)
+        }
+        #expect(!dropped, "a listening socket was shut down")
+        #expect(accepted, "the listener no longer accepts")
+    }
 }

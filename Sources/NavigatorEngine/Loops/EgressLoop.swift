@@ -89,7 +89,6 @@ struct EgressLoop: SocketLoop {
                 book.note(client: client.name, peer: peer)
             }
             guard case .overLimit(let holding) = book.subscribe(topic, peer: peer), let peer else { return }
-            counters.subscribersDropped.add()
             let address = message.property("Peer-Address") ?? "?"
             if sockets.limiter.allow(address) {
                 logger.warning(
@@ -98,7 +97,10 @@ struct EgressLoop: SocketLoop {
                         "peer": "\(LogText(address))", "topics": "\(holding)", "limit": "\(maxSubscriptionsPerPeer)",
                     ])
             }
-            drop(peer, &book)
+            // Only while its connection is there: once it ended, its descriptor number can be
+            // anything else's in the process (another socket's listener: shut down, its accept
+            // fails with EINVAL and libzmq aborts — seen under ThreadSanitizer).
+            try guardedDrop(peer, &book, &ledger, sockets)
         } else {
             if security != nil {
                 // Those libzmq makes for a peer that went away carry no descriptor and apply to
@@ -242,7 +244,9 @@ struct EgressLoop: SocketLoop {
     /// Secure mode, after the access file was reloaded: drops each connection whose client was
     /// removed or may no longer read a topic it holds (it may connect again, and is checked
     /// anew).
-    private func recheck(_ book: inout SubscriptionBook, _ security: Security) {
+    private func recheck(
+        _ book: inout SubscriptionBook, _ ledger: inout ConnectionLedger, _ security: Security, _ sockets: Sockets
+    ) throws {
         for (peer, name) in book.clients {
             let client = security.client(named: name)
             let allowed = client.map { client in
@@ -252,7 +256,7 @@ struct EgressLoop: SocketLoop {
             logger.notice(
                 "subscriber dropped: the access file no longer allows what it holds",
                 metadata: ["client": "\(LogText(name))"])
-            drop(peer, &book)
+            try guardedDrop(peer, &book, &ledger, sockets)
         }
     }
 
@@ -289,7 +293,7 @@ struct EgressLoop: SocketLoop {
                 try supervisor.checkInjected(name)
                 if let security, security.generation != accessGeneration {
                     accessGeneration = security.generation
-                    recheck(&book, security)
+                    try recheck(&book, &ledger, security, sockets)
                 }
                 while let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) {
                     switch Internal.kind(of: frames, count: count, at: .egress) {
