@@ -39,8 +39,7 @@ struct IntentWordsTests {
 
 /// Runs the built navctl and returns its exit status and output.
 func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throws -> (status: Int32, output: String) {
-    let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/navctl")
+    let binary = BuiltProducts.executable("navctl")
     guard FileManager.default.isExecutableFile(atPath: binary.path) else {
         throw ClientError(.socket, "navctl is not built at \(binary.path); run swift build first (./dev test does)")
     }

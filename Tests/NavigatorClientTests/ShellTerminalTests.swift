@@ -33,8 +33,7 @@ final class PseudoTerminalShell: @unchecked Sendable {
         guard slave >= 0 else { throw ClientError(.socket, "cannot open the pseudo-terminal's other end") }
         defer { close(slave) }
         resize(rows: rows, columns: columns)
-        let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/navctl")
+        let binary = BuiltProducts.executable("navctl")
         process.executableURL = binary
         process.arguments = ["shell"] + arguments
         process.standardInput = slave

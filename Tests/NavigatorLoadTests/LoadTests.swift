@@ -183,8 +183,7 @@ struct LoadTests {
 
     @Test("the floor: navload relay passes every message on, and its CPU is read while it runs")
     func relayFloor() async throws {
-        let navload = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/navload").path
+        let navload = BuiltProducts.executable("navload").path
         guard FileManager.default.isExecutableFile(atPath: navload) else {
             Issue.record("navload is not built at \(navload); run swift build first (./dev test does)")
             return

@@ -109,3 +109,18 @@ public struct ChildProcessError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// Where the package's executables were built: beside the test bundle that runs (whatever the
+/// scratch path or sanitizer of the build — `./dev tsan` builds into `.build-tsan`).
+public enum BuiltProducts {
+    public static var directory: URL {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        // swift test runs <scratch>/<triple>/debug/NavigatorPackageTests.xctest.
+        if bundle.lastPathComponent.hasSuffix(".xctest") { return bundle.deletingLastPathComponent() }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug")
+    }
+
+    /// The executable `name` (navigatord, navctl, navload).
+    public static func executable(_ name: String) -> URL { directory.appendingPathComponent(name) }
+}

@@ -14,8 +14,7 @@ public final class Daemon: @unchecked Sendable {
 
     public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["NAVIGATORD_BINARY"] { return URL(fileURLWithPath: path) }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/navigatord")
+        return BuiltProducts.executable("navigatord")
     }
 
     /// `endpoints`: intents, requests and commands (ipc in a temporary directory, so that a
