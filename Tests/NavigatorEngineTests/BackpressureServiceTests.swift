@@ -95,7 +95,7 @@ struct BackpressureServiceTests {
             // The worker goes on: every intent sent is resolved, none dropped.
             let outcomes = try await onThread { () throws -> UInt64 in
                 let client = try Client(endpoints)
-                let deadline = ContinuousClock.now + .seconds(120)
+                let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(120))
                 while true {
                     let stats = try client.request(.stats(.init())).stats
                     let total = stats.intentsByOutcome.filter { $0.key != "released" }.values.reduce(0, +)

@@ -182,12 +182,13 @@ struct BehaviourTests {
         // What is asserted is that the drain is complete, not how fast: a stop cut short by the
         // shutdown timeout (seen under ThreadSanitizer, with other tests running) would leave
         // intents unresolved for another reason.
-        try await withService({ $0.shutdownTimeoutSeconds = 120 }) { server, endpoints in
+        let patient: (inout EngineConfiguration) -> Void = { $0.shutdownTimeoutSeconds = 120 }
+        try await withService(patient) { server, endpoints in
             let received = Task {
                 try await onThread { () throws -> Int in
                     let client = try Client(endpoints, sendTimeout: .milliseconds(200))
                     let shell = try client.subscribe("s/")
-                    try shell.set(.receiveTimeout, .seconds(1))
+                    try shell.set(.receiveTimeout, TestTiming.scaled(.seconds(1)))
                     // Once the service has stopped, sends time out: that ends the producing.
                     for index in 0..<count {
                         let intent = wireIntent(

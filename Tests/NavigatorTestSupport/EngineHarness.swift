@@ -50,8 +50,8 @@ public final class Client {
     ) throws {
         context = try Context()
         self.endpoints = endpoints
-        self.sendTimeout = sendTimeout
-        self.receiveTimeout = receiveTimeout
+        self.sendTimeout = TestTiming.scaled(sendTimeout)
+        self.receiveTimeout = TestTiming.scaled(receiveTimeout)
         self.linger = linger
         self.curve = curve
     }
@@ -111,7 +111,7 @@ public final class Client {
     public func subscribe(_ topics: String...) throws -> Socket {
         let before = try request(.stats(.init())).stats.subscribers
         let sub = try Socket(context, type: .sub)
-        try sub.set(.receiveTimeout, .seconds(10))
+        try sub.set(.receiveTimeout, TestTiming.scaled(.seconds(10)))
         for topic in topics { try sub.subscribe(topic) }
         try sub.connect(endpoints.commands[0])
         let deadline = ContinuousClock.now + .seconds(10)

@@ -14,7 +14,7 @@ public enum TestService {
         configuration.clusterEndpoint = "tcp://127.0.0.1:*"
         configuration.dataDirectory = dataDirectory.path
         configuration.workers = workers
-        configuration.shutdownTimeoutSeconds = 5
+        configuration.shutdownTimeoutSeconds = Int(5 * TestTiming.slowdown)
         return configuration
     }
 
@@ -63,4 +63,18 @@ extension TestService {
             throw error
         }
     }
+}
+
+/// How much slower than usual the tests run: `NAVIGATOR_TEST_SLOWDOWN` (default 1). `./dev tsan`
+/// sets it (a sanitizer runs the code several times slower): the deadlines tests wait for a
+/// condition with are stretched by it — what is asserted stays the same.
+public enum TestTiming {
+    public static let slowdown: Double = {
+        guard let text = ProcessInfo.processInfo.environment["NAVIGATOR_TEST_SLOWDOWN"], let value = Double(text),
+            value >= 1
+        else { return 1 }
+        return value
+    }()
+
+    public static func scaled(_ duration: Duration) -> Duration { duration * slowdown }
 }

@@ -143,7 +143,7 @@ struct DeployTests {
 
     @Test("the probes the manifest names answer on a running navigatord")
     func probesAnswer() async throws {
-        try await withNavigatord({ _ in }) { server, _ in
+        try await withNavigatord { server, _ in
             let address = try #require(server.httpAddress)
             for path in ["/readyz", "/healthz"] {
                 let response = try await onThread {
