@@ -19,7 +19,7 @@ struct Keygen: ParsableCommand {
     @Argument(help: "The key's name: the files are NAME.key and NAME.pub.")
     var name: String
 
-    @Option(help: "Directory to write the files to.")
+    @Option(help: "Directory to write the files to (made, mode 0700, if missing).")
     var directory = "."
 
     func validate() throws {
@@ -29,6 +29,10 @@ struct Keygen: ParsableCommand {
     }
 
     func run() throws {
+        // A missing directory is made, readable by its owner only; its parent must exist.
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw ValidationError("cannot make the directory \(directory): \(String(cString: strerror(errno)))")
+        }
         let keys = try CurveKeyPair.generate()
         let secretPath = "\(directory)/\(name).key"
         let publicPath = "\(directory)/\(name).pub"

@@ -230,14 +230,16 @@ struct NavctlSecureTests {
         "keygen writes a pair (secret 0600, never overwritten); navctl and NavigatorConnection get in with their keys only"
     )
     func keygenAndConnect() async throws {
+        // Not made beforehand: keygen makes it, for its owner only.
         let directory = TestService.temporaryDirectory("navkeys")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         for name in ["server", "ops", "alice"] {
             let made = try await navctl(["keygen", name, "--directory", directory.path])
             #expect(made.status == 0, "\(made.output)")
             #expect(made.output.contains("public key: "))
         }
+        let made = try FileManager.default.attributesOfItem(atPath: directory.path)
+        #expect((made[.posixPermissions] as? NSNumber)?.intValue == 0o700)
         let secret = directory.appendingPathComponent("ops.key").path
         let attributes = try FileManager.default.attributesOfItem(atPath: secret)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
