@@ -107,6 +107,14 @@ struct FaultTests {
             return total
         }
 
+        /// The status `/readyz` of instance `slot` answers with.
+        func readiness(_ slot: Int) throws -> Int {
+            guard let address = http.withLock({ $0[slot] }) else { throw TestFailure("instance \(slot) has no HTTP") }
+            let status = try NavigatorTestSupport.http(address, "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                .status
+            return Int(status.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+
         /// The partitions `instance` holds now, from the lease table.
         func partitions(of instance: String) throws -> Set<Int32> {
             let rows = try PostgresConnection(url: url).execute(
@@ -519,6 +527,10 @@ extension FaultTests {
                     try await Task.sleep(for: .seconds(5))
                 }
                 let during = load.sent - before
+                // Past the lease without the database, no instance is ready (a load balancer
+                // takes them out); each says so on /readyz.
+                let readiness = try await onThread { try (0..<3).map { try deployment.readiness($0) } }
+                #expect(readiness == [503, 503, 503], "/readyz during the outage: \(readiness)")
                 try await server.resume()
                 let backAt = ContinuousClock.now
                 try await Self.shared(deployment, timeout: .seconds(deployment.lease * 15))
@@ -528,6 +540,9 @@ extension FaultTests {
                 _ = try await waitFor(
                     "no intent was acknowledged after the database came back", timeout: .seconds(30), { load.sent },
                     until: { $0 >= resumed + 12 }, details: { "" })
+                _ = try await waitForBlocking(
+                    "an instance did not become ready again", timeout: .seconds(30),
+                    { (0..<3).map { (try? deployment.readiness($0)) ?? 0 } }, until: { $0 == [200, 200, 200] })
                 var failures: [Double] = []
                 for slot in 0..<3 {
                     let daemon = try #require(deployment.daemon(slot))
