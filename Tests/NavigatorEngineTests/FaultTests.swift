@@ -511,7 +511,16 @@ extension FaultTests {
         arguments: FaultTests.outages)
     func databaseLost(secure: Bool, how outage: Outage) async throws {
         let server = try await ScratchPostgres.start()
-        defer { server.remove() }
+        do {
+            try await lose(server, secure: secure, how: outage)
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+
+    private func lose(_ server: ScratchPostgres, secure: Bool, how outage: Outage) async throws {
         try await Self.underLoad(secure: secure, mirrorsThrough: Self.mirrorSlot, on: server) { deployment, load in
             for _ in 0..<Self.rounds {
                 try await Task.sleep(for: .seconds(1))

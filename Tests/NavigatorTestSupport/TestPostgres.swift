@@ -68,7 +68,7 @@ public struct TestPostgresError: Error, CustomStringConvertible {
 /// A PostgreSQL server of a test's own, from `scripts/postgres.sh` like the shared one, for the
 /// cases that stop, kill and restart it under load (the shared server must stay up for the
 /// other tests). Durable as deployments run it (fsync on). ``remove()`` stops it and deletes its
-/// files; call it on every path.
+/// files; await it on every path.
 public final class ScratchPostgres: Sendable {
     public let url: String
     private let directory: String
@@ -90,7 +90,11 @@ public final class ScratchPostgres: Sendable {
     /// Starts the halted or killed server again, on its port.
     public func resume() async throws { try await run("resume") }
 
-    public func remove() { _ = try? Self.script("stop", directory) }
+    /// Stops the server and deletes its files, on a thread of its own (pg_ctl waits).
+    public func remove() async {
+        let directory = self.directory
+        _ = try? await DedicatedThread.run(name: "test-postgres") { try Self.script("stop", directory) }
+    }
 
     private func run(_ command: String) async throws {
         let directory = self.directory
