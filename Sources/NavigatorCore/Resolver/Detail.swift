@@ -15,18 +15,19 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case id(NodeID)
         case number(Int)
         case contexts([ScreenContext], separator: String)
-        case detail(Detail)
     }
 
-    var parts: [Part]
+    /// The parts, the first ``Parts/inlineCount`` held in the value itself: a detail of a
+    /// resolution's usual size allocates nothing.
+    var parts = Parts()
 
-    public init(_ text: String) { parts = text.isEmpty ? [] : [.text(text)] }
+    public init(_ text: String) { if !text.isEmpty { parts.append(.text(text)) } }
 
     public init(stringLiteral value: String) { self.init(value) }
 
     public init(stringInterpolation: StringInterpolation) { parts = stringInterpolation.parts }
 
-    public var isEmpty: Bool { parts.isEmpty }
+    public var isEmpty: Bool { parts.count == 0 }
 
     public var description: String {
         var text = ""
@@ -48,20 +49,21 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
                     if index > 0 { text += separator }
                     context.write(to: &text)
                 }
-            case .detail(let detail): detail.write(to: &text)
             }
         }
     }
 
     public static func + (lhs: Detail, rhs: Detail) -> Detail {
-        if lhs.parts.isEmpty { return rhs }
-        if rhs.parts.isEmpty { return lhs }
+        if lhs.isEmpty { return rhs }
+        if rhs.isEmpty { return lhs }
         var joined = lhs
-        joined.parts += rhs.parts
+        joined += rhs
         return joined
     }
 
-    public static func += (lhs: inout Detail, rhs: Detail) { lhs.parts += rhs.parts }
+    public static func += (lhs: inout Detail, rhs: Detail) {
+        for part in rhs.parts { lhs.parts.append(part) }
+    }
 
     /// Equal when the texts are.
     public static func == (lhs: Detail, rhs: Detail) -> Bool { lhs.description == rhs.description }
@@ -79,11 +81,9 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {
-        var parts: [Part] = []
+        var parts = Parts()
 
-        public init(literalCapacity: Int, interpolationCount: Int) {
-            parts.reserveCapacity(interpolationCount * 2 + 1)
-        }
+        public init(literalCapacity: Int, interpolationCount: Int) {}
 
         public mutating func appendLiteral(_ literal: String) {
             if !literal.isEmpty { parts.append(.text(literal)) }
@@ -95,7 +95,10 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         public mutating func appendInterpolation(_ value: StackRef) { parts.append(.stack(value)) }
         public mutating func appendInterpolation(_ value: NodeID) { parts.append(.id(value)) }
         public mutating func appendInterpolation(_ value: Int) { parts.append(.number(value)) }
-        public mutating func appendInterpolation(_ value: Detail) { parts.append(.detail(value)) }
+        /// Another detail's parts, in place.
+        public mutating func appendInterpolation(_ value: Detail) {
+            for part in value.parts { parts.append(part) }
+        }
         /// Contexts separated by `separator`.
         public mutating func appendInterpolation(list value: [ScreenContext], separator: String = ", ") {
             parts.append(.contexts(value, separator: separator))
@@ -103,6 +106,48 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         /// Anything else, written out at once.
         public mutating func appendInterpolation(_ value: some CustomStringConvertible) {
             parts.append(.text(value.description))
+        }
+    }
+
+    /// A detail's parts: up to ``inlineCount`` in the value, the rest in an array.
+    struct Parts: Sendable, Sequence {
+        static let inlineCount = 6
+        private(set) var count = 0
+        private var inline: (Part?, Part?, Part?, Part?, Part?, Part?) = (nil, nil, nil, nil, nil, nil)
+        private var overflow: [Part] = []
+
+        mutating func append(_ part: Part) {
+            switch count {
+            case 0: inline.0 = part
+            case 1: inline.1 = part
+            case 2: inline.2 = part
+            case 3: inline.3 = part
+            case 4: inline.4 = part
+            case 5: inline.5 = part
+            default: overflow.append(part)
+            }
+            count += 1
+        }
+
+        func makeIterator() -> Iterator { Iterator(parts: self) }
+
+        struct Iterator: IteratorProtocol {
+            let parts: Parts
+            var index = 0
+
+            mutating func next() -> Part? {
+                guard index < parts.count else { return nil }
+                defer { index += 1 }
+                switch index {
+                case 0: return parts.inline.0
+                case 1: return parts.inline.1
+                case 2: return parts.inline.2
+                case 3: return parts.inline.3
+                case 4: return parts.inline.4
+                case 5: return parts.inline.5
+                default: return parts.overflow[index - Parts.inlineCount]
+                }
+            }
         }
     }
 }

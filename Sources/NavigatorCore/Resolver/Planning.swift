@@ -56,11 +56,14 @@ public protocol TransitionProvider: Sendable {
 /// so handing it around costs one reference count, not a copy of every spec's fields.
 final class RouteIndex: Sendable {
     let identity: [String: [String]]
+    /// Each screen's required info keys, sorted (``ScreenSpec/requiredInfo``).
+    let requiredInfo: [String: [String]]
     let blocking: Set<String>
     let tabRoots: [String: String]
 
     init(_ map: RouteMap) {
         identity = map.screens.mapValues(\.identity)
+        requiredInfo = map.screens.mapValues(\.requiredInfo)
         blocking = Set(map.screens.filter(\.value.blocking).keys)
         tabRoots = Dictionary(map.tabs.map { ($0.root, $0.name) }, uniquingKeysWith: { first, _ in first })
     }

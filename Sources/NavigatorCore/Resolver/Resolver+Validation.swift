@@ -33,9 +33,13 @@ extension Resolver {
             }
             path = contexts
         }
+        // Nearly always every context is canonical already: the path is copied only when one
+        // changes.
         var checked = path
-        for index in checked.indices {
-            checked[index] = try validate(path[index], at: path.count > 1 ? index : nil)
+        for index in path.indices {
+            if let canonical = try canonical(path[index], at: path.count > 1 ? index : nil) {
+                checked[index] = canonical
+            }
         }
         return checked
     }
@@ -44,6 +48,11 @@ extension Resolver {
     /// its declared type (returned in canonical form). `index`: its place in a longer path, for
     /// the error.
     public func validate(_ context: ScreenContext, at index: Int? = nil) throws(ResolveError) -> ScreenContext {
+        try canonical(context, at: index) ?? context
+    }
+
+    /// ``validate(_:at:)``, but `nil` when the context is canonical already.
+    func canonical(_ context: ScreenContext, at index: Int?) throws(ResolveError) -> ScreenContext? {
         var position: String { index.map { "path[\($0)] " } ?? "" }
         guard let spec = map.screens[context.screen] else {
             throw ResolveError(
@@ -51,7 +60,7 @@ extension Resolver {
                 "\(position)screen \(context.screen.isEmpty ? "(empty)" : context.screen) is not in the route map; expected one of \(map.screens.keys.sorted().joined(separator: ", "))"
             )
         }
-        for key in spec.requiredInfo where context.info[key] == nil {
+        for key in self.index.requiredInfo[context.screen] ?? [] where context.info[key] == nil {
             throw ResolveError(
                 .missingInfo,
                 "\(position)\(context.screen) needs info \(key) (\(spec.info[key]!.type.name)); it is missing")
@@ -81,7 +90,6 @@ extension Resolver {
                 info![key] = normalized
             }
         }
-        guard let info else { return context }
-        return ScreenContext(context.screen, info)
+        return info.map { ScreenContext(context.screen, $0) }
     }
 }

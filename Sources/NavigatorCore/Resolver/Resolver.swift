@@ -101,7 +101,7 @@ public struct Resolver: Sendable {
             state.conditions.merge(intent.setConditions) { _, new in new }
         }
         let version = state.tree.version
-        var resolution = decide(normalized, path: path, state: &state, now: now, steps: steps, releasing: nil)
+        var resolution = decide(normalized, path: path, state: &state, now: now, steps: consume steps, releasing: nil)
         if case .rejected = resolution.outcome {
             if let previousConditions { state.conditions = previousConditions }
             return resolution
@@ -125,10 +125,10 @@ public struct Resolver: Sendable {
     /// `state` as it was. When `parked` is being released and must wait again, only its reason
     /// changes: a guard's screen the user has left is not shown again.
     func decide(
-        _ intent: Intent, path: [ScreenContext], state: inout SessionState, now: Int64, steps: [ExplanationStep],
-        releasing parked: ParkedIntent?
+        _ intent: Intent, path: [ScreenContext], state: inout SessionState, now: Int64,
+        steps: consuming [ExplanationStep], releasing parked: ParkedIntent?
     ) -> Resolution {
-        var steps = steps
+        var steps = steps  // taken over, not copied: the caller's is consumed
         let context = self.context
         func finish(_ outcome: Resolution.Outcome) -> Resolution {
             Resolution(intent: intent, outcome: outcome, explanation: steps, released: [])
@@ -281,7 +281,11 @@ public struct Resolver: Sendable {
                 steps.append(.init(step.kind, label + Detail(error.message), decisive: true))
                 return finish(.rejected(ResolveError(treeError: error, "the planned commands do not apply")))
             }
-            commands += step.plan.commands
+            if commands.isEmpty {
+                commands = step.plan.commands  // the plan's own array: nothing copied
+            } else {
+                commands += step.plan.commands
+            }
         }
 
         if composed {

@@ -40,6 +40,7 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
     ) -> Plan {
         let screen = screens[index]
         var commands: [Command] = []
+        commands.reserveCapacity(4)  // at most dismiss, select, pop and refresh: one allocation
         switch ref {
         case .modal(let id):
             if tree.modals.last?.id != id { commands.append(.dismissTo(id)) }
@@ -73,6 +74,7 @@ public struct TabRootSwitcher: ContextSwitcher {
             return Plan(commands, "\(target.screen) is the root of tab \(tab.name); restoring the tab bar")
         }
         var commands: [Command] = []
+        commands.reserveCapacity(4)
         if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
         if tree.selectedTab != tab.name { commands.append(.selectTab(tab.name)) }
         if stack.count > 1 { commands.append(.popToRoot(.tab(tab.name))) }

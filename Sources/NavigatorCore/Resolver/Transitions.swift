@@ -56,6 +56,7 @@ public struct RouteMapTransitions: TransitionProvider {
         _ ids: inout IDAllocator
     ) throws(ResolveError) -> Plan {
         var commands: [Command] = []
+        commands.reserveCapacity(4)
         let destination: StackRef
         var place: Detail
         if let modal = tree.modals.last, !context.isBlocking(modal) {
@@ -85,9 +86,13 @@ public struct RouteMapTransitions: TransitionProvider {
             throw ResolveError(.internalError, "planning a push of \(target): \(destination) does not exist")
         }
 
-        // The chain the user would have walked: parents outermost first, then the target.
-        var chain = [target]
-        while let parent = context.parent(of: chain[0]), !chain.contains(parent) { chain.insert(parent, at: 0) }
+        // The chain the user would have walked: parents outermost first, then the target. (Built
+        // target first and reversed in place: one allocation for a chain of any length.)
+        var chain: [ScreenContext] = []
+        chain.reserveCapacity(4)
+        chain.append(target)
+        while let parent = context.parent(of: chain[chain.count - 1]), !chain.contains(parent) { chain.append(parent) }
+        chain.reverse()
 
         // Keep the stack up to the deepest screen of the chain it already holds; what lies
         // above goes, so Back leads through the chain. A unique-in-stack screen of the chain
@@ -117,13 +122,14 @@ public struct RouteMapTransitions: TransitionProvider {
             commands += context.refresh(stack[anchor.stack], to: target)
             return Plan(commands, "\(target) is in \(destination); popping to it")
         }
-        let pending = chain[((anchor?.chain ?? -1) + 1)...].filter {
-            context.map.tab(rootedAt: $0.screen) == nil || $0 == target
+        // What is pushed: the rest of the chain, without tab roots (the tab has its own).
+        var synthesized: [ScreenContext] = []
+        let last = chain.count - 1
+        for index in ((anchor?.chain ?? -1) + 1)...last
+        where index == last || context.map.tab(rootedAt: chain[index].screen) == nil {
+            commands.append(.push(Screen(id: ids.take(), chain[index]), onto: destination))
+            if index < last { synthesized.append(chain[index]) }
         }
-        for element in pending {
-            commands.append(.push(Screen(id: ids.take(), element), onto: destination))
-        }
-        let synthesized = Array(pending.dropLast())
         if !synthesized.isEmpty { place = place + ", with \(list: synthesized) beneath" }
         return Plan(commands, "pushing \(target) onto \(place)", synthesized: synthesized)
     }
