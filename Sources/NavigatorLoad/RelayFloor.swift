@@ -18,6 +18,9 @@ public enum RelayFloor {
         public var messages: Int
         /// The relay's CPU over the run, in cores.
         public var cores: Double
+        /// From each message's due time to its arrival at the subscriber, in microseconds,
+        /// measured as a run measures batches (a late send counts as latency).
+        public var latency: Latency.Summary
         public var microsecondsPerMessage: Double { cores * 1e6 / rate }
     }
 
@@ -102,6 +105,7 @@ public enum RelayFloor {
         defer { context.shutdown() }
         let stop = Atomic<Bool>(false)
         let received = Atomic<Int>(0)
+        let latency = Locked(Latency())
         let subscriber = DedicatedThread(name: "navload-floor-rx") {
             guard let sub = try? Socket(context, type: .sub) else { return }
             try? sub.subscribe("")
@@ -109,14 +113,21 @@ public enum RelayFloor {
             let message = Message()
             var poller = Poller()
             poller.add(sub)
+            var measured = Latency()
+            defer { latency.withLock { $0 = measured } }
             while !stop.load(ordering: .acquiring) {
                 guard (try? poller.poll(timeout: .milliseconds(20))) != nil else { return }
                 while (try? sub.tryReceive(into: message)) == true {
-                    if !message.hasMore { received.wrappingAdd(1, ordering: .relaxed) }
+                    guard !message.hasMore else { continue }
+                    received.wrappingAdd(1, ordering: .relaxed)
+                    // The payload starts with its due time (the producer's monotonic clock).
+                    if let due = message.withUnsafeBytes({ $0.count >= 8 ? $0.loadUnaligned(as: Int64.self) : nil }) {
+                        measured.record(nanoseconds: Self.monotonicNanoseconds() - due)
+                    }
                 }
             }
         }
-        let payload = [UInt8](repeating: 0x2A, count: messageBytes)
+        let size = max(8, messageBytes)
         let sent = Atomic<Int>(0)
         let stats = ProcessStats(pid: process.processIdentifier)
         let cpuBefore = Locked<Double?>(nil)
@@ -126,16 +137,18 @@ public enum RelayFloor {
             try? push.connect(endpoints[0])
             // Connect and subscribe first; then the same bursts as a run (one every 100 µs).
             usleep(300_000)
+            var payload = [UInt8](repeating: 0x2A, count: size)
             cpuBefore.withLock { $0 = stats.cpuSeconds }
-            let clock = ContinuousClock()
-            let start = clock.now
+            let start = Self.monotonicNanoseconds()
             var count = 0
             while true {
-                let elapsed = start.duration(to: clock.now)
-                let secondsSoFar = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let secondsSoFar = Double(Self.monotonicNanoseconds() - start) / 1e9
                 if secondsSoFar >= seconds { break }
                 let due = Int(secondsSoFar * rate)
                 while count < due {
+                    // Stamped with its due time, as a run's intents are: lateness is latency.
+                    let dueAt = start + Int64(Double(count) / rate * 1e9)
+                    payload.withUnsafeMutableBytes { $0.storeBytes(of: dueAt, as: Int64.self) }
                     _ = try? push.send(payload)
                     count += 1
                 }
@@ -163,6 +176,12 @@ public enum RelayFloor {
         }
         return Result(
             rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
-            cores: (cpuAfter - before) / seconds)
+            cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary })
+    }
+
+    static func monotonicNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 }

@@ -179,9 +179,17 @@ struct RunCommand: AsyncParsableCommand {
                 print(
                     "floor: raw libzmq relay (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
                 )
+                print(
+                    "floor latency: p50 \(result.latency.p50) µs  p90 \(result.latency.p90) µs  p99 \(result.latency.p99) µs  max \(result.latency.max) µs"
+                )
                 if let perIntent = last?.cpuMicrosecondsPerIntent {
                     print(
                         "navigatord CPU per intent / floor: \(String(format: "%.2f", perIntent / result.microsecondsPerMessage)) (\(String(format: "%.1f", perIntent)) / \(String(format: "%.1f", result.microsecondsPerMessage)) µs)"
+                    )
+                }
+                if let p99 = last?.latency.p99, result.latency.p99 > 0 {
+                    print(
+                        "p99 / floor p99: \(String(format: "%.2f", Double(p99) / Double(result.latency.p99))) (\(p99) / \(result.latency.p99) µs)"
                     )
                 }
                 output["floor"] = try json(result)

@@ -192,6 +192,9 @@ struct LoadTests {
         let result = try await RelayFloor.measure(executable: navload, rate: 500, messageBytes: 80, seconds: 1)
         #expect(result.messages >= 400 && result.messages <= 600, "\(result.messages) messages in 1 s at 500/s")
         #expect(result.cores > 0, "the relay's CPU was not counted")
+        // Every message carries its due time: the floor's latency is measured, in order.
+        #expect(result.latency.p50 > 0 && result.latency.p50 <= result.latency.p99, "\(result.latency)")
+        #expect(result.latency.p99 <= result.latency.max, "\(result.latency)")
     }
 
     @Test(
