@@ -60,14 +60,35 @@ service_run() {
   local hwm
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
   kill -TERM "$pid"; wait "$pid" || true; pid=""
-  local rate cpu per
+  local rate cpu per p99 ratios
   rate=$(awk '/^service throughput/ {print $3}' "$work/out")
   cpu=$(awk '/^navigatord CPU  / {print $3}' "$work/out")
-  per=$(awk '/^navigatord CPU per intent/ {print $5}' "$work/out")
-  echo "$label $figure throughput=${rate:-?} cpu=${cpu:-?} cpu_us_per_intent=${per:-?} peak_rss_kib=$hwm"
+  per=$(awk '/^navigatord CPU per intent  / {print $5}' "$work/out")
+  p99=$(awk '/^latency p50 \/ p90 \/ p99/ {print $11}' "$work/out")
   echo "$label $figure.throughput ${rate:-0}" >>"$work/figures"
   echo "$label $figure.cpu_us_per_intent ${per:-0}" >>"$work/figures"
+  echo "$label $figure.p99_us ${p99:-0}" >>"$work/figures"
   echo "$label $figure.peak_rss_kib ${hwm:-0}" >>"$work/figures"
+  # The ratios navload reports with --floor and --baseline: measured in the same run, so they
+  # carry between machines where the absolute figures do not.
+  ratios=""
+  local cpu_floor p99_floor baseline
+  cpu_floor=$(awk '/^navigatord CPU per intent \/ floor:/ {print $7}' "$work/out")
+  p99_floor=$(awk '/^p99 \/ floor p99:/ {print $5}' "$work/out")
+  baseline=$(awk '/^service throughput \/ baseline:/ {sub("%", "", $5); print $5 / 100}' "$work/out")
+  if [ -n "$cpu_floor" ]; then
+    echo "$label $figure.cpu_per_intent_over_floor $cpu_floor" >>"$work/figures"
+    ratios+=" cpu/floor=$cpu_floor"
+  fi
+  if [ -n "$p99_floor" ]; then
+    echo "$label $figure.p99_over_floor_p99 $p99_floor" >>"$work/figures"
+    ratios+=" p99/floor_p99=$p99_floor"
+  fi
+  if [ -n "$baseline" ]; then
+    echo "$label $figure.throughput_over_baseline $baseline" >>"$work/figures"
+    ratios+=" throughput/baseline=$baseline"
+  fi
+  echo "$label $figure throughput=${rate:-?} cpu=${cpu:-?} cpu_us_per_intent=${per:-?} p99_us=${p99:-?} peak_rss_kib=$hwm$ratios"
 }
 
 resolver_run() {
@@ -78,9 +99,15 @@ resolver_run() {
   echo "$label resolver.ops_per_second ${ops:-0}" >>"$work/figures"
 }
 
-saturation=(--rate 100000 --duration 5 --warmup 1)
-moderate=(--rate 2000 --duration 20 --warmup 2 --sessions 20000)
-if [ $quick = 1 ]; then moderate=(--rate 2000 --duration 5 --warmup 1 --sessions 20000); fi
+# Issue 31's figures: saturation against the raw PUSH->PULL baseline; 2,000/s and 10,000/s over
+# 20,000 sessions against the raw relay floor at the same rate (CPU per intent and p99).
+saturation=(--rate 400000 --duration 4 --warmup 1 --baseline)
+moderate=(--rate 2000 --duration 10 --warmup 2 --sessions 20000 --floor)
+high=(--rate 10000 --duration 10 --warmup 2 --sessions 20000 --floor)
+if [ $quick = 1 ]; then
+  moderate=(--rate 2000 --duration 5 --warmup 1 --sessions 20000 --floor)
+  high=(--rate 10000 --duration 5 --warmup 1 --sessions 20000 --floor)
+fi
 
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
@@ -89,6 +116,7 @@ for round in $(seq 1 "$rounds"); do
     resolver_run "$side" "$bin"
     service_run "$side" "$bin" saturation "${saturation[@]}"
     service_run "$side" "$bin" moderate "${moderate[@]}"
+    service_run "$side" "$bin" high "${high[@]}"
   done
 done
 

@@ -120,9 +120,9 @@ public enum RelayFloor {
                 while (try? sub.tryReceive(into: message)) == true {
                     guard !message.hasMore else { continue }
                     received.wrappingAdd(1, ordering: .relaxed)
-                    // The payload starts with its due time (the producer's monotonic clock).
+                    // The payload starts with its due time (unix ns, as an intent's sent-at).
                     if let due = message.withUnsafeBytes({ $0.count >= 8 ? $0.loadUnaligned(as: Int64.self) : nil }) {
-                        measured.record(nanoseconds: Self.monotonicNanoseconds() - due)
+                        measured.record(nanoseconds: wallClock() - due)
                     }
                 }
             }
@@ -135,24 +135,21 @@ public enum RelayFloor {
             guard let push = try? Socket(context, type: .push) else { return }
             try? push.set(.sendHighWaterMark, 100_000)
             try? push.connect(endpoints[0])
-            // Connect and subscribe first; then the same bursts as a run (one every 100 µs).
+            // Connect and subscribe first; then paced as a run's producers are: each message
+            // sent when it falls due (a sleep until then, never a spin), stamped with its due
+            // time, so that the relay wakes as navigatord does and lateness counts as latency.
             usleep(300_000)
             var payload = [UInt8](repeating: 0x2A, count: size)
             cpuBefore.withLock { $0 = stats.cpuSeconds }
-            let start = Self.monotonicNanoseconds()
+            let start = wallClock()
+            let total = Int(seconds * rate)
             var count = 0
-            while true {
-                let secondsSoFar = Double(Self.monotonicNanoseconds() - start) / 1e9
-                if secondsSoFar >= seconds { break }
-                let due = Int(secondsSoFar * rate)
-                while count < due {
-                    // Stamped with its due time, as a run's intents are: lateness is latency.
-                    let dueAt = start + Int64(Double(count) / rate * 1e9)
-                    payload.withUnsafeMutableBytes { $0.storeBytes(of: dueAt, as: Int64.self) }
-                    _ = try? push.send(payload)
-                    count += 1
-                }
-                usleep(100)
+            while count < total {
+                let due = start + Int64(Double(count) / rate * 1e9)
+                LoadRunner.waitUntil(due)
+                payload.withUnsafeMutableBytes { $0.storeBytes(of: due, as: Int64.self) }
+                _ = try? push.send(payload)
+                count += 1
             }
             sent.store(count, ordering: .releasing)
         }
@@ -177,11 +174,5 @@ public enum RelayFloor {
         return Result(
             rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
             cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary })
-    }
-
-    static func monotonicNanoseconds() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 }
