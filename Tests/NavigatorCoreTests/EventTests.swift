@@ -24,8 +24,21 @@ struct EventTests {
                 "selectTab(chats)", "push(chat(conversationId=42)#7 onto tab chats)",
             ])
         #expect(result.released.first?.explanation.first?.step == .release)
+        // The explanation keeps its parts (the reason, the screens) and writes them when read.
+        let note = result.released.first?.explanation.first?.detail ?? ""
+        #expect(note.hasPrefix("parked ") && note.contains(" ms ago (blocked by incomingCall (modal #"), "\(note)")
+        #expect(note.hasSuffix(")); trying again"), "\(note)")
         #expect(session.state.parked.isEmpty)
         #expect(session.state.tree.top.context == chat(42))
+
+        // A path's steps are labelled with their place in it.
+        let path = session.send(intent(chat(7), ScreenContext("settings"), id: "path"))
+        #expect(
+            path.explanation.map(\.description).contains { $0.contains("transition: step 2 of 2, settings: ") },
+            "\(path.explanation.map(\.description))")
+        #expect(
+            path.explanation.map(\.description).contains { $0.contains("step 1 of 2, chat(conversationId=7): ") },
+            "\(path.explanation.map(\.description))")
     }
 
     @Test("login guard: redirect, then resume the original intent once authenticated")

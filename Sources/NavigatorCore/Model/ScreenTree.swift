@@ -308,10 +308,18 @@ extension ScreenTree {
             if modalIndex(modal.id) != nil { return false }
             guard !modal.stack.isEmpty else { throw TreeError(.emptyStack, "a modal needs at least one screen") }
             try checkNew(modal.id)
-            var ids = Set<NodeID>()
-            for screen in modal.stack {
+            // A modal's stack is nearly always short: its pairs are compared, no set is built
+            // (a long one, from a client, is checked with a set).
+            var ids = modal.stack.count > 32 ? Set<NodeID>(minimumCapacity: modal.stack.count) : nil
+            for (index, screen) in modal.stack.enumerated() {
                 try checkNew(screen.id)
-                guard ids.insert(screen.id).inserted, screen.id != modal.id else {
+                let repeated: Bool
+                if ids != nil {
+                    repeated = !ids!.insert(screen.id).inserted
+                } else {
+                    repeated = modal.stack[..<index].contains { $0.id == screen.id }
+                }
+                guard screen.id != modal.id, !repeated else {
                     throw TreeError(.duplicateID, "id \(screen.id) appears twice in the modal")
                 }
             }

@@ -15,6 +15,16 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case id(NodeID)
         case number(Int)
         case contexts([ScreenContext], separator: String)
+        case reason(ParkReason)
+        /// `step 2 of 3, chat(conversationId=42): `
+        case pathStep(Int, of: Int, ScreenContext)
+    }
+
+    /// The label of one context's steps in a longer path: `step 2 of 3, chat(conversationId=42): `.
+    static func pathStep(_ number: Int, of count: Int, _ context: ScreenContext) -> Detail {
+        var detail = Detail("")
+        detail.parts.append(.pathStep(number, of: count, context))
+        return detail
     }
 
     /// The parts, the first ``Parts/inlineCount`` held in the value itself: a detail of a
@@ -49,6 +59,11 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
                     if index > 0 { text += separator }
                     context.write(to: &text)
                 }
+            case .reason(let reason): text += reason.description
+            case .pathStep(let number, let count, let context):
+                text += "step \(number) of \(count), "
+                context.write(to: &text)
+                text += ": "
             }
         }
     }
@@ -95,6 +110,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         public mutating func appendInterpolation(_ value: StackRef) { parts.append(.stack(value)) }
         public mutating func appendInterpolation(_ value: NodeID) { parts.append(.id(value)) }
         public mutating func appendInterpolation(_ value: Int) { parts.append(.number(value)) }
+        public mutating func appendInterpolation(_ value: ParkReason) { parts.append(.reason(value)) }
         /// Another detail's parts, in place.
         public mutating func appendInterpolation(_ value: Detail) {
             for part in value.parts { parts.append(part) }

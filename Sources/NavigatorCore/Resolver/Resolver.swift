@@ -225,7 +225,7 @@ public struct Resolver: Sendable {
             }
         }
         for (index, element) in path.enumerated() {
-            let label: Detail = path.count > 1 ? "step \(index + 1) of \(path.count), \(element): " : ""
+            let label: Detail = path.count > 1 ? .pathStep(index + 1, of: path.count, element) : ""
             var step: StepPlan
             let idsBefore = ids
             do {

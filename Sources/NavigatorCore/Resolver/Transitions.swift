@@ -97,26 +97,29 @@ public struct RouteMapTransitions: TransitionProvider {
         // Keep the stack up to the deepest screen of the chain it already holds; what lies
         // above goes, so Back leads through the chain. A unique-in-stack screen of the chain
         // that the kept part holds with another identity is cut off too.
-        var kept = stack
+        // (The kept part is a prefix of the stack: its length, not a copy.)
+        var keptCount = stack.count
         var anchor: (chain: Int, stack: Int)? = nil
         while true {
             anchor = nil
             for chainIndex in chain.indices.reversed() {
-                if let stackIndex = kept.lastIndex(where: { context.matches($0, chain[chainIndex]) }) {
+                if let stackIndex = stack[..<keptCount].lastIndex(where: { context.matches($0, chain[chainIndex]) }) {
                     anchor = (chainIndex, stackIndex)
                     break
                 }
             }
-            let pending = chain[((anchor?.chain ?? -1) + 1)...]
-            let limit = anchor?.stack ?? kept.count - 1
-            let clash = pending.lazy.compactMap { element -> Int? in
-                guard context.spec(element.screen)?.uniqueInStack == true else { return nil }
-                return kept[...limit].lastIndex { $0.context.screen == element.screen }
-            }.filter { $0 >= 1 }.max()
+            let limit = anchor?.stack ?? keptCount - 1
+            var clash: Int? = nil
+            for element in chain[((anchor?.chain ?? -1) + 1)...]
+            where context.spec(element.screen)?.uniqueInStack == true {
+                if let index = stack[...limit].lastIndex(where: { $0.context.screen == element.screen }), index >= 1 {
+                    clash = max(clash ?? index, index)
+                }
+            }
             guard let clash else { break }
-            kept = Array(kept[..<clash])
+            keptCount = clash
         }
-        let keepIndex = anchor?.stack ?? kept.count - 1
+        let keepIndex = anchor?.stack ?? keptCount - 1
         if keepIndex < stack.count - 1 { commands.append(.popTo(stack[keepIndex].id)) }
         if let anchor, anchor.chain == chain.count - 1 {
             commands += context.refresh(stack[anchor.stack], to: target)
