@@ -61,7 +61,7 @@ service_run() {
   hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
   kill -TERM "$pid"; wait "$pid" || true; pid=""
   local rate cpu per p99 ratios
-  rate=$(awk '/^service throughput/ {print $3}' "$work/out")
+  rate=$(awk '/^service throughput +[0-9]/ {print $3}' "$work/out")
   cpu=$(awk '/^navigatord CPU  / {print $3}' "$work/out")
   per=$(awk '/^navigatord CPU per intent  / {print $5}' "$work/out")
   p99=$(awk '/^latency p50 \/ p90 \/ p99/ {print $11}' "$work/out")
