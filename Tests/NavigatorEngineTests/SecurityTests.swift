@@ -114,7 +114,11 @@ struct SecurityTests {
                 try events.set(.receiveTimeout, .seconds(10))
                 try events.connect("inproc://vanishing-\(round)")
                 try sub.connect(endpoints.commands[0])
-                _ = try events.receiveMultipart()
+                do {
+                    _ = try events.receiveMultipart()
+                } catch {
+                    throw TestFailure("round \(round): the subscriber's CURVE handshake did not succeed within 10 s (\(error))")
+                }
                 sub.close()
                 events.close()
                 if round % 10 == 0 {
@@ -127,8 +131,14 @@ struct SecurityTests {
                 }
             }
             var seqs: [UInt64] = []
-            for _ in 0..<published {
-                let message = try steady.nextPublished()
+            for index in 0..<published {
+                let message: Published
+                do {
+                    message = try steady.nextPublished()
+                } catch {
+                    throw TestFailure(
+                        "batch \(index + 1) of \(published) never reached the steady subscriber (seqs so far \(seqs)): \(error)")
+                }
                 #expect(message.topic == "s/s1/")
                 seqs.append(message.header.seq)
             }
