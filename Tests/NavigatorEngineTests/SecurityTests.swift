@@ -117,7 +117,8 @@ struct SecurityTests {
                 do {
                     _ = try events.receiveMultipart()
                 } catch {
-                    throw TestFailure("round \(round): the subscriber's CURVE handshake did not succeed within 10 s (\(error))")
+                    throw TestFailure(
+                        "round \(round): the subscriber's CURVE handshake did not succeed within 10 s (\(error))")
                 }
                 sub.close()
                 events.close()
@@ -137,7 +138,8 @@ struct SecurityTests {
                     message = try steady.nextPublished()
                 } catch {
                     throw TestFailure(
-                        "batch \(index + 1) of \(published) never reached the steady subscriber (seqs so far \(seqs)): \(error)")
+                        "batch \(index + 1) of \(published) never reached the steady subscriber (seqs so far \(seqs)): \(error)"
+                    )
                 }
                 #expect(message.topic == "s/s1/")
                 seqs.append(message.header.seq)
