@@ -48,6 +48,21 @@ struct TreeTests {
             (.refresh(99, info: [:]), .unknownScreen),
             (.present(Modal(id: 9, style: .sheet, stack: [])), .emptyStack),
             (.present(Modal(id: 9, style: .sheet, stack: [Screen(id: 1, chat(1))])), .duplicateID),
+            // An id twice in the modal itself: a short stack (pairs compared), a long one (a set),
+            // and the modal's own id again.
+            (
+                .present(Modal(id: 9, style: .sheet, stack: [Screen(id: 10, chat(1)), Screen(id: 10, chat(2))])),
+                .duplicateID
+            ),
+            (
+                .present(
+                    Modal(
+                        id: 9, style: .sheet,
+                        stack: (100..<140).map { Screen(id: NodeID(rawValue: $0), chat(Int($0))) } + [
+                            Screen(id: 120, chat(0))
+                        ])), .duplicateID
+            ),
+            (.present(Modal(id: 9, style: .sheet, stack: [Screen(id: 9, chat(1))])), .duplicateID),
             (.setRoot(.stack([])), .emptyStack),
             (.setRoot(.tabs(TabBar(tabs: [], selected: "x"))), .invalidTree),
         ])
@@ -57,6 +72,15 @@ struct TreeTests {
             try tree.apply(command)
         } throws: { ($0 as? TreeError)?.code == code }
         #expect(tree == start)
+    }
+
+    @Test("a modal of many screens, every id its own, is presented")
+    func longModal() throws {
+        var tree = start
+        let screens = (100..<140).map { Screen(id: NodeID(rawValue: $0), chat(Int($0))) }
+        try tree.apply(.present(Modal(id: 99, style: .sheet, stack: screens)))
+        #expect(tree.modals.last?.stack.count == 40)
+        #expect(tree.top.id == 139)
     }
 
     @Test("re-applying a batch changes nothing, not even the version")
