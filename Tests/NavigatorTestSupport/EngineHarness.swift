@@ -75,7 +75,15 @@ public final class Client {
         request.kind = kind
         try dealer!.send(multipart: [[UInt8](), try request.serializedBytes() as [UInt8]])
         while true {
-            let frames = try dealer!.receiveMultipart()
+            let frames: [ZeroMQ.Message]
+            do throws(ZeroMQError) {
+                frames = try dealer!.receiveMultipart()
+            } catch {
+                guard error.code == .wouldBlock else { throw error }
+                // Say which request went unanswered: a timeout here is the service's, not the test's.
+                throw RequestTimedOut(
+                    description: "request \(request.requestID) (\(kind)) got no reply within \(receiveTimeout)")
+            }
             let reply = try Navigator_V1_Reply(serializedBytes: frames.last!.bytes)
             if reply.requestID == request.requestID { return reply }
         }
@@ -148,6 +156,11 @@ public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
     try await DedicatedThread.run(name: "svc-test", body)
 }
 
+/// A request of ``Client`` that got no reply within its receive timeout, naming it.
+public struct RequestTimedOut: Error, CustomStringConvertible {
+    public let description: String
+}
+
 public struct TestFailure: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
@@ -177,6 +190,8 @@ public func timesOut(_ body: () throws -> Void) -> Bool {
         return false
     } catch let error as ZeroMQError {
         return error.code == .wouldBlock
+    } catch is RequestTimedOut {
+        return true
     } catch {
         return false
     }
