@@ -116,7 +116,8 @@ public final class Engine: Service, Sendable {
             holder.resolver.initialState()
         }
         persistence = Persistence(
-            database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds), logger: logger)
+            database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds),
+            rememberedFor: { holder.resolver.options.dedupWindow }, logger: logger)
         let remote: RemoteFollows?
         if cluster != nil {
             // Sessions another instance serves are followed through a peer's sockets, as this

@@ -259,6 +259,33 @@ struct ExpiredWhileDownTests {
         }
     }
 
+    @Test("an expired intent is listed in the snapshot for the dedup window after it expired, then no longer")
+    func expiredListedForTheWindow() async throws {
+        let configure: (inout EngineConfiguration) -> Void = { $0.dedupWindowSeconds = 1 }
+        try await withService(workers: 1, configure) { _, endpoints in
+            let (listed, later) = try await onThread { () throws -> (Navigator_V1_Snapshot, Navigator_V1_Snapshot) in
+                let client = try Client(endpoints)
+                _ = try client.request(
+                    .intent(wireIntent("x1", [ScreenContext("editProfile")], session: "x", ttl: 50)))
+                func snapshotWhen(_ what: String, _ condition: (Navigator_V1_Snapshot) -> Bool) throws
+                    -> Navigator_V1_Snapshot
+                {
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while true {
+                        let snapshot = try client.request(.snapshot(.with { $0.session = "x" })).snapshot
+                        if condition(snapshot) { return snapshot }
+                        guard ContinuousClock.now < deadline else { throw TestFailure("\(what) within 10 s") }
+                        Thread.sleep(forTimeInterval: 0.02)
+                    }
+                }
+                let listed = try snapshotWhen("x1 expired") { !$0.recentlyExpired.isEmpty }
+                return (listed, try snapshotWhen("x1 no longer listed") { $0.recentlyExpired.isEmpty })
+            }
+            #expect(listed.recentlyExpired.map(\.intentID) == ["x1"] && listed.parked.isEmpty)
+            #expect(later.parked.isEmpty && later.seq == listed.seq)
+        }
+    }
+
     @Test("times in messages read as ISO 8601 and seconds")
     func timeText() {
         #expect(TimeText.iso8601(1_700_000_000_123_000_000) == "2023-11-14T22:13:20.123Z")

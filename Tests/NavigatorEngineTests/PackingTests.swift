@@ -11,6 +11,11 @@ import Testing
 
 @Suite("Packing idle sessions")
 struct PackingTests {
+    /// When the tests' intents are resolved (unix ns): now, so that they are within the dedup
+    /// window when restored.
+    static let t0 = WallClock.now()
+    static let window: Int64 = 600_000_000_000
+
     /// A store, its state file and persistence in a fresh directory, removed after `body`.
     private func withStore(
         packAfter: Duration = .seconds(30), _ body: (SessionStore, Persistence, Resolver, URL) throws -> Void
@@ -30,7 +35,7 @@ struct PackingTests {
     ) -> Resolution {
         store.update(session) { record in
             let resolution = resolver.resolve(
-                Intent(id: id, session: session, target: .path(path)), into: &record.state, now: 1_000)
+                Intent(id: id, session: session, target: .path(path)), into: &record.state, now: Self.t0)
             if !resolution.commands.isEmpty { record.seq += 1 }
             return resolution
         }
@@ -62,7 +67,7 @@ struct PackingTests {
                 resolver.resolve(
                     Intent(
                         id: "in", session: "b", target: .path([ScreenContext("home")]),
-                        setConditions: ["authenticated": true]), into: &record.state, now: 2_000)
+                        setConditions: ["authenticated": true]), into: &record.state, now: Self.t0 + 1_000)
             }
             #expect(record("b", store)?.parkedCount == 0)
             #expect(store.parkedCount == 0)
@@ -77,7 +82,8 @@ struct PackingTests {
             _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
             var expected = try #require(record("a", store)).state
             let expectedResolution = resolver.resolve(
-                Intent(id: "s1", session: "a", target: .path([ScreenContext("settings")])), into: &expected, now: 1_000)
+                Intent(id: "s1", session: "a", target: .path([ScreenContext("settings")])), into: &expected,
+                now: Self.t0)
             persistence.flushChanged()
             #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 1)
 
@@ -161,6 +167,76 @@ struct PackingTests {
                 database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             #expect(try restored.restore().restored == 1)
             #expect(record("b", restoredStore)?.state == record("b", store)?.state)
+        }
+    }
+
+    @Test(
+        "a packed session forgets its intent ids and expired intents once the dedup window is past, and keeps its tree, parked intents and idle time"
+    )
+    func forgetsPastWindow() throws {
+        try withStore { store, persistence, resolver, directory in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            _ = resolve("g1", [ScreenContext("editProfile")], session: "a", store, resolver)  // parks
+            // An expired intent too: g0 parked, then its time ran out.
+            store.update("a") { record in
+                _ = resolver.resolve(
+                    Intent(id: "g0", session: "a", target: .path([ScreenContext("editProfile")]), ttlMilliseconds: 1),
+                    into: &record.state, now: Self.t0)
+                _ = resolver.expire(&record.state, now: Self.t0 + 2_000_000)
+            }
+            let before = try #require(record("a", store))
+            #expect(before.state.recentIntentIDs.count == 3)
+            #expect(before.state.recentlyExpired.map(\.intentID) == ["g0"])
+            persistence.flushChanged()
+            let packedAt = MonotonicClock.now() + 31_000_000_000
+            #expect(persistence.compactIdle(now: packedAt) == 1)
+            let packed = try #require(record("a", store))
+            let packedBytes = try packed.stored()
+
+            // Within the window: nothing is due, nothing forgotten.
+            #expect(persistence.forgetPast(now: packedAt + 1_000_000_000, wallNow: Self.t0 + 1_000_000_000) == 0)
+            #expect(try record("a", store)?.stored() == packedBytes)
+            // Past it: the ids and the expired intent go; the rest is as it was, still packed.
+            #expect(
+                persistence.forgetPast(now: packedAt + Self.window, wallNow: Self.t0 + Self.window + 3_000_000_000) == 1
+            )
+            let rested = try #require(record("a", store))
+            #expect(rested.isPacked)
+            #expect(rested.state.recentIntentIDs.isEmpty && rested.state.recentlyExpired.isEmpty)
+            #expect(rested.state.tree == before.state.tree && rested.state.parked == before.state.parked)
+            #expect(rested.seq == before.seq && rested.parkedCount == 1 && rested.changedAt == packed.changedAt)
+            #expect(try rested.stored().count < packedBytes.count)
+            // Looked at once: nothing is queued again.
+            #expect(persistence.forgetPast(now: packedAt + 3 * Self.window, wallNow: Self.t0 + 3 * Self.window) == 0)
+            // The state file keeps what it had; a restore past the window forgets it as it loads.
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let restored = Persistence(
+                database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+            #expect(try restored.restore(wallNow: Self.t0 + Self.window + 3_000_000_000).restored == 1)
+            #expect(record("a", restoredStore)?.state == rested.state)
+        }
+    }
+
+    @Test("a restore within the window keeps the ids, and forgets them once the window is past")
+    func restoredForgetLater() throws {
+        try withStore { store, persistence, resolver, directory in
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            persistence.flushChanged()
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let restored = Persistence(
+                database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
+            let loadedAt = MonotonicClock.now()
+            #expect(try restored.restore(wallNow: Self.t0 + 1_000).restored == 1)
+            #expect(record("a", restoredStore)?.state.recentIntentIDs.count == 1)
+            // A duplicate within the window is still one after the restore.
+            let again = resolve(
+                "c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", restoredStore, resolver)
+            #expect(again.outcome == .ignored("duplicate intent id c1"))
+            // Changed (live): the queued look passes it over; the next packing queues it again.
+            #expect(
+                restored.forgetPast(now: loadedAt + Self.window + 1_000_000_000, wallNow: Self.t0 + Self.window + 1_000)
+                    == 0)
+            #expect(record("a", restoredStore)?.state.recentIntentIDs.count == 1)
         }
     }
 

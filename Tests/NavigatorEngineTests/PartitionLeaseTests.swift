@@ -127,7 +127,9 @@ struct PartitionLeaseTests {
             for row in 0..<rows.count { seqs[try rows[row, 0].text()] = try rows[row, 1].int64() }
             #expect(seqs == [kept: 2, lost: 1])
             // Loading by partition gives that partition's sessions only.
-            let loaded = try database.load(partitions: [ownership.partition(of: lost)], SessionStore.Record.restore)
+            let loaded = try database.load(
+                partitions: [ownership.partition(of: lost)],
+                { try SessionStore.Record.restore($0, $1, forgettingBefore: 0, window: 0) })
             #expect(loaded.rows.map(\.session) == [lost])
             // Expiring idle sessions is fenced the same way: `lost` is b's to keep; the floor
             // only rises.

@@ -14,8 +14,9 @@ public struct SessionState: Hashable, Sendable, Codable {
     public var lastServiceSeq: UInt64
     /// Whether the session's shell said it is ready (and has not started over since).
     public internal(set) var shellReady: Bool
-    /// The last parked intents that expired, oldest first (at most
-    /// ``ExpiredIntent/kept``): shells that were not there when they expired can see them.
+    /// The last parked intents that expired, oldest first (at most ``ExpiredIntent/kept``, each
+    /// for the dedup window after it expired): shells that were not there when they expired can
+    /// see them.
     public internal(set) var recentlyExpired: [ExpiredIntent]
 
     public init(
@@ -33,6 +34,24 @@ public struct SessionState: Hashable, Sendable, Codable {
     }
 
     public func isMet(_ condition: String) -> Bool { conditions[condition] == true }
+
+    /// Forgets what a session remembers only for `window` (the dedup window): the intent ids
+    /// seen, and the expired intents that expired, `window` or longer before `now` (unix ns).
+    /// Returns whether anything was forgotten. What a session at rest keeps is then its tree,
+    /// its conditions and its parked intents.
+    public mutating func forget(before now: Int64, window: Int64) -> Bool {
+        let ids = recentIntentIDs.count
+        let expired = recentlyExpired.count
+        recentIntentIDs.prune(now: now, window: window)
+        let cutoff = now - min(window, RecentIntentIDs.longestWindow)
+        if recentlyExpired.contains(where: { $0.expiredAt <= cutoff }) {
+            recentlyExpired.removeAll { $0.expiredAt <= cutoff }
+        }
+        return recentIntentIDs.count != ids || recentlyExpired.count != expired
+    }
+
+    /// Whether anything would go by ``forget(before:window:)`` some time later.
+    public var remembersForAWhile: Bool { !recentIntentIDs.isEmpty || !recentlyExpired.isEmpty }
 }
 
 /// A parked intent that expired before it could be shown.

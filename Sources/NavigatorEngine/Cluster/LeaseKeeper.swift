@@ -97,13 +97,13 @@ final class LeaseKeeper: Sendable {
             if !claimed.isEmpty {
                 // Held (writes are fenced by these epochs) but served only once loaded.
                 ownership.add(claimed)
-                let loaded = try database.load(partitions: Array(claimed.keys), SessionStore.Record.restore)
+                let loaded = try database.load(partitions: Array(claimed.keys), persistence.restoring())
                 for (session, reason) in loaded.quarantined {
                     logger.error(
                         "a stored session does not load; moved to the quarantine table of the PostgreSQL database",
                         metadata: ["session": "\(LogText(session))", "reason": "\(LogText(reason))"])
                 }
-                store.load(loaded.rows)
+                persistence.load(loaded.rows)
                 ownership.serve(claimed.keys)
                 joined(Set(claimed.keys))
                 logger.info(

@@ -1,5 +1,6 @@
 import Locking
 import Logging
+import NavigatorPort
 import NavigatorStore
 import Synchronization
 import ZeroMQ
@@ -29,25 +30,58 @@ final class Persistence: Sendable {
     private let parkedEncodings = Locked<[String: SessionStore.Record.ParkedEncoding]>([:])
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
+    /// How long a session remembers intent ids and expired intents (the resolver's dedup
+    /// window, which a reload may change), in nanoseconds.
+    let rememberedFor: @Sendable () -> Int64
+    /// Packed sessions to look at again once what they remember for a while is past
+    /// (``forgetPast(now:)``).
+    private let resting = Locked(Resting())
 
     /// Sessions whose write (or deletion) was fenced: their partition's lease is another
     /// instance's now (several instances; `navigator_fenced_writes_total`).
     let fencedWrites = Atomic<UInt64>(0)
 
-    init(database: any StateDatabase, store: SessionStore, packAfter: Duration = .zero, logger: Logger) {
+    init(
+        database: any StateDatabase, store: SessionStore, packAfter: Duration = .zero,
+        rememberedFor: @escaping @Sendable () -> Int64 = { 600_000_000_000 }, logger: Logger
+    ) {
         self.database = database
         self.store = store
         self.packAfter = packAfter.components.seconds * 1_000_000_000 + packAfter.components.attoseconds / 1_000_000_000
+        self.rememberedFor = rememberedFor
         self.logger = logger
     }
 
     /// Puts every stored session into the store; returns how many, and the sessions that did
     /// not load (now in the quarantine table) with the reasons.
-    func restore() throws -> (restored: Int, quarantined: [(session: String, reason: String)]) {
-        let loaded = try database.loadAll(SessionStore.Record.restore)
-        store.load(loaded.rows)
+    func restore(wallNow: Int64 = WallClock.now()) throws -> (
+        restored: Int, quarantined: [(session: String, reason: String)]
+    ) {
+        let loaded = try database.loadAll(restoring(wallNow: wallNow))
+        load(loaded.rows)
         store.seqFloor.store(try database.seqFloor(), ordering: .relaxed)
         return (loaded.rows.count, loaded.quarantined)
+    }
+
+    /// How a stored row becomes a record (``SessionStore/Record/restore(_:_:forgettingBefore:window:)``):
+    /// what it remembered for a while and is past now is forgotten as it loads.
+    func restoring(wallNow now: Int64 = WallClock.now()) -> (String, [UInt8]) throws -> (
+        record: SessionStore.Record, remembers: Bool
+    ) {
+        let window = rememberedFor()
+        return { session, bytes in
+            try SessionStore.Record.restore(session, bytes, forgettingBefore: now, window: window)
+        }
+    }
+
+    /// Puts restored records into the store; those that still remember something for a while
+    /// are looked at again once that is past.
+    func load(_ rows: [(session: String, record: (record: SessionStore.Record, remembers: Bool))]) {
+        store.load(rows.map { ($0.session, $0.record.record) })
+        let due = MonotonicClock.now() + rememberedFor()
+        resting.withLock { resting in
+            for row in rows where row.record.remembers { resting.add(row.session, due: due) }
+        }
     }
 
     /// Writes every session changed since the last flush; returns whether all were written. On
@@ -245,9 +279,85 @@ final class Persistence: Sendable {
                 }
                 packed += packedNames.count
                 parkedEncodings.withLock { cache in for name in packedNames { cache[name] = nil } }
+                // Looked at again once what it remembers for a while is past (``forgetPast``).
+                let due = now + rememberedFor()
+                resting.withLock { resting in for name in packedNames { resting.add(name, due: due) } }
             }
         }
         return packed
+    }
+
+    /// Packed sessions, each with when what it remembers for a while (intent ids, expired
+    /// intents) will be past: the monotonic time it was packed or loaded, plus the window.
+    /// Oldest first, so due in order (a reload that shortens the window delays the sessions
+    /// queued before it, at most by the old window).
+    struct Resting {
+        private var queue: [(due: Int64, session: String)] = []
+        private var head = 0
+
+        mutating func add(_ session: String, due: Int64) { queue.append((due, session)) }
+
+        /// Up to `limit` sessions due at `now`; they are forgotten here.
+        mutating func take(dueBy now: Int64, limit: Int) -> [String] {
+            var due: [String] = []
+            while head < queue.count, queue[head].due <= now, due.count < limit {
+                due.append(queue[head].session)
+                head += 1
+            }
+            if head > 4096, head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            return due
+        }
+
+        var count: Int { queue.count - head }
+    }
+
+    /// Sessions looked at per round by ``forgetPast(now:)``: each is decoded under its shard's
+    /// lock, which the worker waits for.
+    static let forgetChunk = 2_048
+
+    /// Packed sessions whose intent ids and expired intents are past the window: they keep
+    /// only what lasts (the tree, conditions, parked intents), re-encoded, still packed — at
+    /// rest a session is its tree (DESIGN §9). One that still remembers something (an id seen
+    /// after it was queued cannot be: it would be live) is looked at again a window later.
+    /// Returns how many records shrank.
+    @discardableResult
+    func forgetPast(now: Int64 = MonotonicClock.now(), wallNow: Int64 = WallClock.now()) -> Int {
+        let due = resting.withLock { $0.take(dueBy: now, limit: Self.forgetChunk) }
+        guard !due.isEmpty else { return 0 }
+        let window = rememberedFor()
+        var byShard = Array(repeating: [String](), count: store.shards.count)
+        for session in due { byShard[store.shardIndex(of: session)].append(session) }
+        var shrunk = 0
+        var again: [String] = []
+        var failed: [(String, any Error)] = []
+        for (shard, sessions) in zip(store.shards, byShard) where !sessions.isEmpty {
+            shard.records.withLock { records in
+                for session in sessions {
+                    do {
+                        // A session changed since is live, and queued again when packed again.
+                        guard let result = try records[session]?.forgetPast(now: wallNow, window: window) else {
+                            continue
+                        }
+                        if result.changed { shrunk += 1 }
+                        if result.remembers { again.append(session) }
+                    } catch {
+                        failed.append((session, error))  // it stays as it was
+                    }
+                }
+            }
+        }
+        for (session, error) in failed.prefix(3) {
+            logger.error(
+                "a packed session could not be encoded again without what it no longer remembers; kept as it was",
+                metadata: ["session": "\(LogText(session))", "error": "\(error)", "sessions": "\(failed.count)"])
+        }
+        if !again.isEmpty {
+            resting.withLock { resting in for session in again { resting.add(session, due: now + window) } }
+        }
+        return shrunk
     }
 
     /// When this store was filled from the file: restored sessions unchanged since count as idle
@@ -331,7 +441,7 @@ final class Persistence: Sendable {
             if round.contains(where: { !$0.isEmpty }) { try between() }
         }
         let started = MonotonicClock.now()
-        let packed = compactIdle()
+        let packed = compactIdle(now: started) + forgetPast(now: started)
         let trimmed = MonotonicClock.now()
         // Freed live states sit in pages malloc keeps; hand whole free pages back once a
         // thousand sessions were packed — in one round (after a restart's expiries) or over

@@ -46,15 +46,36 @@ final class SessionStore: Sendable {
         /// The record of a stored row, as the store's ``StateDatabase/loadAll(_:)`` asks for it:
         /// refused, with the reason, when the id is not a valid session id or the bytes do not
         /// decode into a valid state (the row then moves to quarantine).
-        static func restore(_ session: String, _ bytes: [UInt8]) throws -> Record {
+        ///
+        /// What the state remembers only for `window` and is past it at `now` is forgotten as it
+        /// loads (``forgetPast(now:window:)``); `remembers` says whether something is left to
+        /// forget later.
+        static func restore(_ session: String, _ bytes: [UInt8], forgettingBefore now: Int64, window: Int64) throws
+            -> (record: Record, remembers: Bool)
+        {
             if let problem = SessionID.problem(with: session) {
                 throw RestoreRefusal(description: "the session id is not valid: \(problem)")
             }
             do {
-                return try Record(packed: bytes)
+                var (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+                let packed = state.forget(before: now, window: window) ? try Self.packedBytes(state, seq: seq) : bytes
+                return (Record(packed: packed, seq: seq, parkedCount: state.parked.count), state.remembersForAWhile)
             } catch {
                 throw RestoreRefusal(description: "the state does not load: \(error)")
             }
+        }
+
+        private init(packed bytes: [UInt8], seq: UInt64, parkedCount: Int) {
+            storage = .packed(Self.exact(bytes))
+            self.seq = seq
+            self.parkedCount = Int32(parkedCount)
+        }
+
+        /// What the state file keeps for `state` at `seq`, in an allocation of its own size.
+        private static func packedBytes(_ state: SessionState, seq: UInt64) throws -> [UInt8] {
+            var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+            if !state.parked.isEmpty { bytes += try Navigator_V1_StoredSession.encodedParkedField(state.parked) }
+            return exact(bytes)
         }
 
         /// Why a stored row does not load.
@@ -141,8 +162,30 @@ final class SessionStore: Sendable {
 
         var isPacked: Bool { if case .packed = storage { true } else { false } }
 
+        /// A packed record: forgets what its state remembers only for `window` once past it
+        /// (``SessionState/forget(before:window:)``) and stays packed, as the same state less
+        /// those. Not a change: the state file keeps what it has (a restart forgets it again),
+        /// and the record's idle time goes on. Returns whether the bytes changed, and whether
+        /// something is left to forget later; nil for a live record.
+        mutating func forgetPast(now: Int64, window: Int64) throws -> (changed: Bool, remembers: Bool)? {
+            guard case .packed(let bytes) = storage else { return nil }
+            var state = Self.unpack(bytes)
+            guard state.forget(before: now, window: window) else { return (false, state.remembersForAWhile) }
+            storage = .packed(try Self.packedBytes(state, seq: seq))
+            return (true, state.remembersForAWhile)
+        }
+
         /// Keeps only `bytes` (which must be ``stored()`` of this record).
-        mutating func pack(_ bytes: [UInt8]) { storage = .packed(bytes) }
+        mutating func pack(_ bytes: [UInt8]) { storage = .packed(Self.exact(bytes)) }
+
+        /// `bytes` in an allocation of their own size: an encoder's array keeps the room it
+        /// reserved, and a packed record is kept for as long as its session rests.
+        private static func exact(_ bytes: [UInt8]) -> [UInt8] {
+            guard bytes.capacity - bytes.count >= 32 else { return bytes }  // malloc rounds to 16
+            return [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, count in
+                count = buffer.initialize(fromContentsOf: bytes)
+            }
+        }
 
         private static func unpack(_ bytes: [UInt8]) -> SessionState {
             // The bytes were encoded by this process (or checked when loaded), so they decode.

@@ -812,10 +812,10 @@ public nonisolated struct Navigator_V1_Snapshot: Sendable {
 
   public var parked: [Navigator_V1_ParkedIntent] = []
 
-  /// The last parked intents of the session that expired (at most 8, oldest first), each as the
-  /// Rejection (code EXPIRED) that was published for it: one that expired while no shell was
-  /// subscribed (or while navigatord was stopped, reported just after its restart) is still
-  /// seen here.
+  /// The last parked intents of the session that expired (at most 8, oldest first, each for the
+  /// dedup window after it expired), each as the Rejection (code EXPIRED) that was published for
+  /// it: one that expired while no shell was subscribed (or while navigatord was stopped,
+  /// reported just after its restart) is still seen here.
   public var recentlyExpired: [Navigator_V1_Rejection] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -57,7 +57,8 @@ public nonisolated struct Navigator_V1_StoredSession: Sendable {
   /// Whether the session's shell said Ready (and has not started over since).
   public var shellReady: Bool = false
 
-  /// The last parked intents that expired, oldest first (at most 8).
+  /// The last parked intents that expired, oldest first (at most 8; forgotten once the dedup
+  /// window has passed since they expired).
   public var recentlyExpired: [Navigator_V1_StoredExpiredIntent] = []
 
   /// Intent ids seen within the dedup window, oldest first, each (hash << 16 | ticks), where hash

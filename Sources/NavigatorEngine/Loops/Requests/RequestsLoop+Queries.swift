@@ -6,13 +6,15 @@ import NavigatorWire
 extension RequestsLoop {
     func snapshot(_ session: String) -> Navigator_V1_Snapshot {
         let record = store.read(session)
+        // Listed for the dedup window after they expired (a packed session forgets them then).
+        let cutoff = WallClock.now() - min(resolvers.resolver.options.dedupWindow, RecentIntentIDs.longestWindow)
         return .with {
             $0.session = session
             $0.seq = record.seq
             $0.epoch = store.epoch(of: session)
             $0.tree = .init(record.state.tree)
             $0.conditions = record.state.conditions
-            $0.recentlyExpired = record.state.recentlyExpired.map { expired in
+            $0.recentlyExpired = record.state.recentlyExpired.filter { $0.expiredAt > cutoff }.map { expired in
                 .with {
                     $0.session = session
                     $0.intentID = expired.intentID
