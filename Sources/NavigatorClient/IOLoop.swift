@@ -117,6 +117,9 @@ struct IOLoop: Sendable {
         // to send again at a time (MOVED naming no instance).
         var awaitingOwner: [(id: String, owner: String)] = []
         var resends: [(id: String, at: ContinuousClock.Instant)] = []
+        // When to ask for the instances list again for requests waiting on an owner it lists
+        // without endpoints yet (an instance advertises them once it has bound its sockets).
+        var ownerListAgainAt: ContinuousClock.Instant? = nil
 
         func dealer(_ via: String?) -> Socket? {
             guard let via else { return sockets.dealer }
@@ -205,6 +208,10 @@ struct IOLoop: Sendable {
 
         while !closing {
             if clock.now >= nextInstances, !followers.isEmpty { askForInstances() }
+            if let at = ownerListAgainAt, clock.now >= at {
+                ownerListAgainAt = nil
+                askForInstances(now: true)
+            }
             // One reading of the clock for both: with two, a retry falling due between them was
             // removed without being made, and its follower waited for a snapshot forever.
             let start = clock.now
@@ -221,7 +228,7 @@ struct IOLoop: Sendable {
             // Wake for the nearest deadline; retry unsent work every few milliseconds.
             let deadlines =
                 intents.map(\.deadline) + requests.values.map(\.deadline) + retries.map(\.at) + resends.map(\.at)
-                + (followers.isEmpty ? [] : [nextInstances])
+                + (followers.isEmpty ? [] : [nextInstances]) + (ownerListAgainAt.map { [$0] } ?? [])
             var wait: Duration? = deadlines.min().map { max(.zero, $0 - clock.now) }
             if !intents.isEmpty || requests.values.contains(where: { $0.unsent != nil }) {
                 wait = min(wait ?? .milliseconds(5), .milliseconds(5))
@@ -287,8 +294,9 @@ struct IOLoop: Sendable {
                     for instance in list.instances {
                         if let endpoint = instance.requestEndpoints.first { instanceRequests[instance.id] = endpoint }
                     }
-                    // Requests whose MOVED named an instance: on to it, or the refusal to the caller
-                    // when the list does not have it (it left).
+                    // Requests whose MOVED named an instance: on to it; the list again shortly when
+                    // it names the instance without endpoints; or the refusal to the caller when it
+                    // does not name it (it left).
                     let waiting = awaitingOwner
                     awaitingOwner.removeAll()
                     for (id, owner) in waiting {
@@ -297,6 +305,12 @@ struct IOLoop: Sendable {
                             pending.via = endpoint
                             trySend(&pending, pending.bytes)
                             requests[id] = pending
+                        } else if list.instances.contains(where: { $0.id == owner }),
+                            clock.now + Self.movedRetryDelay < pending.deadline
+                        {
+                            // Listed without its endpoints: it has just started. Ask again shortly.
+                            awaitingOwner.append((id, owner))
+                            ownerListAgainAt = clock.now + Self.movedRetryDelay
                         } else if let moved = pending.moved {
                             requests[id] = nil
                             handle(moved, pending)
