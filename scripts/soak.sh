@@ -3,7 +3,8 @@
 # 127.0.0.1 ports, RATE intents/s over SESSIONS sessions for SECONDS, sampling navigatord's RSS and
 # CPU every 10 s (navload --soak); then navigatord is stopped and started again on the same state
 # file, and its RSS once ready, less that of an empty navigatord, over the sessions restored, is
-# the memory a session takes at rest. Prints navload's report and those figures.
+# the memory a session takes at rest (once unchanged for the dedup window, REST_SECONDS after the
+# load). Prints navload's report and those figures.
 #
 #   scripts/soak.sh BIN [RATE] [SESSIONS] [SECONDS]      (defaults: 3000 20000 1200)
 set -euo pipefail
@@ -41,6 +42,7 @@ rm -rf "$work/data"
 start
 "$load" --intents "$i" --requests "$r" --commands "$c" --service-pid "$pid" --timeout 300 \
   --rate "$rate" --sessions "$sessions" --duration "$seconds" --warmup 0 --soak 10
+loadEnd=$(date +%s)
 kill -TERM "$pid"; wait "$pid" || true; pid=""
 bytes=$(stat -c %s "$work/data/navigator.sqlite")
 start
@@ -51,7 +53,12 @@ held=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) sessions.*/\1
 # and packed; those parked less than their time to live (5 min by default) before the stop
 # expire later, one by one. Measured once nothing is parked and, after that idle time, the RSS
 # has not moved for 10 s (at most 7 minutes; else as it is then, with what is still parked).
+# A session at rest has also been unchanged for the dedup window (600 s): then it has forgotten
+# the intent ids and expired intents it remembered, and keeps its tree (docs/operations.md).
+# REST_SECONDS (default 630: the window and one round of packing) after the load ended.
 sleep 30
+rest=$((loadEnd + ${REST_SECONDS:-630} - $(date +%s)))
+[ "$rest" -gt 0 ] && sleep "$rest"
 previous=0; stable=0
 for _ in $(seq 1 78); do
   sleep 5

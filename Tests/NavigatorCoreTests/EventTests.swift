@@ -95,6 +95,32 @@ struct EventTests {
         #expect(expired.first?.expiresAt == expired.first!.parkedAt + 500_000_000)
     }
 
+    @Test(
+        "expired intents are remembered for the dedup window after they expired, at most 8; at rest they are forgotten")
+    func expiredRemembered() throws {
+        var options = Resolver.Options()
+        options.dedupWindow = 60_000_000_000
+        let resolver = try Resolver(map: .demo, options: options)
+        var state = resolver.initialState()
+        _ = resolver.resolve(intent(incomingCall, id: "call"), into: &state, now: 1)
+        func expireOne(_ id: String, at now: Int64) {
+            var short = intent(chat(1), id: id)
+            short.ttlMilliseconds = 1
+            _ = resolver.resolve(short, into: &state, now: now)
+            #expect(resolver.expire(&state, now: now + 2_000_000).map(\.intent.id) == [id])
+        }
+        for index in 0..<10 { expireOne("e\(index)", at: Int64(index + 1) * 1_000_000_000) }
+        #expect(state.recentlyExpired.map(\.intentID) == (2..<10).map { "e\($0)" })  // the last 8
+        // Past the window of the older ones: they go when the next one expires.
+        expireOne("late", at: 65_000_000_000)
+        #expect(state.recentlyExpired.map(\.intentID) == ["e5", "e6", "e7", "e8", "e9", "late"])
+        // At rest: forgotten once the window is past, with the intent ids.
+        let forgot = state.forget(before: 200_000_000_000, window: options.dedupWindow)
+        #expect(forgot)
+        #expect(state.recentlyExpired.isEmpty && state.recentIntentIDs.isEmpty && !state.remembersForAWhile)
+        #expect(state.parked.isEmpty && state.tree.top.context == incomingCall)
+    }
+
     @Test("at the parked capacity one more is refused; over a lowered capacity the oldest expire, reported")
     func parkedCapacity() throws {
         var options = Resolver.Options()

@@ -158,6 +158,11 @@ extension Resolver {
             expired += state.parked.prefix(excess)
             state.parked.removeFirst(excess)
         }
+        // Kept for the dedup window after they expired, as intent ids are.
+        let cutoff = now - min(options.dedupWindow, RecentIntentIDs.longestWindow)
+        if let oldest = state.recentlyExpired.first, oldest.expiredAt <= cutoff {
+            state.recentlyExpired.removeAll { $0.expiredAt <= cutoff }
+        }
         state.recentlyExpired += expired.map {
             ExpiredIntent(
                 intentID: $0.intent.id, source: $0.intent.source, reason: $0.reason, parkedAt: $0.parkedAt,
