@@ -30,7 +30,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     /// The parts, in one array. (Held inline in the value, up to six, they saved an allocation
     /// each but made every copy of a step or a plan a quarter of a kilobyte: the resolver ran
     /// 15 % slower. A nested detail or a path step's label is one part or is flattened in.)
-    var parts = Parts()
+    var parts: [Part] = []
 
     public init(_ text: String) { if !text.isEmpty { parts.append(.text(text)) } }
 
@@ -38,7 +38,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
 
     public init(stringInterpolation: StringInterpolation) { parts = stringInterpolation.parts }
 
-    public var isEmpty: Bool { parts.count == 0 }
+    public var isEmpty: Bool { parts.isEmpty }
 
     public var description: String {
         var text = ""
@@ -78,7 +78,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     public static func += (lhs: inout Detail, rhs: Detail) {
-        for part in rhs.parts { lhs.parts.append(part) }
+        lhs.parts += rhs.parts
     }
 
     /// Equal when the texts are.
@@ -97,10 +97,10 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {
-        var parts = Parts()
+        var parts: [Part] = []
 
         public init(literalCapacity: Int, interpolationCount: Int) {
-            parts.reserve(interpolationCount * 2 + 1)
+            parts.reserveCapacity(interpolationCount * 2 + 1)
         }
 
         public mutating func appendLiteral(_ literal: String) {
@@ -115,9 +115,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         public mutating func appendInterpolation(_ value: Int) { parts.append(.number(value)) }
         public mutating func appendInterpolation(_ value: ParkReason) { parts.append(.reason(value)) }
         /// Another detail's parts, in place.
-        public mutating func appendInterpolation(_ value: Detail) {
-            for part in value.parts { parts.append(part) }
-        }
+        public mutating func appendInterpolation(_ value: Detail) { parts += value.parts }
         /// Contexts separated by `separator`.
         public mutating func appendInterpolation(list value: [ScreenContext], separator: String = ", ") {
             parts.append(.contexts(value, separator: separator))
@@ -126,15 +124,6 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         public mutating func appendInterpolation(_ value: some CustomStringConvertible) {
             parts.append(.text(value.description))
         }
-    }
-
-    /// A detail's parts, in one array sized once by the interpolation.
-    struct Parts: Sendable, Sequence {
-        private var storage: [Part] = []
-        var count: Int { storage.count }
-        mutating func append(_ part: Part) { storage.append(part) }
-        mutating func reserve(_ count: Int) { storage.reserveCapacity(count) }
-        func makeIterator() -> IndexingIterator<[Part]> { storage.makeIterator() }
     }
 }
 
