@@ -7,6 +7,9 @@
 #
 #   scripts/bench.sh [--against COMMIT] [--rounds N] [--quick]     (./dev bench passes its args)
 #
+# NEW_ARGS and OLD_ARGS add navigatord options to one side's runs: `--against HEAD` with
+# NEW_ARGS="--workers 1" compares a setting on one build.
+#
 # Prints one line per run and, at the end, the median of each figure for both builds. Needs an
 # otherwise idle machine: pause fuzzers and builds.
 set -euo pipefail
@@ -53,8 +56,10 @@ service_run() {
   local i r c
   i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
   rm -rf "$work/data"
+  local extra=()
+  if [ "$label" = new ]; then read -r -a extra <<<"${NEW_ARGS:-}"; else read -r -a extra <<<"${OLD_ARGS:-}"; fi
   "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
-    --data-directory "$work/data" --log-level warning >"$work/navigatord.log" 2>&1 &
+    --data-directory "$work/data" --log-level warning "${extra[@]}" >"$work/navigatord.log" 2>&1 &
   pid=$!
   "$load" --intents "$i" --requests "$r" --commands "$c" --service-pid "$pid" --timeout 300 "$@" >"$work/out" 2>&1 || true
   local hwm
