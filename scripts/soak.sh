@@ -20,9 +20,12 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null;
 trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+# NAVIGATORD_ARGS: more navigatord options (for a shorter run: "--dedup-window-seconds 120" with
+# REST_SECONDS=150).
+read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
 start() {
   "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
-    --data-directory "$work/data" --log-level warning >>"$work/navigatord.log" 2>&1 &
+    --data-directory "$work/data" --log-level warning "${extra[@]}" >>"$work/navigatord.log" 2>&1 &
   pid=$!
   # Ready once it answers a stats request.
   for _ in $(seq 1 600); do

@@ -493,7 +493,18 @@ struct StreamTests {
                 }
                 let stream = try SSEClient(address, "/v1/sessions/\(session)/stream")
                 defer { stream.close() }
-                let opened = try await stream.wait("a snapshot") { !$0.isEmpty }
+                let opened: [SSEClient.Event]
+                do {
+                    opened = try await stream.wait("a snapshot") { !$0.isEmpty }
+                } catch {
+                    // What the first knew then (this test failed so twice in 30 runs, unexplained).
+                    let peers = first.livePeers.list.map {
+                        "\($0.id) requests \($0.requestEndpoints) commands \($0.commandEndpoints)"
+                    }
+                    throw TestFailure(
+                        "\(error)\nthe first's peers: \(peers); remote connections \(first.follows.remote?.connections ?? -1), follows \(first.follows.remote?.count ?? -1); the first serves the session: \(first.store.notServed(session) ?? "yes")"
+                    )
+                }
                 let before = try #require(opened[0].streamEvent?.snapshot)
                 #expect(before.epoch == ownership.epoch(of: ownership.partition(of: session)))
                 func intent(_ id: String, _ screen: String) async throws {

@@ -335,18 +335,25 @@ final class Persistence: Sendable {
         var failed: [(String, any Error)] = []
         for (shard, sessions) in zip(store.shards, byShard) where !sessions.isEmpty {
             shard.records.withLock { records in
+                var smaller: [(String, [UInt8])] = []
                 for session in sessions {
                     do {
                         // A session changed since is live, and queued again when packed again.
                         guard let result = try records[session]?.forgetPast(now: wallNow, window: window) else {
                             continue
                         }
-                        if result.changed { shrunk += 1 }
+                        if let bytes = result.bytes { smaller.append((session, bytes)) }
                         if result.remembers { again.append(session) }
                     } catch {
                         failed.append((session, error))  // it stays as it was
                     }
                 }
+                // Kept only now, every new record made before any old one is let go: records
+                // loaded or packed together lie together, and freed together their pages come
+                // free whole (malloc hands them back). Replaced one by one, each old record's
+                // room took the next new one, and no page came free.
+                for (session, bytes) in smaller { records[session]?.repack(bytes) }
+                shrunk += smaller.count
             }
         }
         for (session, error) in failed.prefix(3) {

@@ -162,17 +162,22 @@ final class SessionStore: Sendable {
 
         var isPacked: Bool { if case .packed = storage { true } else { false } }
 
-        /// A packed record: forgets what its state remembers only for `window` once past it
-        /// (``SessionState/forget(before:window:)``) and stays packed, as the same state less
-        /// those. Not a change: the state file keeps what it has (a restart forgets it again),
-        /// and the record's idle time goes on. Returns whether the bytes changed, and whether
-        /// something is left to forget later; nil for a live record.
-        mutating func forgetPast(now: Int64, window: Int64) throws -> (changed: Bool, remembers: Bool)? {
+        /// A packed record's bytes without what its state remembers only for `window` and is
+        /// past it (``SessionState/forget(before:window:)``), to keep with ``repack(_:)``: nil
+        /// when nothing is past. Not a change: the state file keeps what it has (a restart
+        /// forgets it again), and the record's idle time goes on. Also says whether something
+        /// is left to forget later; nil for a live record.
+        func forgetPast(now: Int64, window: Int64) throws -> (bytes: [UInt8]?, remembers: Bool)? {
             guard case .packed(let bytes) = storage else { return nil }
             var state = Self.unpack(bytes)
-            guard state.forget(before: now, window: window) else { return (false, state.remembersForAWhile) }
-            storage = .packed(try Self.packedBytes(state, seq: seq))
-            return (true, state.remembersForAWhile)
+            guard state.forget(before: now, window: window) else { return (nil, state.remembersForAWhile) }
+            return (try Self.packedBytes(state, seq: seq), state.remembersForAWhile)
+        }
+
+        /// A packed record: keeps `bytes` (from ``forgetPast(now:window:)``) instead.
+        mutating func repack(_ bytes: [UInt8]) {
+            guard isPacked else { return }
+            storage = .packed(bytes)
         }
 
         /// Keeps only `bytes` (which must be ``stored()`` of this record).
