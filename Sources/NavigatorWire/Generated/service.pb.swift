@@ -860,6 +860,9 @@ public nonisolated struct Navigator_V1_Stats: Sendable {
 
   public var parkedIntents: UInt64 = 0
 
+  /// Distinct topics that at least one connection on the commands socket holds (navctl: "subscribed
+  /// topics"): not a count of connections; two shells of one session holding the same topic count
+  /// once.
   public var subscribers: UInt64 = 0
 
   /// Intents by the outcome they first had ("resolved", "refreshed", "ignored", "parked",
