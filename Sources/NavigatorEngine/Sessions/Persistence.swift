@@ -310,8 +310,6 @@ final class Persistence: Sendable {
             }
             return due
         }
-
-        var count: Int { queue.count - head }
     }
 
     /// Sessions looked at per round by ``forgetPast(now:)``: each is decoded under its shard's
@@ -319,10 +317,9 @@ final class Persistence: Sendable {
     static let forgetChunk = 2_048
 
     /// Packed sessions whose intent ids and expired intents are past the window: they keep
-    /// only what lasts (the tree, conditions, parked intents), re-encoded, still packed — at
-    /// rest a session is its tree (DESIGN §9). One that still remembers something (an id seen
-    /// after it was queued cannot be: it would be live) is looked at again a window later.
-    /// Returns how many records shrank.
+    /// only what lasts (the tree, conditions, parked intents), re-encoded, still packed. One
+    /// that still remembers something not yet past (it was loaded within the window) is looked
+    /// at again a window later. Returns how many records shrank.
     @discardableResult
     func forgetPast(now: Int64 = MonotonicClock.now(), wallNow: Int64 = WallClock.now()) -> Int {
         let due = resting.withLock { $0.take(dueBy: now, limit: Self.forgetChunk) }
@@ -349,9 +346,10 @@ final class Persistence: Sendable {
                     }
                 }
                 // Kept only now, every new record made before any old one is let go: records
-                // loaded or packed together lie together, and freed together their pages come
-                // free whole (malloc hands them back). Replaced one by one, each old record's
-                // room took the next new one, and no page came free.
+                // loaded or packed together lie together, and freed together their pages can come
+                // free whole (malloc hands them back); replaced one by one, each old record's room
+                // would take the next new one. (RSS at rest is still set by fragmentation from
+                // elsewhere: BENCHMARKS.md, "Memory per active-screen tree".)
                 for (session, bytes) in smaller { records[session]?.repack(bytes) }
                 shrunk += smaller.count
             }
