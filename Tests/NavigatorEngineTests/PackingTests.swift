@@ -220,23 +220,29 @@ struct PackingTests {
     @Test("a restore within the window keeps the ids, and forgets them once the window is past")
     func restoredForgetLater() throws {
         try withStore { store, persistence, resolver, directory in
-            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            for session in ["a", "b"] {
+                _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: session, store, resolver)
+            }
             persistence.flushChanged()
             let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
             let restored = Persistence(
                 database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             let loadedAt = MonotonicClock.now()
-            #expect(try restored.restore(wallNow: Self.t0 + 1_000).restored == 1)
-            #expect(record("a", restoredStore)?.state.recentIntentIDs.count == 1)
-            // A duplicate within the window is still one after the restore.
+            #expect(try restored.restore(wallNow: Self.t0 + 1_000).restored == 2)
+            #expect(record("b", restoredStore)?.state.recentIntentIDs.count == 1)
+            // A duplicate within the window is still one after the restore (and "a" is live now).
             let again = resolve(
                 "c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", restoredStore, resolver)
             #expect(again.outcome == .ignored("duplicate intent id c1"))
-            // Changed (live): the queued look passes it over; the next packing queues it again.
-            #expect(
-                restored.forgetPast(now: loadedAt + Self.window + 1_000_000_000, wallNow: Self.t0 + Self.window + 1_000)
-                    == 0)
-            #expect(record("a", restoredStore)?.state.recentIntentIDs.count == 1)
+            // Not due yet: nothing is looked at.
+            #expect(restored.forgetPast(now: loadedAt + 1_000_000_000, wallNow: Self.t0 + 2_000_000_000) == 0)
+            // A window after the load: "b", unchanged, forgets; "a", changed, is passed over (its
+            // next packing queues it again).
+            let past = Self.t0 + Self.window + 3_000_000_000
+            #expect(restored.forgetPast(now: loadedAt + Self.window + 1_000_000_000, wallNow: past) == 1)
+            let rested = try #require(record("b", restoredStore))
+            #expect(rested.isPacked && rested.state.recentIntentIDs.isEmpty)
+            #expect(record("a", restoredStore)?.state.recentIntentIDs.isEmpty == false)
         }
     }
 

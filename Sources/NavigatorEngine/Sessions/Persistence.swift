@@ -1,5 +1,6 @@
 import Locking
 import Logging
+import NavigatorCore
 import NavigatorPort
 import NavigatorStore
 import Synchronization
@@ -43,7 +44,7 @@ final class Persistence: Sendable {
 
     init(
         database: any StateDatabase, store: SessionStore, packAfter: Duration = .zero,
-        rememberedFor: @escaping @Sendable () -> Int64 = { 600_000_000_000 }, logger: Logger
+        rememberedFor: @escaping @Sendable () -> Int64 = { Resolver.Options().dedupWindow }, logger: Logger
     ) {
         self.database = database
         self.store = store
