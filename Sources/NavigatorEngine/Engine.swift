@@ -103,7 +103,10 @@ public final class Engine: Service, Sendable {
             database = try StateFile(directory: configuration.dataDirectory)
         case .postgresql(let url):
             directoryLock = nil
-            cluster = try PostgresStateDatabase(url: url, instance: configuration.instanceID)
+            // A stalled transaction lets go of its locks well before its instance's leases run out.
+            cluster = try PostgresStateDatabase(
+                url: url, instance: configuration.instanceID,
+                transactionIdleLimit: .seconds(configuration.leaseSeconds) / 2)
             database = cluster!
         }
         // One instance: the run's epoch (continued after a clean stop). Several: each partition's

@@ -30,13 +30,24 @@ public final class PostgresStateDatabase: StateDatabase {
     /// Partitions of a new database.
     static let defaultPartitions = 256
 
+    /// How long a transaction of this instance may wait for its next statement before the
+    /// server ends the connection (`idle_in_transaction_session_timeout`).
+    public let transactionIdleLimit: Duration
+
     /// Connects, migrates the schema, takes the instance lock and reads the dedup key and the
     /// partition count. A server that cannot be reached, a database migrated by a newer
     /// navigatord or one another instance holds is refused with the reason.
-    public init(url: String, instance: String) throws {
+    ///
+    /// `transactionIdleLimit` bounds how long a transaction of this instance can hold its locks
+    /// while the instance does nothing (paused, stalled, its host frozen): a write holds its
+    /// partitions' lease rows FOR SHARE, and claims skip locked rows, so without a bound a
+    /// paused instance in the middle of a write would keep its partitions from everyone for as
+    /// long as it stays paused. Less than the lease time, so the locks go before the lease does.
+    public init(url: String, instance: String, transactionIdleLimit: Duration = .seconds(30)) throws {
         self.url = url
+        self.transactionIdleLimit = transactionIdleLimit
         location = Self.redact(url)
-        let connection = try Self.connect(url)
+        let connection = try Self.connect(url, transactionIdleLimit: transactionIdleLimit)
         try Self.migrate(connection, location: location)
         let meta = try Self.meta(connection)
         guard let k0 = meta["dedup_key_0"], let k1 = meta["dedup_key_1"], let partitions = meta["partitions"],
@@ -55,9 +66,16 @@ public final class PostgresStateDatabase: StateDatabase {
 
     public static func redact(_ url: String) -> String { PostgresConnection.redact(url) }
 
-    private static func connect(_ url: String) throws -> PostgresConnection {
+    /// A connection as this instance's writes use it: its transactions end (the connection
+    /// with them) once idle for `transactionIdleLimit`.
+    public static func connect(_ url: String, transactionIdleLimit: Duration) throws -> PostgresConnection {
+        let milliseconds =
+            transactionIdleLimit.components.seconds * 1000
+            + transactionIdleLimit.components.attoseconds / 1_000_000_000_000_000
         do {
-            return try PostgresConnection(url: url, applicationName: "navigatord")
+            return try PostgresConnection(
+                url: url, applicationName: "navigatord",
+                parameters: [("idle_in_transaction_session_timeout", "\(max(1, milliseconds))")])
         } catch {
             throw StoreError(.unavailable, "\(error.message); check the store URL (store, NAVIGATOR_STORE, --store)")
         }
@@ -71,7 +89,7 @@ public final class PostgresStateDatabase: StateDatabase {
                 connection = current
             } else {
                 current = nil
-                connection = try Self.connect(url)
+                connection = try Self.connect(url, transactionIdleLimit: transactionIdleLimit)
                 current = connection
             }
             do {

@@ -25,9 +25,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// libpq reads it). A server that does not answer within `connectTimeoutSeconds` is an
     /// error; so is a connection on which the server has not acknowledged data for
     /// `tcpUserTimeoutMilliseconds` (a vanished server or network), instead of waiting forever.
+    /// `parameters` are the server's run-time parameters set for this connection's session once
+    /// it is open (`set_config`, so a URL's own `options` stay as they are).
     public init(
         url: String, applicationName: String = "navigatord", connectTimeoutSeconds: Int = 10,
-        tcpUserTimeoutMilliseconds: Int = 10_000
+        tcpUserTimeoutMilliseconds: Int = 10_000, parameters: [(name: String, value: String)] = []
     ) throws(PostgresError) {
         redactedURL = Self.redact(url)
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
@@ -57,6 +59,15 @@ public final class PostgresConnection: @unchecked Sendable {
         // would print them on stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
+        for parameter in parameters {
+            do {
+                try execute("SELECT set_config($1, $2, false)", [.text(parameter.name), .text(parameter.value)])
+            } catch {
+                throw PostgresError(
+                    "cannot set \(parameter.name) to \(parameter.value) on \(redactedURL): \(error.message)",
+                    sqlState: error.sqlState, connectionLost: error.connectionLost)
+            }
+        }
     }
 
     deinit { PQfinish(handle) }

@@ -92,6 +92,52 @@ struct PartitionLeaseTests {
         }
     }
 
+    @Test(
+        "a transaction left open by a stalled instance (its write holds lease rows FOR SHARE) ends after the idle limit, so its partitions can be claimed; without the limit they could not"
+    )
+    func stalledTransaction() async throws {
+        try await TestPostgres.withDatabase { url in
+            let database = try PostgresStateDatabase(url: url, instance: "a")
+            defer { database.close() }
+            let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .milliseconds(300))
+            let b = PartitionLeases(url: url, instance: "b", partitions: database.partitions, ttl: .seconds(30))
+            defer {
+                a.close()
+                b.close()
+            }
+            #expect(try a.claim(atMost: 256).count == 256)
+            // What a write of instance a does first, on a connection as navigatord opens it; then
+            // a stops (SIGSTOP, a frozen VM) before its next statement.
+            let stalled = try PostgresStateDatabase.connect(url, transactionIdleLimit: .milliseconds(800))
+            let lockShare = "SELECT partition FROM navigator_leases WHERE owner = 'a' AND partition = ANY($1) FOR SHARE"
+            try stalled.execute("BEGIN")
+            #expect(try stalled.execute(lockShare, [.int32Array([0, 1, 2, 3])]).count == 4)
+            // The same on a connection without the limit: its rows stay locked.
+            let unbounded = try PostgresConnection(url: url)
+            try unbounded.execute("BEGIN")
+            #expect(try unbounded.execute(lockShare, [.int32Array([4, 5])]).count == 2)
+            let started = ContinuousClock.now
+            var taken: [Int32: UInt64] = [:]
+            while taken.count < 254 {
+                guard ContinuousClock.now - started < .seconds(30) else {
+                    throw TestPostgresError(
+                        "b holds \(taken.count) partitions after 30 s; missing \(Set(0..<256).subtracting(taken.keys).sorted())"
+                    )
+                }
+                taken.merge(try b.claim(atMost: 256)) { _, new in new }
+                if taken.count < 254 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(Set(taken.keys) == Set(0..<256).subtracting([4, 5]))
+            // The server ended the stalled transaction and its connection.
+            #expect(throws: PostgresError.self) { try stalled.execute("COMMIT") }
+            #expect(!stalled.isOpen)
+            // The unbounded one still keeps its two rows from every claim, long after a's lease.
+            #expect(try b.claim(atMost: 256).isEmpty)
+            try unbounded.execute("COMMIT")
+            #expect(Set(try b.claim(atMost: 256).keys) == [4, 5])
+        }
+    }
+
     @Test("a write for a partition another instance claimed is fenced; the rest of the batch is written")
     func fencing() async throws {
         try await TestPostgres.withDatabase { url in

@@ -97,7 +97,16 @@ final class LeaseKeeper: Sendable {
             if !claimed.isEmpty {
                 // Held (writes are fenced by these epochs) but served only once loaded.
                 ownership.add(claimed)
-                let loaded = try database.load(partitions: Array(claimed.keys), persistence.restoring())
+                let loaded: LoadedRows<(record: SessionStore.Record, remembers: Bool)>
+                do {
+                    loaded = try database.load(partitions: Array(claimed.keys), persistence.restoring())
+                } catch {
+                    // Not loaded, so not served: let them go (claimed again at a new epoch by
+                    // whoever comes next), rather than hold partitions nobody serves.
+                    ownership.remove(claimed.keys)
+                    try? leases.release(Array(claimed.keys))
+                    throw error
+                }
                 for (session, reason) in loaded.quarantined {
                     logger.error(
                         "a stored session does not load; moved to the quarantine table of the PostgreSQL database",
