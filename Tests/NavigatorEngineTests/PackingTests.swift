@@ -114,6 +114,52 @@ struct PackingTests {
         }
     }
 
+    @Test(
+        "packed records share their shard's arena blocks; blocks mostly freed are compacted and unmapped; a copy read out of the lock keeps its bytes"
+    )
+    func arena() throws {
+        try withStore { store, persistence, resolver, _ in
+            let sessions = (0..<6_000).map { "arena-\($0)" }
+            for (index, session) in sessions.enumerated() {
+                _ = resolve(
+                    "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store,
+                    resolver)
+            }
+            let expected = Dictionary(uniqueKeysWithValues: sessions.map { ($0, record($0, store)!.state) })
+            persistence.flushChanged()
+            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 6_000)
+            let sizes = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
+            let live = sizes.reduce(0) { $0 + $1.live }
+            let mapped = sizes.reduce(0) { $0 + $1.mapped }
+            // Every record's bytes are in the arenas, in whole blocks, not one allocation each.
+            let stored = try sessions.reduce(0) { $0 + (try record($1, store)!.stored().count) }
+            #expect(live == stored)
+            #expect(mapped <= live + 2 * PackedArena.blockSize)
+            #expect(sessions.allSatisfy { record($0, store)!.state == expected[$0] })
+
+            // A reader's copy, taken before its record moves or goes.
+            let copied = try #require(record(sessions[0], store))
+            // Most sessions change (unpacked: their bytes no longer count) and one is removed.
+            for (index, session) in sessions.enumerated() where index % 10 != 0 {
+                _ = resolve("s\(index)", [ScreenContext("settings")], session: session, store, resolver)
+            }
+            _ = store.shards[store.shardIndex(of: sessions[0])].records.withLock { $0.remove(sessions[0]) }
+            let moved = persistence.compactArenas()
+            // Of the other tenth, those in the blocks left mostly free (not those in a block being
+            // filled): the old blocks are unmapped.
+            #expect(moved > 400 && moved <= 599)
+            let after = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
+            #expect(after.reduce(0) { $0 + $1.live } == stored / 10 - (try copied.stored().count))
+            #expect(after.reduce(0) { $0 + $1.mapped } <= 2 * PackedArena.blockSize)
+            for (index, session) in sessions.enumerated() where index % 10 == 0 && index > 0 {
+                let moved = try #require(record(session, store))
+                #expect(moved.isPacked && moved.state == expected[session])
+            }
+            // The copy still reads the bytes of a block no record of the store points into.
+            #expect(copied.isPacked && copied.state == expected[sessions[0]])
+        }
+    }
+
     @Test("only a session's latest write is kept as a candidate, however often it is flushed")
     func candidates() {
         var candidates = Persistence.Candidates()

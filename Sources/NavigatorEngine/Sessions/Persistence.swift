@@ -203,7 +203,7 @@ final class Persistence: Sendable {
                 }
                 do {
                     let rows = try shard.records.withLock { records in
-                        try records.map { name, record in (name, record.seq, try record.stored()) }
+                        try records.table.map { name, record in (name, record.seq, try record.stored()) }
                     }
                     try database.write(rows)
                 } catch {
@@ -273,7 +273,7 @@ final class Persistence: Sendable {
                     var names: [String] = []
                     for (name, at, bytes) in chunk {
                         guard let record = records[name], !record.isPacked, record.changedAt <= at else { continue }
-                        records[name]?.pack(bytes)
+                        records.pack(name, bytes)
                         names.append(name)
                     }
                     return names
@@ -346,12 +346,9 @@ final class Persistence: Sendable {
                         failed.append((session, error))  // it stays as it was
                     }
                 }
-                // Kept only now, every new record made before any old one is let go: records
-                // loaded or packed together lie together, and freed together their pages can come
-                // free whole (malloc hands them back); replaced one by one, each old record's room
-                // would take the next new one. (RSS at rest is still set by fragmentation from
-                // elsewhere: BENCHMARKS.md, "Memory per active-screen tree".)
-                for (session, bytes) in smaller { records[session]?.repack(bytes) }
+                // Into the shard's arena; the blocks the old bytes leave are compacted later
+                // (``compactArenas()``).
+                for (session, bytes) in smaller { records.repack(session, bytes) }
                 shrunk += smaller.count
             }
         }
@@ -364,6 +361,27 @@ final class Persistence: Sendable {
             resting.withLock { resting in for session in again { resting.add(session, due: now + window) } }
         }
         return shrunk
+    }
+
+    /// Sessions moved per hold of a shard's lock by ``compactArenas()`` (the worker waits for it).
+    static let compactChunk = 4_096
+
+    /// Moves the packed records kept in arena blocks that are mostly free (their sessions
+    /// unpacked, packed again, forgotten or dropped since) to the block being filled, so the
+    /// emptied blocks are unmapped (``PackedArena``); returns how many records moved.
+    @discardableResult
+    func compactArenas() -> Int {
+        var moved = 0
+        for shard in store.shards {
+            let sessions = shard.records.withLock { $0.sparseSessions() }
+            var start = 0
+            while start < sessions.count {
+                let chunk = sessions[start..<min(start + Self.compactChunk, sessions.count)]
+                start = chunk.endIndex
+                moved += shard.records.withLock { $0.compact(chunk) }
+            }
+        }
+        return moved
     }
 
     /// When this store was filled from the file: restored sessions unchanged since count as idle
@@ -448,6 +466,7 @@ final class Persistence: Sendable {
         }
         let started = MonotonicClock.now()
         let packed = compactIdle(now: started) + forgetPast(now: started)
+        let moved = compactArenas()
         let trimmed = MonotonicClock.now()
         // Freed live states sit in pages malloc keeps; hand whole free pages back once a
         // thousand sessions were packed — in one round (after a restart's expiries) or over
@@ -457,11 +476,11 @@ final class Persistence: Sendable {
             packedSinceTrim.store(0, ordering: .relaxed)
             Heap.returnFreePages()
         }
-        if packed > 0 {
+        if packed > 0 || moved > 0 {
             logger.debug(
                 "packed idle sessions",
                 metadata: [
-                    "sessions": "\(packed)", "packMicroseconds": "\((trimmed - started) / 1000)",
+                    "sessions": "\(packed)", "moved": "\(moved)", "packMicroseconds": "\((trimmed - started) / 1000)",
                     "trimMicroseconds": "\((MonotonicClock.now() - trimmed) / 1000)",
                 ])
         }

@@ -27,7 +27,10 @@ final class SessionStore: Sendable {
 
         private enum Storage: Sendable {
             case live(Live)
-            case packed([UInt8])
+            /// Packed, in its shard's arena (``PackedArena``).
+            case packed(PackedBytes)
+            /// Packed, in an array of its own: restored, not yet in a shard.
+            case loose([UInt8])
         }
 
         /// The live state, boxed so that a packed record takes a pointer's room in the table;
@@ -66,16 +69,16 @@ final class SessionStore: Sendable {
         }
 
         private init(packed bytes: [UInt8], seq: UInt64, parkedCount: Int) {
-            storage = .packed(Self.exact(bytes))
+            storage = .loose(bytes)
             self.seq = seq
             self.parkedCount = Int32(parkedCount)
         }
 
-        /// What the state file keeps for `state` at `seq`, in an allocation of its own size.
+        /// What the state file keeps for `state` at `seq`.
         private static func packedBytes(_ state: SessionState, seq: UInt64) throws -> [UInt8] {
             var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
             if !state.parked.isEmpty { bytes += try Navigator_V1_StoredSession.encodedParkedField(state.parked) }
-            return exact(bytes)
+            return bytes
         }
 
         /// Why a stored row does not load.
@@ -86,7 +89,7 @@ final class SessionStore: Sendable {
         /// A record from the state file's bytes, checked to decode.
         init(packed bytes: [UInt8]) throws {
             let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
-            storage = .packed(bytes)
+            storage = .loose(bytes)
             self.seq = seq
             parkedCount = Int32(state.parked.count)
         }
@@ -95,7 +98,8 @@ final class SessionStore: Sendable {
             get {
                 switch storage {
                 case .live(let live): live.state
-                case .packed(let bytes): Self.unpack(bytes)
+                case .packed(let packed): Self.unpack(packed.array)
+                case .loose(let bytes): Self.unpack(bytes)
                 }
             }
             _modify {
@@ -103,9 +107,12 @@ final class SessionStore: Sendable {
                 switch storage {
                 case .live(let existing):
                     live = existing
-                    storage = .packed([])  // now `live` is the only reference unless a copy shares it
+                    storage = .loose([])  // now `live` is the only reference unless a copy shares it
                     if !isKnownUniquelyReferenced(&live) { live = Live(live.state) }
-                case .packed(let bytes):
+                case .packed(let packed):
+                    live = Live(Self.unpack(packed.array))
+                    packed.release()
+                case .loose(let bytes):
                     live = Live(Self.unpack(bytes))
                 }
                 defer {
@@ -148,7 +155,9 @@ final class SessionStore: Sendable {
         /// a busy one is written every flush; returns the encoding of the list as it is now.
         func storedReusingParked(_ cached: ParkedEncoding?) throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
             switch storage {
-            case .packed(let bytes):
+            case .packed(let packed):
+                return (packed.array, nil)
+            case .loose(let bytes):
                 return (bytes, nil)
             case .live(let live):
                 let state = live.state
@@ -160,7 +169,10 @@ final class SessionStore: Sendable {
             }
         }
 
-        var isPacked: Bool { if case .packed = storage { true } else { false } }
+        var isPacked: Bool { if case .live = storage { false } else { true } }
+
+        /// The arena block its packed bytes are in, if they are.
+        var packedBlock: PackedBlock? { if case .packed(let packed) = storage { packed.block } else { nil } }
 
         /// A packed record's bytes without what its state remembers only for `window` and is
         /// past it (``SessionState/forget(before:window:)``), to keep with ``repack(_:)``: nil
@@ -168,29 +180,49 @@ final class SessionStore: Sendable {
         /// forgets it again), and the record's idle time goes on. Also says whether something
         /// is left to forget later; nil for a live record.
         func forgetPast(now: Int64, window: Int64) throws -> (bytes: [UInt8]?, remembers: Bool)? {
-            guard case .packed(let bytes) = storage else { return nil }
+            let bytes: [UInt8]
+            switch storage {
+            case .live: return nil
+            case .packed(let packed): bytes = packed.array
+            case .loose(let loose): bytes = loose
+            }
             var state = Self.unpack(bytes)
             guard state.forget(before: now, window: window) else { return (nil, state.remembersForAWhile) }
             return (try Self.packedBytes(state, seq: seq), state.remembersForAWhile)
         }
 
-        /// A packed record: keeps `bytes` (from ``forgetPast(now:window:)``) instead.
-        mutating func repack(_ bytes: [UInt8]) {
+        /// A packed record: keeps `bytes` (from ``forgetPast(now:window:)``) instead, in `arena`.
+        mutating func repack(_ bytes: [UInt8], in arena: inout PackedArena) {
             guard isPacked else { return }
-            storage = .packed(bytes)
+            releasePacked()
+            storage = .packed(arena.store(bytes))
         }
 
-        /// Keeps only `bytes` (which must be ``stored()`` of this record).
-        mutating func pack(_ bytes: [UInt8]) { storage = .packed(Self.exact(bytes)) }
-
-        /// `bytes` in an allocation of their own size: an encoder's array keeps the room it
-        /// reserved, and a packed record is kept for as long as its session rests.
-        private static func exact(_ bytes: [UInt8]) -> [UInt8] {
-            guard bytes.capacity - bytes.count >= 32 else { return bytes }  // malloc rounds to 16
-            return [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, count in
-                count = buffer.initialize(fromContentsOf: bytes)
-            }
+        /// Keeps only `bytes` (which must be ``stored()`` of this record), in `arena`.
+        mutating func pack(_ bytes: [UInt8], in arena: inout PackedArena) {
+            releasePacked()
+            storage = .packed(arena.store(bytes))
         }
+
+        /// Packed bytes of an array of their own move into `arena` (a restored record entering
+        /// its shard).
+        mutating func settle(in arena: inout PackedArena) {
+            guard case .loose(let bytes) = storage else { return }
+            storage = .packed(arena.store(bytes))
+        }
+
+        /// Packed bytes in the arena move to its block being filled (compaction).
+        mutating func move(to arena: inout PackedArena) {
+            guard case .packed(let packed) = storage else { return }
+            let moved = arena.store(
+                UnsafeRawBufferPointer(start: packed.block.base + Int(packed.offset), count: Int(packed.count)))
+            packed.release()
+            storage = .packed(moved)
+        }
+
+        /// The arena no longer counts this record's packed bytes (it is being removed or
+        /// replaced).
+        func releasePacked() { if case .packed(let packed) = storage { packed.release() } }
 
         private static func unpack(_ bytes: [UInt8]) -> SessionState {
             // The bytes were encoded by this process (or checked when loaded), so they decode.
@@ -203,7 +235,7 @@ final class SessionStore: Sendable {
     }
 
     final class Shard: Sendable {
-        let records = Locked<[String: Record]>([:])
+        let records = Locked(Records())
         /// Sessions changed since the last flush to disk.
         let dirty = Locked<Set<String>>([])
         /// Parked intents of all its sessions, kept as they change (reading it takes no lock).
@@ -256,9 +288,9 @@ final class SessionStore: Sendable {
         var dropped = 0
         for shard in shards {
             let names = shard.records.withLock { records -> [String] in
-                let names = records.keys.filter { partitions.contains(ownership.partition(of: $0)) }
+                let names = records.table.keys.filter { partitions.contains(ownership.partition(of: $0)) }
                 for name in names {
-                    if let record = records.removeValue(forKey: name), record.parkedCount != 0 {
+                    if let record = records.remove(name), record.parkedCount != 0 {
                         shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed)
                     }
                 }
@@ -301,14 +333,14 @@ final class SessionStore: Sendable {
                 var record = Record(state: initial, seq: start)
                 let result = body(&record)
                 guard record.seq != start || record.state != initial else { return (result, false) }
-                records[session] = record
+                records.insert(session, record)
                 count.add(1, ordering: .relaxed)
                 if record.parkedCount != 0 { shard.parked.add(Int(record.parkedCount), ordering: .relaxed) }
                 return (result, true)
             }
-            let parkedBefore = records[session]!.parkedCount
-            let result = body(&records[session]!)
-            let parkedAfter = records[session]!.parkedCount
+            let parkedBefore = records.table[session]!.parkedCount
+            let result = body(&records.table[session]!)
+            let parkedAfter = records.table[session]!.parkedCount
             if parkedAfter != parkedBefore { shard.parked.add(Int(parkedAfter - parkedBefore), ordering: .relaxed) }
             return (result, true)
         }
@@ -340,9 +372,9 @@ final class SessionStore: Sendable {
         var highest: UInt64 = 0
         for shard in shards {
             shard.records.withLock { records in
-                let idle = records.filter { max($0.value.changedAt, restoredAt) < cutoff }
+                let idle = records.table.filter { max($0.value.changedAt, restoredAt) < cutoff }
                 for (name, record) in idle {
-                    records[name] = nil
+                    records.remove(name)
                     highest = max(highest, record.seq)
                     if record.parkedCount != 0 { shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed) }
                     removed.append(name)
@@ -357,7 +389,7 @@ final class SessionStore: Sendable {
     func load(_ records: [(String, Record)]) {
         for (session, record) in records {
             let shard = shards[shardIndex(of: session)]
-            let replaced = shard.records.withLock { $0.updateValue(record, forKey: session) }
+            let replaced = shard.records.withLock { $0.insert(session, record) }
             if replaced == nil { count.add(1, ordering: .relaxed) }
             shard.parked.add(Int(record.parkedCount - (replaced?.parkedCount ?? 0)), ordering: .relaxed)
         }

@@ -62,7 +62,7 @@ struct WorkerLoop: SocketLoop {
         // Sessions of this shard with parked intents, for the expiry pass (due at once: their
         // times are read when the pass unpacks them).
         state.parkedSessions = store.shards[index].records.withLock { records in
-            records.filter { $0.value.parkedCount > 0 }.mapValues { _ in 0 }
+            records.table.filter { $0.value.parkedCount > 0 }.mapValues { _ in 0 }
         }
         var frames: [Message] = []
         var stops = 0
