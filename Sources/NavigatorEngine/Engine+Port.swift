@@ -82,6 +82,9 @@ extension Engine: NavigatorPort {
         metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
         if let ownership = store.ownership { metrics.partitionsHeld.record(ownership.all.count) }
         metrics.fencedWrites.record(Int(persistence.fencedWrites.load(ordering: .relaxed)))
+        let packed = store.packedBytes
+        metrics.packedMapped.record(packed.mapped)
+        metrics.packedLive.record(packed.live)
         for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }
         return metrics.registry.emitToBuffer()
     }

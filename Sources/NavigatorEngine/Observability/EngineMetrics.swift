@@ -32,6 +32,8 @@ final class EngineMetrics: Sendable {
     let leaseRenewalsFailed: Metrics.Counter
     let partitionsHeld: Metrics.Gauge
     let fencedWrites: Metrics.Gauge
+    let packedMapped: Metrics.Gauge
+    let packedLive: Metrics.Gauge
 
     init(workers: Int) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -80,6 +82,10 @@ final class EngineMetrics: Sendable {
         partitionsHeld = Metrics.Gauge(label: "navigator_partitions_held", factory: factory)
         // A count kept by the store's writer, read when /metrics is asked (never decreases).
         fencedWrites = Metrics.Gauge(label: "navigator_fenced_writes_total", factory: factory)
+        packedMapped = Metrics.Gauge(
+            label: "navigator_packed_session_bytes", dimensions: [("of", "blocks")], factory: factory)
+        packedLive = Metrics.Gauge(
+            label: "navigator_packed_session_bytes", dimensions: [("of", "sessions")], factory: factory)
         queueDepths = (0..<workers).map {
             Metrics.Gauge(label: "navigator_worker_queue_depth", dimensions: [("worker", "\($0)")], factory: factory)
         }

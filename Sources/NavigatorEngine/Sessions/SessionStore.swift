@@ -400,5 +400,13 @@ final class SessionStore: Sendable {
 
     var sessionCount: Int { count.load(ordering: .relaxed) }
 
+    /// The arenas of packed sessions (``PackedArena``): bytes mapped, and bytes of sessions in them.
+    var packedBytes: (mapped: Int, live: Int) {
+        shards.reduce((0, 0)) { total, shard in
+            let size = shard.records.withLock { $0.arena.size }
+            return (total.0 + size.mapped, total.1 + size.live)
+        }
+    }
+
     var parkedCount: Int { shards.reduce(0) { $0 + $1.parked.load(ordering: .relaxed) } }
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Where an intent's CPU and wake-ups go, thread by thread (issue 31): a fresh navigatord from BIN
+# (a directory holding navigatord, navload and navctl) on free 127.0.0.1 ports, driven by navload
+# at RATE intents/s over SESSIONS sessions; after WARMUP seconds, scripts/threads.py reads every
+# navigatord thread's CPU, timeslices and context switches over SECONDS and prints them per intent.
+#
+#   scripts/wakeups.sh BIN [RATE] [SECONDS] [SESSIONS]      (defaults: 2000 10 20000)
+#
+# NAVIGATORD_ARGS: more navigatord options ("--workers 1").
+set -euo pipefail
+bin=$1
+rate=${2:-2000}
+seconds=${3:-10}
+sessions=${4:-20000}
+warmup=3
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+pid=""; load=""
+cleanup() {
+  [ -n "$load" ] && kill "$load" 2>/dev/null && wait "$load" 2>/dev/null
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
+"$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
+  --data-directory "$work/data" --log-level warning "${extra[@]}" >>"$work/navigatord.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then break; fi
+  sleep 0.1
+done
+"$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
+  --duration $((seconds + warmup + 2)) --warmup 0 >"$work/navload.log" 2>&1 &
+load=$!
+sleep "$warmup"
+echo "navigatord at $rate intents/s over $sessions sessions ${NAVIGATORD_ARGS:-}"
+/usr/bin/python3 "$here/threads.py" "$pid" "$seconds" "$rate"
+wait "$load"; load=""
+tail -n 3 "$work/navload.log" | sed 's/^/navload: /'
