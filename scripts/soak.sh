@@ -2,9 +2,11 @@
 # Soak (issue 16): a fresh navigatord from BIN (a directory holding navigatord and navload) on free
 # 127.0.0.1 ports, RATE intents/s over SESSIONS sessions for SECONDS, sampling navigatord's RSS and
 # CPU every 10 s (navload --soak); then navigatord is stopped and started again on the same state
-# file, and its RSS once ready, less that of an empty navigatord, over the sessions restored, is
-# the memory a session takes at rest (once unchanged for the dedup window, REST_SECONDS after the
-# load). Prints navload's report and those figures.
+# file, and its memory once ready, less that of an empty navigatord, over the sessions restored,
+# is the memory a session takes at rest (once unchanged for the dedup window, REST_SECONDS after
+# the load): as RSS, and as anonymous memory only (RSS also counts code pages the run touched,
+# which are not per session), with the packed sessions' bytes and blocks from /metrics. Prints
+# navload's report and those figures.
 #
 #   scripts/soak.sh BIN [RATE] [SESSIONS] [SECONDS]      (defaults: 3000 20000 1200)
 set -euo pipefail
@@ -19,12 +21,12 @@ pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"; h="127.0.0.1:$(port)"
 # NAVIGATORD_ARGS: more navigatord options (for a shorter run: "--dedup-window-seconds 120" with
 # REST_SECONDS=150).
 read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
 start() {
-  "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
+  "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --http "$h" \
     --data-directory "$work/data" --log-level warning "${extra[@]}" >>"$work/navigatord.log" 2>&1 &
   pid=$!
   # Ready once it answers a stats request.
@@ -35,10 +37,14 @@ start() {
   echo "soak: navigatord did not become ready" >&2; exit 1
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# Anonymous memory only: RSS also counts the pages of navigatord's code and libraries that a run
+# has touched and an empty navigatord has not (file-backed, shared, not per session).
+anon_kib() { awk '/^Anonymous/ {print $2}' "/proc/$1/smaps_rollup"; }
 
 # An empty navigatord's RSS, for the difference.
 start
 empty=$(rss_kib "$pid")
+emptyAnon=$(anon_kib "$pid")
 kill -TERM "$pid"; wait "$pid" || true; pid=""
 rm -rf "$work/data"
 
@@ -75,4 +81,17 @@ for _ in $(seq 1 78); do
   previous=$after
 done
 echo "state file                 $bytes bytes for $held sessions ($((bytes / (held > 0 ? held : 1))) bytes each)"
+anon=$(anon_kib "$pid")
+packed=$(/usr/bin/python3 - "$h" <<'PY' 2>/dev/null || echo "not reported"
+import sys, urllib.request
+text = urllib.request.urlopen("http://" + sys.argv[1] + "/metrics").read().decode()
+values = {}
+for line in text.splitlines():
+    if line.startswith("navigator_packed_session_bytes{"):
+        values[line.split('"')[1]] = float(line.split()[-1])
+print("%.0f KiB of packed sessions in %.0f KiB of blocks" % (values["sessions"] / 1024, values["blocks"] / 1024))
+PY
+)
 echo "RSS at rest                $after KiB after a restart ($parked still parked), $empty KiB empty: $(((after - empty) * 1024 / (held > 0 ? held : 1))) bytes a session"
+echo "packed at rest             $packed"
+echo "anonymous memory at rest   $anon KiB, $emptyAnon KiB empty: $(((anon - emptyAnon) * 1024 / (held > 0 ? held : 1))) bytes a session (code pages left out)"
