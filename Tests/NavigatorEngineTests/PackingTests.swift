@@ -316,6 +316,7 @@ struct PackingTests {
                 let original = try #require(record(session, store))
                 let loaded = try #require(record(session, restoredStore))
                 #expect(loaded.isPacked)
+                #expect(loaded.packedBlock != nil, "kept in its shard's arena, not in the array it was read into")
                 #expect(loaded.state == original.state && loaded.seq == original.seq)
             }
             #expect(restoredStore.parkedCount == 1)

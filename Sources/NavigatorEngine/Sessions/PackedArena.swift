@@ -52,7 +52,8 @@ struct PackedBytes: Sendable {
 /// states around them were freed (sessions packed, parked intents expired after a restart), the
 /// pages stayed in RSS for a few records each — 1.5 KB of RSS a session at rest for 0.7 KB in
 /// use (BENCHMARKS.md, "Memory per active-screen tree"). Here records packed together lie
-/// together, and blocks whose records mostly went are compacted (``Records/compact(_:)``).
+/// together, and blocks a quarter of whose bytes are no longer used are compacted
+/// (``Records/compact(_:)``).
 /// Used under its shard's lock only.
 struct PackedArena {
     /// Bytes a block holds; a record larger than a quarter of it gets a block of its own size.
@@ -102,15 +103,15 @@ struct PackedArena {
     /// record points into them either).
     mutating func prune() { sealed.removeAll { $0.live.load(ordering: .relaxed) == 0 } }
 
-    /// ``prune()``, then the filled blocks less than half used, if compacting them would give
-    /// back at least a block's worth.
+    /// ``prune()``, then the filled blocks less than three quarters used, if compacting them
+    /// would give back at least a block's worth (moving at most three bytes for each byte freed).
     mutating func sparse() -> Set<ObjectIdentifier> {
         prune()
         var sparse: Set<ObjectIdentifier> = []
         var freed = 0
         for block in sealed {
             let live = block.live.load(ordering: .relaxed)
-            if live * 2 < block.capacity {
+            if live * 4 < block.capacity * 3 {
                 sparse.insert(ObjectIdentifier(block))
                 freed += block.capacity - live
             }

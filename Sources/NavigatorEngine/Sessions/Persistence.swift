@@ -244,7 +244,10 @@ final class Persistence: Sendable {
                     latest[session] = nil
                 }
             }
-            if head > 4096, head * 2 > order.count {
+            if head == order.count, order.capacity > 4096 {
+                // All taken (sessions at rest): let go of the room, not only the entries.
+                (order, latest, head) = ([], [:], 0)
+            } else if head > 4096, head * 2 > order.count {
                 order.removeFirst(head)
                 head = 0
             }
@@ -305,7 +308,9 @@ final class Persistence: Sendable {
                 due.append(queue[head].session)
                 head += 1
             }
-            if head > 4096, head * 2 > queue.count {
+            if head == queue.count, queue.capacity > 4096 {
+                (queue, head) = ([], 0)  // all taken: let go of the room too
+            } else if head > 4096, head * 2 > queue.count {
                 queue.removeFirst(head)
                 head = 0
             }
@@ -366,7 +371,7 @@ final class Persistence: Sendable {
     /// Sessions moved per hold of a shard's lock by ``compactArenas()`` (the worker waits for it).
     static let compactChunk = 4_096
 
-    /// Moves the packed records kept in arena blocks that are mostly free (their sessions
+    /// Moves the packed records kept in arena blocks a quarter free or more (their sessions
     /// unpacked, packed again, forgotten or dropped since) to the block being filled, so the
     /// emptied blocks are unmapped (``PackedArena``); returns how many records moved.
     @discardableResult
