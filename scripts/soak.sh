@@ -60,19 +60,27 @@ held=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) sessions.*/\1
 # At rest means settled: the parked intents whose time ran out while it was down expire at the
 # start, which unpacks their sessions until they are idle again (packIdleAfterSeconds, 30 s)
 # and packed; those parked less than their time to live (5 min by default) before the stop
-# expire later, one by one. Measured once nothing is parked and, after that idle time, the RSS
-# has not moved for 10 s (at most 7 minutes; else as it is then, with what is still parked).
+# expire later, one by one. Measured once nothing is parked, every session is packed again
+# (navigator_sessions_packed) and the RSS has not moved for 10 s (at most 7 minutes; else as it
+# is then, with what is still parked).
 # A session at rest has also been unchanged for the dedup window (600 s): then it has forgotten
 # the intent ids and expired intents it remembered, and keeps its tree (docs/operations.md).
 # REST_SECONDS (default 630: the window and one round of packing) after the load ended.
 sleep 30
 rest=$((loadEnd + ${REST_SECONDS:-630} - $(date +%s)))
 [ "$rest" -gt 0 ] && sleep "$rest"
+metric() {
+  /usr/bin/python3 -c 'import sys, urllib.request
+for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics").read().decode().splitlines():
+    if line.startswith(sys.argv[2] + " "): print(int(float(line.split()[-1])))' "$h" "$1" 2>/dev/null || true
+}
 previous=0; stable=0
 for _ in $(seq 1 78); do
   sleep 5
   after=$(rss_kib "$pid")
   parked=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) parked.*/\1/p' | head -1)
+  packedCount=$(metric navigator_sessions_packed)
+  if [ "${packedCount:-$held}" != "$held" ]; then stable=0; previous=$after; continue; fi
   if [ "${parked:-1}" = 0 ] && [ "$after" -le $((previous + previous / 100)) ] && [ "$after" -ge $((previous - previous / 100)) ]; then
     stable=$((stable + 1)); [ $stable -ge 2 ] && break
   else
@@ -93,5 +101,5 @@ print("%.0f KiB of packed sessions in %.0f KiB of blocks" % (values["sessions"] 
 PY
 )
 echo "RSS at rest                $after KiB after a restart ($parked still parked), $empty KiB empty: $(((after - empty) * 1024 / (held > 0 ? held : 1))) bytes a session"
-echo "packed at rest             $packed"
+echo "packed at rest             ${packedCount:-?} of $held sessions; $packed"
 echo "anonymous memory at rest   $anon KiB, $emptyAnon KiB empty: $(((anon - emptyAnon) * 1024 / (held > 0 ? held : 1))) bytes a session (code pages left out)"

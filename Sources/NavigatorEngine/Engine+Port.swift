@@ -83,6 +83,7 @@ extension Engine: NavigatorPort {
         if let ownership = store.ownership { metrics.partitionsHeld.record(ownership.all.count) }
         metrics.fencedWrites.record(Int(persistence.fencedWrites.load(ordering: .relaxed)))
         let packed = store.packedBytes
+        metrics.packedSessions.record(store.packedCount)
         metrics.packedMapped.record(packed.mapped)
         metrics.packedLive.record(packed.live)
         for (worker, gauge) in metrics.queueDepths.enumerated() { gauge.record(Int(counters.queueDepth(worker))) }

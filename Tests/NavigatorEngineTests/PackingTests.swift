@@ -128,6 +128,7 @@ struct PackingTests {
             let expected = Dictionary(uniqueKeysWithValues: sessions.map { ($0, record($0, store)!.state) })
             persistence.flushChanged()
             #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 6_000)
+            #expect(store.packedCount == 6_000)
             let sizes = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
             let live = sizes.reduce(0) { $0 + $1.live }
             let mapped = sizes.reduce(0) { $0 + $1.mapped }
@@ -144,6 +145,7 @@ struct PackingTests {
                 _ = resolve("s\(index)", [ScreenContext("settings")], session: session, store, resolver)
             }
             _ = store.shards[store.shardIndex(of: sessions[0])].records.withLock { $0.remove(sessions[0]) }
+            #expect(store.packedCount == 599)
             let moved = persistence.compactArenas()
             // Of the other tenth, those in the blocks left mostly free (not those in a block being
             // filled): the old blocks are unmapped.

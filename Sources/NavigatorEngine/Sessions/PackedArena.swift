@@ -124,8 +124,12 @@ struct PackedArena {
 /// record's packed bytes enter the arena through the methods here; a record whose packed bytes
 /// are an array of their own (restored, not yet in a shard) is kept as it is otherwise.
 struct Records {
+    /// Records are changed in place by ``SessionStore/update(_:_:)`` only (which keeps `packed`
+    /// with ``unpacked()``); they come and go through the methods here.
     var table: [String: SessionStore.Record] = [:]
     private(set) var arena = PackedArena()
+    /// How many of the records are packed.
+    private(set) var packed = 0
 
     subscript(session: String) -> SessionStore.Record? { table[session] }
 
@@ -138,6 +142,7 @@ struct Records {
         record.settle(in: &arena)
         let replaced = table.updateValue(record, forKey: session)
         replaced?.releasePacked()
+        packed += (record.isPacked ? 1 : 0) - (replaced?.isPacked == true ? 1 : 0)
         return replaced
     }
 
@@ -146,13 +151,19 @@ struct Records {
     mutating func remove(_ session: String) -> SessionStore.Record? {
         let removed = table.removeValue(forKey: session)
         removed?.releasePacked()
+        if removed?.isPacked == true { packed -= 1 }
         return removed
     }
 
     /// Packs a live record as `bytes` (``SessionStore/Record/stored()`` of it).
     mutating func pack(_ session: String, _ bytes: [UInt8]) {
-        table[session]?.pack(bytes, in: &arena)
+        guard table[session]?.isPacked == false else { return }
+        table[session]!.pack(bytes, in: &arena)
+        packed += 1
     }
+
+    /// A packed record was unpacked by a change in place.
+    mutating func unpacked() { packed -= 1 }
 
     /// A packed record: keeps `bytes` instead (``SessionStore/Record/forgetPast(now:window:)``).
     mutating func repack(_ session: String, _ bytes: [UInt8]) {

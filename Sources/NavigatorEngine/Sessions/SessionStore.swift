@@ -338,9 +338,10 @@ final class SessionStore: Sendable {
                 if record.parkedCount != 0 { shard.parked.add(Int(record.parkedCount), ordering: .relaxed) }
                 return (result, true)
             }
-            let parkedBefore = records.table[session]!.parkedCount
+            let (parkedBefore, wasPacked) = (records.table[session]!.parkedCount, records.table[session]!.isPacked)
             let result = body(&records.table[session]!)
             let parkedAfter = records.table[session]!.parkedCount
+            if wasPacked, !records.table[session]!.isPacked { records.unpacked() }
             if parkedAfter != parkedBefore { shard.parked.add(Int(parkedAfter - parkedBefore), ordering: .relaxed) }
             return (result, true)
         }
@@ -399,6 +400,9 @@ final class SessionStore: Sendable {
     private let count = Atomic<Int>(0)
 
     var sessionCount: Int { count.load(ordering: .relaxed) }
+
+    /// Sessions kept packed (at rest).
+    var packedCount: Int { shards.reduce(0) { $0 + $1.records.withLock { $0.packed } } }
 
     /// The arenas of packed sessions (``PackedArena``): bytes mapped, and bytes of sessions in them.
     var packedBytes: (mapped: Int, live: Int) {
