@@ -28,10 +28,12 @@ read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
 "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
   --data-directory "$work/data" --log-level warning "${extra[@]}" >>"$work/navigatord.log" 2>&1 &
 pid=$!
+ready=""
 for _ in $(seq 1 600); do
-  if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then break; fi
+  if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then ready=1; break; fi
   sleep 0.1
 done
+[ -n "$ready" ] || { echo "wakeups: navigatord did not become ready:" >&2; cat "$work/navigatord.log" >&2; exit 1; }
 "$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
   --duration $((seconds + warmup + 2)) --warmup 0 >"$work/navload.log" 2>&1 &
 load=$!

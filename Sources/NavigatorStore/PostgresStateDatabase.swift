@@ -31,7 +31,7 @@ public final class PostgresStateDatabase: StateDatabase {
     static let defaultPartitions = 256
 
     /// How long a transaction of this instance may wait for its next statement before the
-    /// server ends the connection (`idle_in_transaction_session_timeout`).
+    /// server ends it and the connection (``PostgresConnection/transaction(idleLimit:_:)``).
     public let transactionIdleLimit: Duration
 
     /// Connects, migrates the schema, takes the instance lock and reads the dedup key and the
@@ -43,12 +43,12 @@ public final class PostgresStateDatabase: StateDatabase {
     /// partitions' lease rows FOR SHARE, and claims skip locked rows, so without a bound a
     /// paused instance in the middle of a write would keep its partitions from everyone for as
     /// long as it stays paused. Less than the lease time, so the locks go before the lease does.
-    public init(url: String, instance: String, transactionIdleLimit: Duration = .seconds(30)) throws {
+    public init(url: String, instance: String, transactionIdleLimit: Duration) throws {
         self.url = url
         self.transactionIdleLimit = transactionIdleLimit
         location = Self.redact(url)
-        let connection = try Self.connect(url, transactionIdleLimit: transactionIdleLimit)
-        try Self.migrate(connection, location: location)
+        let connection = try Self.connect(url)
+        try Self.migrate(connection, location: location, idleLimit: transactionIdleLimit)
         let meta = try Self.meta(connection)
         guard let k0 = meta["dedup_key_0"], let k1 = meta["dedup_key_1"], let partitions = meta["partitions"],
             partitions > 0
@@ -66,16 +66,9 @@ public final class PostgresStateDatabase: StateDatabase {
 
     public static func redact(_ url: String) -> String { PostgresConnection.redact(url) }
 
-    /// A connection as this instance's writes use it: its transactions end (the connection
-    /// with them) once idle for `transactionIdleLimit`.
-    public static func connect(_ url: String, transactionIdleLimit: Duration) throws -> PostgresConnection {
-        let milliseconds =
-            transactionIdleLimit.components.seconds * 1000
-            + transactionIdleLimit.components.attoseconds / 1_000_000_000_000_000
+    private static func connect(_ url: String) throws -> PostgresConnection {
         do {
-            return try PostgresConnection(
-                url: url, applicationName: "navigatord",
-                parameters: [("idle_in_transaction_session_timeout", "\(max(1, milliseconds))")])
+            return try PostgresConnection(url: url, applicationName: "navigatord")
         } catch {
             throw StoreError(.unavailable, "\(error.message); check the store URL (store, NAVIGATOR_STORE, --store)")
         }
@@ -89,7 +82,7 @@ public final class PostgresStateDatabase: StateDatabase {
                 connection = current
             } else {
                 current = nil
-                connection = try Self.connect(url, transactionIdleLimit: transactionIdleLimit)
+                connection = try Self.connect(url)
                 current = connection
             }
             do {
@@ -173,9 +166,9 @@ public final class PostgresStateDatabase: StateDatabase {
         ),
     ]
 
-    private static func migrate(_ connection: PostgresConnection, location: String) throws {
+    private static func migrate(_ connection: PostgresConnection, location: String, idleLimit: Duration) throws {
         do {
-            try connection.transaction {
+            try connection.transaction(idleLimit: idleLimit) {
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(migrationLock)])
                 try connection.execute(
                     """
@@ -230,7 +223,7 @@ public final class PostgresStateDatabase: StateDatabase {
 
     public func beginRun() throws -> (epoch: UInt64, continued: Bool) {
         try using { connection in
-            try connection.transaction {
+            try connection.transaction(idleLimit: transactionIdleLimit) {
                 let meta = try Self.meta(connection)
                 var epoch = meta["epoch"].map { UInt64(bitPattern: $0) } ?? 0
                 let continued = meta["clean_stop"] == 1 && epoch != 0
@@ -277,7 +270,7 @@ public final class PostgresStateDatabase: StateDatabase {
                 after = try rows[rows.count - 1, 0].text()
             }
             if !loaded.quarantined.isEmpty {
-                try connection.transaction {
+                try connection.transaction(idleLimit: transactionIdleLimit) {
                     for (id, reason) in loaded.quarantined {
                         try connection.execute(
                             """
@@ -302,14 +295,16 @@ public final class PostgresStateDatabase: StateDatabase {
 
     /// Writes the rows in one transaction. In cluster mode only the rows of partitions whose
     /// lease still names this instance at the epoch it holds are written: the lease rows are read
-    /// FOR SHARE, so a claim by another instance waits for this transaction (and then loads what
-    /// it wrote) or came first (and these rows are fenced); the fenced ones are thrown as
-    /// ``FencedWrite`` after the others were committed.
+    /// FOR SHARE, so a claim by another instance passes them over until this transaction ends (and
+    /// then loads what it wrote) or came first (and these rows are fenced); the fenced ones are
+    /// thrown as ``FencedWrite`` after the others were committed. A transaction left idle longer
+    /// than ``transactionIdleLimit`` (its instance frozen) is ended by the server, locks and all.
     public func write(_ rows: [StoredRow]) throws {
         guard !rows.isEmpty else { return }
         let partitionOf = rows.map { partition(of: $0.0) }
         let fenced = try using { connection in
-            try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
+            try connection.transaction(idleLimit: transactionIdleLimit) {
+                () throws -> (sessions: [String], partitions: Set<Int32>) in
                 var valid = [Bool](repeating: true, count: rows.count)
                 var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])
                 let held = try stillHeld(partitionOf, connection)
@@ -353,7 +348,8 @@ public final class PostgresStateDatabase: StateDatabase {
 
     /// Of `partitions`, those whose lease still names this instance at the epoch it holds: the
     /// fence of every write and deletion. The lease rows are read FOR SHARE, so a claim by another
-    /// instance waits for the caller's transaction (and then loads what it wrote) or came first.
+    /// instance passes them over until the caller's transaction ends (and then loads what it
+    /// wrote), or came first.
     private func stillHeld(_ partitions: [Int32], _ connection: PostgresConnection) throws -> Set<Int32> {
         let leases = try connection.execute(
             """
@@ -379,7 +375,8 @@ public final class PostgresStateDatabase: StateDatabase {
         guard !sessions.isEmpty else { return }
         let partitionOf = sessions.map { partition(of: $0) }
         let fenced = try using { connection in
-            try connection.transaction { () throws -> (sessions: [String], partitions: Set<Int32>) in
+            try connection.transaction(idleLimit: transactionIdleLimit) {
+                () throws -> (sessions: [String], partitions: Set<Int32>) in
                 let held = try stillHeld(partitionOf, connection)
                 var deleted: [String] = []
                 var fenced: (sessions: [String], partitions: Set<Int32>) = ([], [])

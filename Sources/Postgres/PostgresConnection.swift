@@ -25,11 +25,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// libpq reads it). A server that does not answer within `connectTimeoutSeconds` is an
     /// error; so is a connection on which the server has not acknowledged data for
     /// `tcpUserTimeoutMilliseconds` (a vanished server or network), instead of waiting forever.
-    /// `parameters` are the server's run-time parameters set for this connection's session once
-    /// it is open (`set_config`, so a URL's own `options` stay as they are).
     public init(
         url: String, applicationName: String = "navigatord", connectTimeoutSeconds: Int = 10,
-        tcpUserTimeoutMilliseconds: Int = 10_000, parameters: [(name: String, value: String)] = []
+        tcpUserTimeoutMilliseconds: Int = 10_000
     ) throws(PostgresError) {
         redactedURL = Self.redact(url)
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
@@ -59,15 +57,6 @@ public final class PostgresConnection: @unchecked Sendable {
         // would print them on stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
-        for parameter in parameters {
-            do {
-                try execute("SELECT set_config($1, $2, false)", [.text(parameter.name), .text(parameter.value)])
-            } catch {
-                throw PostgresError(
-                    "cannot set \(parameter.name) to \(parameter.value) on \(redactedURL): \(error.message)",
-                    sqlState: error.sqlState, connectionLost: error.connectionLost)
-            }
-        }
     }
 
     deinit { PQfinish(handle) }
@@ -96,10 +85,20 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws (and the
-    /// error rethrown).
-    public func transaction<R>(_ body: () throws -> R) throws -> R {
+    /// error rethrown). With an `idleLimit`, the server ends the transaction — and the
+    /// connection — once it waits that long for its next statement
+    /// (`idle_in_transaction_session_timeout`, set for this transaction only, so it holds behind
+    /// a pooler too): a transaction holding locks cannot outlast a process that froze in it.
+    public func transaction<R>(idleLimit: Duration? = nil, _ body: () throws -> R) throws -> R {
         try execute("BEGIN")
         do {
+            if let idleLimit {
+                let milliseconds =
+                    idleLimit.components.seconds * 1000 + idleLimit.components.attoseconds / 1_000_000_000_000_000
+                try execute(
+                    "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
+                    [.text("\(max(1, milliseconds))")])
+            }
             let result = try body()
             try execute("COMMIT")
             return result

@@ -139,7 +139,13 @@ struct PackingTests {
             #expect(sessions.allSatisfy { record($0, store)!.state == expected[$0] })
 
             // A reader's copy, taken before its record moves or goes.
-            let copied = try #require(record(sessions[0], store))
+            var copied: SessionStore.Record? = try #require(record(sessions[0], store))
+            // Every block in use now, held weakly: which of them outlive the compaction.
+            final class Weak {
+                weak var block: PackedBlock?
+                init(_ block: PackedBlock?) { self.block = block }
+            }
+            let blocksBefore = sessions.map { Weak(record($0, store)?.packedBlock) }
             // Most sessions change (unpacked: their bytes no longer count) and one is removed.
             for (index, session) in sessions.enumerated() where index % 10 != 0 {
                 _ = resolve("s\(index)", [ScreenContext("settings")], session: session, store, resolver)
@@ -151,14 +157,19 @@ struct PackingTests {
             // filled): the old blocks are unmapped.
             #expect(moved > 400 && moved <= 599)
             let after = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
-            #expect(after.reduce(0) { $0 + $1.live } == stored / 10 - (try copied.stored().count))
+            #expect(after.reduce(0) { $0 + $1.live } == stored / 10 - (try copied!.stored().count))
             #expect(after.reduce(0) { $0 + $1.mapped } <= 2 * PackedArena.blockSize)
             for (index, session) in sessions.enumerated() where index % 10 == 0 && index > 0 {
                 let moved = try #require(record(session, store))
                 #expect(moved.isPacked && moved.state == expected[session])
             }
             // The copy still reads the bytes of a block no record of the store points into.
-            #expect(copied.isPacked && copied.state == expected[sessions[0]])
+            #expect(copied!.isPacked && copied!.state == expected[sessions[0]])
+            // Once the copy goes too, every block no record uses any more is unmapped.
+            copied = nil
+            let inUse = Set(sessions.compactMap { record($0, store)?.packedBlock.map(ObjectIdentifier.init) })
+            let outliving = Set(blocksBefore.compactMap { $0.block.map(ObjectIdentifier.init) }).subtracting(inUse)
+            #expect(outliving.isEmpty, "\(outliving.count) blocks no record uses are still mapped")
         }
     }
 
@@ -333,7 +344,8 @@ struct PackingTests {
         }
         try await withService(workers: 1, configure) { server, endpoints in
             let store = server.store
-            let (before, packedSnapshot, reply, after) = try await onThread {
+            let metrics: @Sendable () -> String = { String(decoding: server.metrics(), as: UTF8.self) }
+            let (before, packedSnapshot, reply, after, packedMetrics, unpackedMetrics) = try await onThread {
                 let client = try Client(endpoints)
                 _ = try client.request(
                     .intent(wireIntent("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "p")))
@@ -344,11 +356,19 @@ struct PackingTests {
                     Thread.sleep(forTimeInterval: 0.02)
                 }
                 let packedSnapshot = try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                let packedMetrics = metrics()
                 let reply = try client.request(.intent(wireIntent("s1", [ScreenContext("settings")], session: "p")))
                 return (
-                    before, packedSnapshot, reply, try client.request(.snapshot(.with { $0.session = "p" })).snapshot
+                    before, packedSnapshot, reply, try client.request(.snapshot(.with { $0.session = "p" })).snapshot,
+                    packedMetrics, metrics()
                 )
             }
+            // /metrics counts it packed, with its bytes in one block; unpacked by the intent, not.
+            #expect(packedMetrics.contains("navigator_sessions_packed 1"))
+            #expect(packedMetrics.contains(#"navigator_packed_session_bytes{of="blocks"} 262144"#))
+            #expect(!packedMetrics.contains(#"navigator_packed_session_bytes{of="sessions"} 0"#))
+            #expect(unpackedMetrics.contains("navigator_sessions_packed 0"))
+            #expect(unpackedMetrics.contains(#"navigator_packed_session_bytes{of="sessions"} 0"#))
             #expect(packedSnapshot == before)
             #expect(reply.resolved.batch.seq == 2)
             #expect(after.seq == 2)

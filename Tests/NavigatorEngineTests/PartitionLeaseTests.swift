@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import NavigatorCore
 import NavigatorStore
 import NavigatorTestSupport
@@ -14,7 +15,7 @@ struct PartitionLeaseTests {
     @Test("instances claim disjoint partitions; a released partition is claimed at a higher epoch")
     func claimAndRelease() async throws {
         try await TestPostgres.withDatabase { url in
-            let database = try PostgresStateDatabase(url: url, instance: "a")  // creates the schema
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))  // creates the schema
             defer { database.close() }
             let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .seconds(30))
             let b = PartitionLeases(url: url, instance: "b", partitions: database.partitions, ttl: .seconds(30))
@@ -58,7 +59,7 @@ struct PartitionLeaseTests {
     @Test("a lease that runs out is not renewed; another instance takes it at a higher epoch")
     func expiry() async throws {
         try await TestPostgres.withDatabase { url in
-            let database = try PostgresStateDatabase(url: url, instance: "a")
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
             defer { database.close() }
             let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .milliseconds(200))
             let b = PartitionLeases(url: url, instance: "b", partitions: database.partitions, ttl: .seconds(30))
@@ -96,8 +97,13 @@ struct PartitionLeaseTests {
         "a transaction left open by a stalled instance (its write holds lease rows FOR SHARE) ends after the idle limit, so its partitions can be claimed; without the limit they could not"
     )
     func stalledTransaction() async throws {
+        /// Transactions that locked their rows; whether they may end.
+        final class Flags: Sendable {
+            let locked = Locked(0)
+            let release = Locked(false)
+        }
         try await TestPostgres.withDatabase { url in
-            let database = try PostgresStateDatabase(url: url, instance: "a")
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
             defer { database.close() }
             let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .milliseconds(300))
             let b = PartitionLeases(url: url, instance: "b", partitions: database.partitions, ttl: .seconds(30))
@@ -106,42 +112,94 @@ struct PartitionLeaseTests {
                 b.close()
             }
             #expect(try a.claim(atMost: 256).count == 256)
-            // What a write of instance a does first, on a connection as navigatord opens it; then
-            // a stops (SIGSTOP, a frozen VM) before its next statement.
-            let stalled = try PostgresStateDatabase.connect(url, transactionIdleLimit: .milliseconds(800))
+            // What a write of instance a does first, in a transaction as navigatord's writes open
+            // theirs; then a stops (SIGSTOP, a frozen VM) before its next statement. The same on
+            // a connection without the limit holds its rows for as long as it waits.
             let lockShare = "SELECT partition FROM navigator_leases WHERE owner = 'a' AND partition = ANY($1) FOR SHARE"
-            try stalled.execute("BEGIN")
-            #expect(try stalled.execute(lockShare, [.int32Array([0, 1, 2, 3])]).count == 4)
-            // The same on a connection without the limit: its rows stay locked.
-            let unbounded = try PostgresConnection(url: url)
-            try unbounded.execute("BEGIN")
-            #expect(try unbounded.execute(lockShare, [.int32Array([4, 5])]).count == 2)
+            let flags = Flags()
+            let stall: @Sendable (PostgresConnection) throws -> Void = { connection in
+                flags.locked.withLock { $0 += 1 }
+                let deadline = ContinuousClock.now + .seconds(40)
+                while !flags.release.withLock({ $0 }), ContinuousClock.now < deadline { usleep(10_000) }
+            }
+            async let stalled: Void = onThread {
+                let connection = try PostgresConnection(url: url)
+                try connection.transaction(idleLimit: .milliseconds(800)) {
+                    #expect(try connection.execute(lockShare, [.int32Array([0, 1, 2, 3])]).count == 4)
+                    try stall(connection)
+                }
+            }
+            async let unbounded: Void = onThread {
+                let connection = try PostgresConnection(url: url)
+                try connection.transaction {
+                    #expect(try connection.execute(lockShare, [.int32Array([4, 5])]).count == 2)
+                    try stall(connection)
+                }
+            }
+            defer { flags.release.withLock { $0 = true } }
+            _ = try await waitFor("the two transactions did not lock their rows", timeout: .seconds(10)) {
+                flags.locked.withLock { $0 }
+            } until: {
+                $0 == 2
+            } details: {
+                ""
+            }
             let started = ContinuousClock.now
             var taken: [Int32: UInt64] = [:]
             while taken.count < 254 {
                 guard ContinuousClock.now - started < .seconds(30) else {
                     throw TestPostgresError(
-                        "b holds \(taken.count) partitions after 30 s; missing \(Set(0..<256).subtracting(taken.keys).sorted())"
+                        "b holds \(taken.count) partitions after 30 s; missing \(Set(Int32(0)..<256).subtracting(taken.keys).sorted())"
                     )
                 }
                 taken.merge(try b.claim(atMost: 256)) { _, new in new }
                 if taken.count < 254 { try await Task.sleep(for: .milliseconds(50)) }
             }
-            #expect(Set(taken.keys) == Set(0..<256).subtracting([4, 5]))
-            // The server ended the stalled transaction and its connection.
-            #expect(throws: PostgresError.self) { try stalled.execute("COMMIT") }
-            #expect(!stalled.isOpen)
+            #expect(Set(taken.keys) == Set(Int32(0)..<256).subtracting([4, 5]))
             // The unbounded one still keeps its two rows from every claim, long after a's lease.
             #expect(try b.claim(atMost: 256).isEmpty)
-            try unbounded.execute("COMMIT")
+            flags.release.withLock { $0 = true }
+            // The server ended the stalled transaction and its connection: its commit fails.
+            do {
+                try await stalled
+                Issue.record("the stalled transaction committed: the server did not end it")
+            } catch is PostgresError {}
+            try await unbounded
             #expect(Set(try b.claim(atMost: 256).keys) == [4, 5])
+        }
+    }
+
+    @Test(
+        "a round lets go of partitions the lease table says this instance holds but it does not serve (claimed, then neither loaded nor released), and claims them again"
+    )
+    func strayPartitionsReleased() async throws {
+        try await TestPostgres.withDatabase { url in
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
+            defer { database.close() }
+            let leases = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .seconds(30))
+            defer { leases.close() }
+            // What a claim leaves when its sessions do not load and its release fails too.
+            #expect(try leases.claim(atMost: 3) == [0: 1, 1: 1, 2: 1])
+            let resolver = try Resolver(map: .demo)
+            let store = SessionStore(shards: 1, epoch: 0, ownership: database.ownership) { resolver.initialState() }
+            let logger = TestService.logger("leases")
+            let keeper = LeaseKeeper(
+                leases: leases, database: database, store: store,
+                persistence: Persistence(database: database, store: store, logger: logger), logger: logger,
+                peers: LivePeers(), left: { _ in }, joined: { _ in },
+                record: { InstanceRecord(id: "a", clusterEndpoint: "", requestEndpoints: [], commandEndpoints: []) })
+            try keeper.round()
+            // Alone, it holds and serves all 256; the three at a new epoch, claimed again.
+            #expect(database.ownership.all.count == 256)
+            #expect((0..<256).allSatisfy { database.ownership.serves(Int32($0)) })
+            #expect(database.ownership.epoch(of: 0) == 2 && database.ownership.epoch(of: 3) == 1)
         }
     }
 
     @Test("a write for a partition another instance claimed is fenced; the rest of the batch is written")
     func fencing() async throws {
         try await TestPostgres.withDatabase { url in
-            let database = try PostgresStateDatabase(url: url, instance: "a")
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
             defer { database.close() }
             let ownership = database.ownership
             let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .seconds(30))

@@ -38,9 +38,9 @@ struct MetricsTests {
             #expect(metrics.body.contains(#"navigator_rejections_total{code="unknown_screen"} 1"#))
             #expect(metrics.body.contains("navigator_resolve_duration_seconds_bucket"))
             #expect(metrics.body.contains("navigator_sessions 1"))
-            // Nothing packed yet (30 s idle first): no block mapped.
-            #expect(metrics.body.contains(#"navigator_packed_session_bytes{of="blocks"} 0"#))
-            #expect(metrics.body.contains(#"navigator_packed_session_bytes{of="sessions"} 0"#))
+            // Sessions at rest (PackingTests counts them as they are packed and unpacked).
+            #expect(metrics.body.contains("navigator_sessions_packed "))
+            #expect(metrics.body.contains(#"navigator_packed_session_bytes{of="blocks"} "#))
             #expect(metrics.body.contains(#"navigator_worker_queue_depth{worker="0"}"#))
             #expect(exchanges[1].status == "HTTP/1.1 200 OK" && exchanges[1].body == "ok\n")
             #expect(exchanges[2].status == "HTTP/1.1 200 OK" && exchanges[2].body == "ready\n")

@@ -81,7 +81,17 @@ final class LeaseKeeper: Sendable {
         let live = try leases.heartbeat(me)
         advertised.withLock { $0 = me }
         peers.list = live
-        let renewed = try leases.renew()
+        var renewed = try leases.renew()
+        // Held in the table but not here: claimed, not loaded, and not let go then (the database
+        // failed twice). Let go now, or they would count towards the share and nobody serve them.
+        let stray = Set(renewed.keys).subtracting(ownership.all.keys)
+        if !stray.isEmpty {
+            try leases.release(Array(stray))
+            for partition in stray { renewed[partition] = nil }
+            logger.warning(
+                "released partitions held but not served (claimed earlier, their sessions did not load)",
+                metadata: ["partitions": "\(stray.count)"])
+        }
         let lost = Set(ownership.all.keys).subtracting(renewed.keys)
         if !lost.isEmpty {
             ownership.remove(lost)
@@ -104,7 +114,13 @@ final class LeaseKeeper: Sendable {
                     // Not loaded, so not served: let them go (claimed again at a new epoch by
                     // whoever comes next), rather than hold partitions nobody serves.
                     ownership.remove(claimed.keys)
-                    try? leases.release(Array(claimed.keys))
+                    do {
+                        try leases.release(Array(claimed.keys))
+                    } catch {
+                        logger.error(
+                            "partitions whose sessions did not load could not be released; the next round tries again",
+                            metadata: ["partitions": "\(claimed.count)", "error": "\(error)"])
+                    }
                     throw error
                 }
                 for (session, reason) in loaded.quarantined {

@@ -38,7 +38,9 @@ struct PackedBytes: Sendable {
 
     /// The bytes, copied into an array (to decode or write them).
     var array: [UInt8] {
-        [UInt8](UnsafeRawBufferPointer(start: block.base + Int(offset), count: Int(count)))
+        withExtendedLifetime(block) {
+            [UInt8](UnsafeRawBufferPointer(start: block.base + Int(offset), count: Int(count)))
+        }
     }
 
     /// The record no longer keeps these bytes (unpacked, removed, packed again elsewhere).
@@ -135,7 +137,8 @@ struct Records {
 
     var count: Int { table.count }
 
-    /// Puts a record in, its packed bytes into the arena; returns the one it replaced.
+    /// Puts a record in, its packed bytes into this arena (copied, if they were in another);
+    /// returns the one it replaced.
     @discardableResult
     mutating func insert(_ session: String, _ record: SessionStore.Record) -> SessionStore.Record? {
         var record = record

@@ -205,17 +205,23 @@ final class SessionStore: Sendable {
         }
 
         /// Packed bytes of an array of their own move into `arena` (a restored record entering
-        /// its shard).
+        /// its shard); packed bytes elsewhere are copied into it (a record is counted in the
+        /// arena it is kept in).
         mutating func settle(in arena: inout PackedArena) {
-            guard case .loose(let bytes) = storage else { return }
-            storage = .packed(arena.store(bytes))
+            switch storage {
+            case .live: return
+            case .loose(let bytes): storage = .packed(arena.store(bytes))
+            case .packed(let packed): storage = .packed(arena.store(packed.array))
+            }
         }
 
         /// Packed bytes in the arena move to its block being filled (compaction).
         mutating func move(to arena: inout PackedArena) {
             guard case .packed(let packed) = storage else { return }
-            let moved = arena.store(
-                UnsafeRawBufferPointer(start: packed.block.base + Int(packed.offset), count: Int(packed.count)))
+            let moved = withExtendedLifetime(packed.block) {
+                arena.store(
+                    UnsafeRawBufferPointer(start: packed.block.base + Int(packed.offset), count: Int(packed.count)))
+            }
             packed.release()
             storage = .packed(moved)
         }
