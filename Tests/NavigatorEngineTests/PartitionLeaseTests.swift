@@ -15,7 +15,8 @@ struct PartitionLeaseTests {
     @Test("instances claim disjoint partitions; a released partition is claimed at a higher epoch")
     func claimAndRelease() async throws {
         try await TestPostgres.withDatabase { url in
-            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))  // creates the schema
+            // Creates the schema.
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
             defer { database.close() }
             let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .seconds(30))
             let b = PartitionLeases(url: url, instance: "b", partitions: database.partitions, ttl: .seconds(30))
