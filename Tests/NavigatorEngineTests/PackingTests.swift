@@ -139,7 +139,11 @@ struct PackingTests {
             #expect(sessions.allSatisfy { record($0, store)!.state == expected[$0] })
 
             // A reader's copy, taken before its record moves or goes.
-            var copied: SessionStore.Record? = try #require(record(sessions[0], store))
+            var copied: SessionStore.Record?
+            do {
+                let found: SessionStore.Record = try #require(record(sessions[0], store))
+                copied = found
+            }
             // Every block in use now, held weakly: which of them outlive the compaction.
             final class Weak {
                 weak var block: PackedBlock?
