@@ -82,8 +82,8 @@ final class LeaseKeeper: Sendable {
         advertised.withLock { $0 = me }
         peers.list = live
         var renewed = try leases.renew()
-        // Held in the table but not here: claimed, not loaded, and not let go then (the database
-        // failed twice). Let go now, or they would count towards the share and nobody serve them.
+        // Held in the table but not here: claimed, and then their sessions did not load. Let go
+        // now, or they would count towards the share and nobody serve them.
         let stray = Set(renewed.keys).subtracting(ownership.all.keys)
         if !stray.isEmpty {
             try leases.release(Array(stray))
@@ -111,16 +111,9 @@ final class LeaseKeeper: Sendable {
                 do {
                     loaded = try database.load(partitions: Array(claimed.keys), persistence.restoring())
                 } catch {
-                    // Not loaded, so not served: let them go (claimed again at a new epoch by
-                    // whoever comes next), rather than hold partitions nobody serves.
+                    // Not loaded, so not served: the next round lets them go (the stray ones
+                    // above), rather than hold partitions nobody serves.
                     ownership.remove(claimed.keys)
-                    do {
-                        try leases.release(Array(claimed.keys))
-                    } catch {
-                        logger.error(
-                            "partitions whose sessions did not load could not be released; the next round tries again",
-                            metadata: ["partitions": "\(claimed.count)", "error": "\(error)"])
-                    }
                     throw error
                 }
                 for (session, reason) in loaded.quarantined {

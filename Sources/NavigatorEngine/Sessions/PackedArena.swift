@@ -36,12 +36,13 @@ struct PackedBytes: Sendable {
     let offset: Int32
     let count: Int32
 
-    /// The bytes, copied into an array (to decode or write them).
-    var array: [UInt8] {
-        withExtendedLifetime(block) {
-            [UInt8](UnsafeRawBufferPointer(start: block.base + Int(offset), count: Int(count)))
-        }
+    /// Runs `body` on the bytes where they are (the block kept alive meanwhile).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withExtendedLifetime(block) { body(UnsafeRawBufferPointer(start: block.base + Int(offset), count: Int(count))) }
     }
+
+    /// The bytes, copied into an array (to decode or write them).
+    var array: [UInt8] { withBytes { [UInt8]($0) } }
 
     /// The record no longer keeps these bytes (unpacked, removed, packed again elsewhere).
     func release() { block.live.subtract(Int(count), ordering: .relaxed) }
@@ -134,8 +135,6 @@ struct Records {
     private(set) var packed = 0
 
     subscript(session: String) -> SessionStore.Record? { table[session] }
-
-    var count: Int { table.count }
 
     /// Puts a record in, its packed bytes into this arena (copied, if they were in another);
     /// returns the one it replaced.

@@ -98,8 +98,7 @@ final class SessionStore: Sendable {
             get {
                 switch storage {
                 case .live(let live): live.state
-                case .packed(let packed): Self.unpack(packed.array)
-                case .loose(let bytes): Self.unpack(bytes)
+                case .packed, .loose: Self.unpack(packedArray!)
                 }
             }
             _modify {
@@ -109,11 +108,9 @@ final class SessionStore: Sendable {
                     live = existing
                     storage = .loose([])  // now `live` is the only reference unless a copy shares it
                     if !isKnownUniquelyReferenced(&live) { live = Live(live.state) }
-                case .packed(let packed):
-                    live = Live(Self.unpack(packed.array))
-                    packed.release()
-                case .loose(let bytes):
-                    live = Live(Self.unpack(bytes))
+                case .packed, .loose:
+                    live = Live(Self.unpack(packedArray!))
+                    releasePacked()
                 }
                 defer {
                     parkedCount = Int32(live.state.parked.count)
@@ -155,10 +152,8 @@ final class SessionStore: Sendable {
         /// a busy one is written every flush; returns the encoding of the list as it is now.
         func storedReusingParked(_ cached: ParkedEncoding?) throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
             switch storage {
-            case .packed(let packed):
-                return (packed.array, nil)
-            case .loose(let bytes):
-                return (bytes, nil)
+            case .packed, .loose:
+                return (packedArray!, nil)
             case .live(let live):
                 let state = live.state
                 var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
@@ -171,6 +166,15 @@ final class SessionStore: Sendable {
 
         var isPacked: Bool { if case .live = storage { false } else { true } }
 
+        /// A packed record's bytes, as an array (nil for a live one).
+        private var packedArray: [UInt8]? {
+            switch storage {
+            case .live: nil
+            case .packed(let packed): packed.array
+            case .loose(let bytes): bytes
+            }
+        }
+
         /// The arena block its packed bytes are in, if they are.
         var packedBlock: PackedBlock? { if case .packed(let packed) = storage { packed.block } else { nil } }
 
@@ -180,12 +184,7 @@ final class SessionStore: Sendable {
         /// forgets it again), and the record's idle time goes on. Also says whether something
         /// is left to forget later; nil for a live record.
         func forgetPast(now: Int64, window: Int64) throws -> (bytes: [UInt8]?, remembers: Bool)? {
-            let bytes: [UInt8]
-            switch storage {
-            case .live: return nil
-            case .packed(let packed): bytes = packed.array
-            case .loose(let loose): bytes = loose
-            }
+            guard let bytes = packedArray else { return nil }
             var state = Self.unpack(bytes)
             guard state.forget(before: now, window: window) else { return (nil, state.remembersForAWhile) }
             return (try Self.packedBytes(state, seq: seq), state.remembersForAWhile)
@@ -211,17 +210,14 @@ final class SessionStore: Sendable {
             switch storage {
             case .live: return
             case .loose(let bytes): storage = .packed(arena.store(bytes))
-            case .packed(let packed): storage = .packed(arena.store(packed.array))
+            case .packed(let packed): storage = .packed(packed.withBytes { arena.store($0) })
             }
         }
 
         /// Packed bytes in the arena move to its block being filled (compaction).
         mutating func move(to arena: inout PackedArena) {
             guard case .packed(let packed) = storage else { return }
-            let moved = withExtendedLifetime(packed.block) {
-                arena.store(
-                    UnsafeRawBufferPointer(start: packed.block.base + Int(packed.offset), count: Int(packed.count)))
-            }
+            let moved = packed.withBytes { arena.store($0) }
             packed.release()
             storage = .packed(moved)
         }
