@@ -131,6 +131,40 @@ struct FaultTests {
             for row in 0..<rows.count { held[try rows[row, 0].text()] = Int(try rows[row, 1].int64()) }
             return held
         }
+
+        /// For a lease wait that timed out: the lease table by owner (expired rows too), the
+        /// locks held on it and the transactions holding them — what a claim waits behind.
+        func leaseDiagnosis() -> String {
+            do {
+                let connection = try PostgresConnection(url: url)
+                let owners = try connection.execute(
+                    """
+                    SELECT coalesce(owner, '-'), expires_at > now(), count(*),
+                        round(extract(epoch FROM max(expires_at) - now())::numeric, 2)::text
+                    FROM navigator_leases GROUP BY 1, 2 ORDER BY 1, 2
+                    """)
+                let locks = try connection.execute(
+                    """
+                    SELECT l.pid, l.mode, l.granted, coalesce(a.state, '?'),
+                        coalesce(round(extract(epoch FROM now() - a.xact_start)::numeric, 2)::text, '-'),
+                        coalesce(left(a.query, 120), '')
+                    FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+                    WHERE l.relation = 'navigator_leases'::regclass ORDER BY l.pid
+                    """)
+                var text = "leases by owner (owner, live, partitions, latest expiry in s):"
+                for row in 0..<owners.count {
+                    text +=
+                        " [\(try owners[row, 0].text()) \(try owners[row, 1].text()) \(try owners[row, 2].text()) \(try owners[row, 3].text())]"
+                }
+                text += "; locks on navigator_leases (pid, mode, granted, state, transaction age in s, query):"
+                for row in 0..<locks.count {
+                    text += "\n  " + (try (0..<6).map { try locks[row, $0].text() }.joined(separator: " | "))
+                }
+                return locks.count == 0 ? text + " none" : text
+            } catch {
+                return "the lease table could not be read: \(error)"
+            }
+        }
     }
 
     /// A steady load: acknowledged intents to `sessions`, each to the next reachable instance,
@@ -414,7 +448,8 @@ struct FaultTests {
                 _ = try await waitForBlocking(
                     "the paused instance's partitions were not claimed", timeout: .seconds(deployment.lease * 10),
                     { (try? deployment.leases()) ?? [:] },
-                    until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 }, details: { "" })
+                    until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 },
+                    details: { deployment.leaseDiagnosis() })
                 let claimedAfter = ContinuousClock.now - pausedAt
                 let (forwarded, waited) = try await answer
                 #expect(forwarded.rejected.code == .unavailable, "\(forwarded)")
@@ -426,7 +461,8 @@ struct FaultTests {
                 _ = try await waitForBlocking(
                     "the resumed instance did not rejoin", timeout: .seconds(deployment.lease * 15),
                     { (try? deployment.leases()) ?? [:] },
-                    until: { ($0["n\(slot)"] ?? 0) > 0 && $0.values.reduce(0, +) == 256 })
+                    until: { ($0["n\(slot)"] ?? 0) > 0 && $0.values.reduce(0, +) == 256 },
+                    details: { deployment.leaseDiagnosis() })
                 let rejoinedAfter = ContinuousClock.now - resumedAt
                 deployment.away.withLock { _ = $0.remove(slot) }
                 let fenced = try await onThread { try deployment.metric(slot, "navigator_fenced_writes_total") }
@@ -460,7 +496,8 @@ struct FaultTests {
                 _ = try await waitForBlocking(
                     "the killed instance's partitions were not claimed", timeout: .seconds(deployment.lease * 10),
                     { (try? deployment.leases()) ?? [:] },
-                    until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 }, details: { "" })
+                    until: { $0["n\(slot)"] == nil && $0.values.reduce(0, +) == 256 },
+                    details: { deployment.leaseDiagnosis() })
                 let claimedAfter = ContinuousClock.now - stoppedAt
                 try await deployment.start(slot)
                 try await Self.shared(deployment, timeout: .seconds(deployment.lease * 15))

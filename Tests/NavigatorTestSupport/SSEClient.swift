@@ -121,13 +121,17 @@ public func waitFor<T>(
 /// every test's async work — the in-process services' HTTP handlers among it — shares.
 public func waitForBlocking<T: Sendable>(
     _ failure: String, timeout: Duration, _ read: @escaping @Sendable () -> T, until condition: (T) -> Bool,
-    details: () -> String = { "" }
+    details: @escaping @Sendable () -> String = { "" }
 ) async throws -> T {
     let deadline = ContinuousClock.now + timeout
     while true {
         let value = try await DedicatedThread.run(name: "test-wait") { read() }
         if condition(value) { return value }
-        guard ContinuousClock.now < deadline else { throw TestFailure("\(failure); \(details())") }
+        guard ContinuousClock.now < deadline else {
+            // Details may read a database or a service: on a thread, as the reads are.
+            let more = try await DedicatedThread.run(name: "test-wait") { details() }
+            throw TestFailure("\(failure) within \(timeout); last read: \(value)\(more.isEmpty ? "" : "; \(more)")")
+        }
         try await Task.sleep(for: .milliseconds(20))
     }
 }
