@@ -177,6 +177,31 @@ struct PackingTests {
         }
     }
 
+    @Test("per-session tables give their room back once most entries went, and keep every entry left")
+    func spareRoom() {
+        var table = Dictionary(uniqueKeysWithValues: (0..<20_000).map { ("s\($0)", $0) })
+        var set = Set(table.keys)
+        let full = (table.capacity, set.capacity)
+        for index in 0..<19_000 {
+            table["s\(index)"] = nil
+            set.remove("s\(index)")
+        }
+        table.releaseSpareRoom()
+        set.releaseSpareRoom()
+        #expect(
+            table.capacity < full.0 / 8 && set.capacity < full.1 / 8, "\(full) -> \(table.capacity), \(set.capacity)")
+        #expect(table == Dictionary(uniqueKeysWithValues: (19_000..<20_000).map { ("s\($0)", $0) }))
+        #expect(set == Set((19_000..<20_000).map { "s\($0)" }))
+        // Half used: kept as it is (a busy table is not copied over and over).
+        let busy = table.capacity
+        for index in 19_000..<19_400 { table["s\(index)"] = nil }
+        table.releaseSpareRoom()
+        #expect(table.capacity == busy)
+        var queue = Array(0..<10_000)
+        queue.removeFirstReleasingRoom(9_000)
+        #expect(queue == Array(9_000..<10_000) && queue.capacity < 2_000)
+    }
+
     @Test("only a session's latest write is kept as a candidate, however often it is flushed")
     func candidates() {
         var candidates = Persistence.Candidates()

@@ -157,6 +157,9 @@ struct Records {
         return removed
     }
 
+    /// Lets go of the table's room once most sessions went (see ``Swift/Dictionary/releaseSpareRoom(threshold:)``).
+    mutating func releaseSpareRoom() { table.releaseSpareRoom() }
+
     /// Packs a live record as `bytes` (``SessionStore/Record/stored()`` of it).
     mutating func pack(_ session: String, _ bytes: [UInt8]) {
         guard table[session]?.isPacked == false else { return }

@@ -131,11 +131,15 @@ final class Persistence: Sendable {
     /// Takes up to `limit` names out of `set`.
     private static func take(_ limit: Int, from set: inout Set<String>) -> Set<String> {
         guard set.count > limit else {
-            defer { set.removeAll(keepingCapacity: true) }
-            return set
+            let all = set
+            // Room for as many as this round took: a steady rate reuses it, and a service at
+            // rest lets go of the room a burst of changes made.
+            set = Set(minimumCapacity: all.count)
+            return all
         }
         let some = Set(set.prefix(limit))
         set.subtract(some)
+        set.releaseSpareRoom()
         return some
     }
 
@@ -159,6 +163,7 @@ final class Persistence: Sendable {
                 for (name, _, stored) in encoded {
                     cache[name] = stored.parked.flatMap { $0.list.isEmpty ? nil : $0 }
                 }
+                cache.releaseSpareRoom()
             }
             if packAfter > 0 {
                 // What was written is what a session unchanged since will be packed as.
@@ -248,8 +253,9 @@ final class Persistence: Sendable {
                 // All taken (sessions at rest): let go of the room, not only the entries.
                 (order, latest, head) = ([], [:], 0)
             } else if head > 4096, head * 2 > order.count {
-                order.removeFirst(head)
+                order.removeFirstReleasingRoom(head)
                 head = 0
+                latest.releaseSpareRoom()
             }
             return due
         }
@@ -282,7 +288,10 @@ final class Persistence: Sendable {
                     return names
                 }
                 packed += packedNames.count
-                parkedEncodings.withLock { cache in for name in packedNames { cache[name] = nil } }
+                parkedEncodings.withLock { cache in
+                    for name in packedNames { cache[name] = nil }
+                    cache.releaseSpareRoom()
+                }
                 // Looked at again once what it remembers for a while is past (``forgetPast``).
                 let due = now + rememberedFor()
                 resting.withLock { resting in for name in packedNames { resting.add(name, due: due) } }
@@ -311,7 +320,7 @@ final class Persistence: Sendable {
             if head == queue.count, queue.capacity > 4096 {
                 (queue, head) = ([], 0)  // all taken: let go of the room too
             } else if head > 4096, head * 2 > queue.count {
-                queue.removeFirst(head)
+                queue.removeFirstReleasingRoom(head)
                 head = 0
             }
             return due
@@ -404,7 +413,10 @@ final class Persistence: Sendable {
             // +1: the next session's first batch is 2 beyond an expired one's last seq, a gap.
             let floor = max(store.seqFloor.load(ordering: .relaxed), highest + 1)
             store.seqFloor.store(floor, ordering: .relaxed)
-            parkedEncodings.withLock { cache in for name in sessions { cache[name] = nil } }
+            parkedEncodings.withLock { cache in
+                for name in sessions { cache[name] = nil }
+                cache.releaseSpareRoom()
+            }
             do {
                 try database.expire(sessions, seqFloor: floor)
             } catch let fenced as FencedWrite {

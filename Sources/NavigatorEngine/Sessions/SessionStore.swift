@@ -296,9 +296,13 @@ final class SessionStore: Sendable {
                         shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed)
                     }
                 }
+                records.releaseSpareRoom()
                 return names
             }
-            shard.dirty.withLock { dirty in for name in names { dirty.remove(name) } }
+            shard.dirty.withLock { dirty in
+                for name in names { dirty.remove(name) }
+                dirty.releaseSpareRoom()
+            }
             count.subtract(names.count, ordering: .relaxed)
             dropped += names.count
         }
@@ -382,6 +386,7 @@ final class SessionStore: Sendable {
                     if record.parkedCount != 0 { shard.parked.subtract(Int(record.parkedCount), ordering: .relaxed) }
                     removed.append(name)
                 }
+                records.releaseSpareRoom()
                 count.subtract(idle.count, ordering: .relaxed)
             }
         }

@@ -5,6 +5,8 @@ import ZeroMQ
 // Expiry: every `expiryInterval`, the parked intents that are due are refused EXPIRED.
 extension WorkerLoop {
     func expire(_ state: inout WorkerState, _ sockets: Sockets) throws {
+        // Sessions leave the table as their parked intents go (here, or resolved or released).
+        state.parkedSessions.releaseSpareRoom()
         guard !state.parkedSessions.isEmpty else { return }
         let now = WallClock.now()
         let resolver = state.resolver
