@@ -23,6 +23,7 @@ struct PackingTests {
         let directory = temporaryDirectory("navpack")
         defer { try? FileManager.default.removeItem(at: directory) }
         let resolver = try Resolver(map: .demo)
+        PackedNames.add(resolver.map)
         let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
         let persistence = Persistence(
             database: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
@@ -331,6 +332,20 @@ struct PackingTests {
             let rested = try #require(record("b", restoredStore))
             #expect(rested.isPacked && rested.state.recentIntentIDs.isEmpty)
             #expect(record("a", restoredStore)?.state.recentIntentIDs.isEmpty == false)
+            // At rest it is kept compact (names as numbers), reads back the same, and is written
+            // to the state file as a StoredSession.
+            #expect(rested.isCompact)
+            let stored = try Navigator_V1_StoredSession(serializedBytes: try rested.stored()).core()
+            #expect(stored.state == rested.state && stored.seq == rested.seq)
+            #expect(rested.state.tree.top.context == ScreenContext("chat", ["conversationId": "42"]))
+            // Restored once more, past the window: compact as it loads.
+            persistence.flushChanged()
+            restored.flushChanged()
+            let again2 = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let reloaded = Persistence(
+                database: try StateFile(directory: directory.path), store: again2, logger: Logger(label: "test"))
+            #expect(try reloaded.restore(wallNow: past).restored == 2)
+            #expect(record("b", again2)?.isCompact == true && record("b", again2)?.state == rested.state)
         }
     }
 

@@ -17,6 +17,7 @@ final class ResolverHolder: Sendable {
     private let counter = Atomic<Int>(0)
 
     init(_ resolver: Resolver, source: String) {
+        PackedNames.add(resolver.map)
         current = Locked(Snapshot(resolver: resolver, source: source, generation: 0))
     }
 
@@ -30,6 +31,7 @@ final class ResolverHolder: Sendable {
     var source: String { snapshot.source }
 
     func replace(with resolver: Resolver, source: String) {
+        PackedNames.add(resolver.map)
         current.withLock {
             let generation = $0.generation + 1
             $0 = Snapshot(resolver: resolver, source: source, generation: generation)

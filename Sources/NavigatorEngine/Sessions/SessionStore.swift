@@ -61,7 +61,11 @@ final class SessionStore: Sendable {
             }
             do {
                 var (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
-                let packed = state.forget(before: now, window: window) ? try Self.packedBytes(state, seq: seq) : bytes
+                // At rest (nothing left to forget): compact; else as stored, less what is past.
+                let forgot = state.forget(before: now, window: window)
+                let packed =
+                    try CompactSession.encode(state, seq: seq, names: PackedNames.current)
+                    ?? (forgot ? Self.packedBytes(state, seq: seq) : bytes)
                 return (Record(packed: packed, seq: seq, parkedCount: state.parked.count), state.remembersForAWhile)
             } catch {
                 throw RestoreRefusal(description: "the state does not load: \(error)")
@@ -74,8 +78,15 @@ final class SessionStore: Sendable {
             self.parkedCount = Int32(parkedCount)
         }
 
-        /// What the state file keeps for `state` at `seq`.
+        /// How a packed record keeps `state` at `seq`: compact at rest (``CompactSession``),
+        /// else as the state file keeps it.
         private static func packedBytes(_ state: SessionState, seq: UInt64) throws -> [UInt8] {
+            if let compact = CompactSession.encode(state, seq: seq, names: PackedNames.current) { return compact }
+            return try storedBytes(state, seq: seq)
+        }
+
+        /// What the state file keeps for `state` at `seq`.
+        private static func storedBytes(_ state: SessionState, seq: UInt64) throws -> [UInt8] {
             var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
             if !state.parked.isEmpty { bytes += try Navigator_V1_StoredSession.encodedParkedField(state.parked) }
             return bytes
@@ -153,7 +164,9 @@ final class SessionStore: Sendable {
         func storedReusingParked(_ cached: ParkedEncoding?) throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
             switch storage {
             case .packed, .loose:
-                return (packedArray!, nil)
+                let bytes = packedArray!
+                guard CompactSession.isCompact(bytes) else { return (bytes, nil) }
+                return (try Self.storedBytes(Self.unpack(bytes), seq: seq), nil)
             case .live(let live):
                 let state = live.state
                 var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
@@ -165,6 +178,9 @@ final class SessionStore: Sendable {
         }
 
         var isPacked: Bool { if case .live = storage { false } else { true } }
+
+        /// Whether it is packed in the compact form of a session at rest (``CompactSession``).
+        var isCompact: Bool { packedArray.map(CompactSession.isCompact) ?? false }
 
         /// A packed record's bytes, as an array (nil for a live one).
         private var packedArray: [UInt8]? {
@@ -229,6 +245,11 @@ final class SessionStore: Sendable {
         private static func unpack(_ bytes: [UInt8]) -> SessionState {
             // The bytes were encoded by this process (or checked when loaded), so they decode.
             do {
+                if CompactSession.isCompact(bytes) {
+                    return try bytes.withUnsafeBytes { raw throws(WireError) in
+                        try CompactSession.decode(raw, names: PackedNames.current).state
+                    }
+                }
                 return try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
             } catch {
                 preconditionFailure("a packed session does not decode: \(error)")

@@ -1,0 +1,103 @@
+import NavigatorCore
+import NavigatorWire
+import Testing
+
+@Suite("Compact sessions at rest")
+struct CompactSessionTests {
+    typealias Random = BatchEncoderTests.Random
+
+    /// A session at rest: a random tree and conditions, nothing parked, remembered or expired.
+    static func restingState(_ random: inout Random) throws -> SessionState {
+        let full = try StoredSessionEncoderTests.state(&random)
+        return SessionState(
+            tree: full.tree, conditions: full.conditions, lastServiceSeq: full.lastServiceSeq,
+            shellReady: full.shellReady)
+    }
+
+    /// The names of `state`'s tree and conditions, as a route map would hold them.
+    static func map(naming state: SessionState) -> RouteMap {
+        var screens: [String: ScreenSpec] = [:]
+        for (_, stack) in state.tree.stacks {
+            for screen in stack {
+                var spec = screens[screen.context.screen] ?? ScreenSpec()
+                for key in screen.context.info.keys { spec.info[key] = InfoSpec(.string) }
+                screens[screen.context.screen] = spec
+            }
+        }
+        return RouteMap(tabs: state.tree.tabNames.map { .init(name: $0, root: "r") }, screens: screens)
+    }
+
+    @Test("reads back the same state and seq for 2,000 random sessions at rest, names numbered or written out")
+    func roundTrip() throws {
+        var random = Random(state: 31)
+        var table = NameIndex()
+        var numbered = 0
+        for index in 0..<2_000 {
+            let state = try Self.restingState(&random)
+            let seq = random.chance(10) ? 0 : random.next() >> 4
+            // Half the sessions' names are in the table (an earlier map's stay in it).
+            if index % 2 == 0 { table = table.adding(Self.map(naming: state)) }
+            let bytes = try #require(CompactSession.encode(state, seq: seq, names: table))
+            #expect(CompactSession.isCompact(bytes))
+            let (decoded, decodedSeq) = try bytes.withUnsafeBytes { try CompactSession.decode($0, names: table) }
+            if decoded != state || decodedSeq != seq {
+                Issue.record("session \(index) reads back otherwise:\n\(state)\n\(decoded)")
+                return
+            }
+            // A later table (another map added) still reads it.
+            let later = table.adding(RouteMap(tabs: [], rootScreen: "late", screens: ["late\(index)": ScreenSpec()]))
+            #expect(try bytes.withUnsafeBytes { try CompactSession.decode($0, names: later) }.state == state)
+            if index % 2 == 0 {
+                numbered += 1
+                let stored = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+                #expect(bytes.count < stored.count, "\(bytes.count) compact bytes, \(stored.count) stored")
+            }
+        }
+        #expect(numbered == 1_000)
+    }
+
+    @Test("only a session at rest is compacted: parked, remembered or expired intents keep the stored form")
+    func onlyAtRest() throws {
+        var random = Random(state: 5)
+        var checked = 0
+        while checked < 200 {
+            let state = try StoredSessionEncoderTests.state(&random)
+            guard state.remembersForAWhile else { continue }
+            #expect(CompactSession.encode(state, seq: 1, names: NameIndex()) == nil)
+            checked += 1
+        }
+        #expect(
+            !CompactSession.isCompact(
+                Navigator_V1_StoredSession.encodedWithoutParked(try Self.restingState(&random), seq: 1)))
+    }
+
+    @Test("bytes cut short or changed throw a malformed error or read back as a valid state, never trap")
+    func damaged() throws {
+        var random = Random(state: 11)
+        var thrown = 0
+        for _ in 0..<100 {
+            let state = try Self.restingState(&random)
+            let table = NameIndex().adding(Self.map(naming: state))
+            let bytes = try #require(CompactSession.encode(state, seq: 7, names: table))
+            for length in 0..<bytes.count {
+                #expect(throws: WireError.self) {
+                    try Array(bytes[..<length]).withUnsafeBytes { try CompactSession.decode($0, names: table) }
+                }
+            }
+            var changed = bytes
+            let at = 1 + random.below(bytes.count - 1)
+            changed[at] = UInt8(truncatingIfNeeded: random.next())
+            do {
+                let (decoded, _) = try changed.withUnsafeBytes { try CompactSession.decode($0, names: table) }
+                try decoded.tree.checkInvariant()
+            } catch is WireError {
+                thrown += 1
+            }
+            // Names numbered past the table's end: refused, not read out of bounds.
+            #expect(throws: WireError.self) {
+                try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
+            }
+        }
+        #expect(thrown > 0)
+    }
+}
