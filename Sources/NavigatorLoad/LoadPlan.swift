@@ -99,11 +99,18 @@ public struct LoadReport: Hashable, Sendable, Codable {
 
     /// Soak: RSS growth over the second half of the samples (last over the one at half time,
     /// minus 1); nil with fewer than four samples.
-    public var rssGrowthSecondHalf: Double? {
+    public var rssGrowthSecondHalf: Double? { rssGrowth(since: samples.count / 2) }
+
+    /// Soak: RSS growth over the last quarter of the samples (last over the one at three
+    /// quarters of the time, minus 1) — whether it still grows at the end or has settled; nil
+    /// with fewer than four samples.
+    public var rssGrowthLastQuarter: Double? { rssGrowth(since: samples.count * 3 / 4) }
+
+    private func rssGrowth(since index: Int) -> Double? {
         guard samples.count >= 4, let last = samples.last else { return nil }
-        let middle = samples[samples.count / 2]
-        guard middle.rssBytes > 0 else { return nil }
-        return Double(last.rssBytes) / Double(middle.rssBytes) - 1
+        let start = samples[index]
+        guard start.rssBytes > 0 else { return nil }
+        return Double(last.rssBytes) / Double(start.rssBytes) - 1
     }
 
     /// navigatord's CPU seconds over the run (warm-up to drained).

@@ -268,6 +268,14 @@ struct RunCommand: AsyncParsableCommand {
                 String(format: "%+.1f %% (%d samples)", $0 * 100, report.samples.count)
             }
             rows.append(("soak: RSS growth, 2nd half", growth ?? "too few samples"))
+            if let quarter = report.rssGrowthLastQuarter, let last = report.samples.last {
+                rows.append(("soak: RSS growth, last quarter", String(format: "%+.1f %%", quarter * 100)))
+                rows.append(
+                    (
+                        "soak: RSS at the end",
+                        "\(last.rssBytes / 1_048_576) MiB, \(Int(last.rssBytes) / max(sessions, 1)) bytes a session over \(sessions) sessions"
+                    ))
+            }
         }
         let width = rows.map(\.0.count).max() ?? 0
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }

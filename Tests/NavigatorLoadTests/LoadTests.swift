@@ -150,6 +150,8 @@ struct LoadTests {
         }
         // The sample at half time is the third (400); the last is 440: +10 %.
         #expect(abs((report.rssGrowthSecondHalf ?? 0) - 0.10) < 1e-9)
+        // The sample at three quarters of the time is the fourth (420): +4.76 %.
+        #expect(abs((report.rssGrowthLastQuarter ?? 0) - (440.0 / 420 - 1)) < 1e-9)
         report.serviceCPUSeconds = 0.05
         #expect(abs((report.cpuMicrosecondsPerIntent ?? 0) - 25) < 1e-9)
     }
