@@ -23,7 +23,7 @@ trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"; h="127.0.0.1:$(port)"
 # NAVIGATORD_ARGS: more navigatord options (for a shorter run: "--dedup-window-seconds 120" with
-# REST_SECONDS=150).
+# REST_SECONDS=450).
 read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
 start() {
   "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --http "$h" \
@@ -64,10 +64,12 @@ held=$("$ctl" stats --requests "$r" | sed -n 's/.* \([0-9][0-9]*\) sessions.*/\1
 # (navigator_sessions_packed) and the RSS has not moved for 10 s (at most 7 minutes; else as it
 # is then, with what is still parked).
 # A session at rest has also been unchanged for the dedup window (600 s): then it has forgotten
-# the intent ids and expired intents it remembered, and keeps its tree (docs/operations.md).
-# REST_SECONDS (default 630: the window and one round of packing) after the load ended.
+# the intent ids and expired intents it remembered, and keeps its tree (docs/operations.md),
+# packed compact. An intent parked just before the stop expires up to its time to live (300 s)
+# later, and is remembered for the window after that: REST_SECONDS (default 930: both, and one
+# round of packing; 450 with "--dedup-window-seconds 120") after the load ended.
 sleep 30
-rest=$((loadEnd + ${REST_SECONDS:-630} - $(date +%s)))
+rest=$((loadEnd + ${REST_SECONDS:-930} - $(date +%s)))
 [ "$rest" -gt 0 ] && sleep "$rest"
 metric() {
   /usr/bin/python3 -c 'import sys, urllib.request
