@@ -8,11 +8,13 @@ import NavigatorCore
 /// or a shell's own names, which a client could make up without end. A table only grows
 /// (``adding(_:)``): bytes encoded with it decode with any later one.
 public struct NameIndex: Sendable {
+    /// The names, number 1 first.
     public private(set) var names: [String] = []
     private var numbers: [String: UInt64] = [:]
     /// The most names a table keeps; later ones are written out in full.
     public static let limit = 16_384
 
+    /// An empty table: every name written out in full.
     public init() {}
 
     /// The table with `map`'s names added (those not in it yet, in a stable order).
@@ -46,6 +48,7 @@ public enum CompactSession {
     /// The first byte of compact bytes.
     public static let marker: UInt8 = 0
 
+    /// Whether `bytes` are compact bytes (else `StoredSession` bytes).
     public static func isCompact(_ bytes: some Collection<UInt8>) -> Bool { bytes.first == marker }
 
     /// The compact bytes of `state` at `seq`, or nil when it holds more than a session at rest.
@@ -60,7 +63,9 @@ public enum CompactSession {
         if case .tabs = tree.root { flags |= 2 }
         writer.varint(flags)
         writer.varint(UInt64(state.conditions.count))
-        for (name, value) in state.conditions.sorted(by: { $0.key < $1.key }) {
+        // In the dictionaries' own order: decoding makes dictionaries again, nothing compares
+        // the bytes.
+        for (name, value) in state.conditions {
             writer.name(name)
             writer.varint(value ? 1 : 0)
         }
@@ -106,23 +111,25 @@ public enum CompactSession {
         let root: Root
         if flags & 2 != 0 {
             let count = try reader.count()
-            let selected = Int(try reader.varint())
+            let selected = try reader.varint()
             var tabs: [Tab] = []
             tabs.reserveCapacity(count)
             for _ in 0..<count { tabs.append(Tab(name: try reader.name(), stack: try reader.stack())) }
-            guard selected < tabs.count else { throw reader.failure("selects tab \(selected) of \(tabs.count)") }
-            root = .tabs(TabBar(tabs: tabs, selected: tabs[selected].name))
+            guard selected < UInt64(tabs.count) else {
+                throw reader.failure("selects tab \(selected) of \(tabs.count)")
+            }
+            root = .tabs(TabBar(tabs: tabs, selected: tabs[Int(selected)].name))
         } else {
             root = .stack(try reader.stack())
         }
         var modals: [Modal] = []
         for _ in 0..<(try reader.count()) {
             let id = try reader.id()
-            let style = Int(try reader.varint())
-            guard style < PresentationStyle.allCases.count else {
+            let style = try reader.varint()
+            guard style < UInt64(PresentationStyle.allCases.count) else {
                 throw reader.failure("has presentation style \(style)")
             }
-            modals.append(Modal(id: id, style: PresentationStyle.allCases[style], stack: try reader.stack()))
+            modals.append(Modal(id: id, style: PresentationStyle.allCases[Int(style)], stack: try reader.stack()))
         }
         guard reader.isAtEnd else { throw reader.failure("has bytes after the tree") }
         let tree: ScreenTree
@@ -182,7 +189,7 @@ private struct CompactWriter {
             id(screen.id)
             name(screen.context.screen)
             varint(UInt64(screen.context.info.count))
-            for (key, value) in screen.context.info.sorted(by: { $0.key < $1.key }) {
+            for (key, value) in screen.context.info {
                 name(key)
                 literal(value)
             }

@@ -349,6 +349,39 @@ struct PackingTests {
         }
     }
 
+    @Test(
+        "a session packed after a flush with nothing to remember is made compact a window later; changed in place, it is written as a StoredSession"
+    )
+    func compactedLater() throws {
+        try withStore { store, persistence, _, directory in
+            // A session that remembers no intent id: a change of its own (as a client event's).
+            store.update("c") { record in
+                record.state.lastServiceSeq = 3
+                record.seq = 3
+            }
+            let live = try #require(record("c", store))
+            persistence.flushChanged()
+            let packedAt = MonotonicClock.now() + 31_000_000_000
+            #expect(persistence.compactIdle(now: packedAt) == 1)
+            #expect(record("c", store)?.isPacked == true && record("c", store)?.isCompact == false)
+            // A window later nothing is past, but it is at rest: compact now.
+            #expect(persistence.forgetPast(now: packedAt + Self.window + 1_000_000_000, wallNow: Self.t0) == 1)
+            let rested = try #require(record("c", store))
+            #expect(rested.isCompact && rested.state == live.state && rested.seq == 3)
+            // Marked changed without being unpacked, it is written through the flush: the row
+            // is a StoredSession that loads again (compact bytes would be quarantined).
+            store.update("c") { _ in }
+            #expect(record("c", store)?.isCompact == true)
+            #expect(persistence.flushChanged())
+            let reloaded = SessionStore(shards: 1, epoch: 1) { live.state }
+            let restored = Persistence(
+                database: try StateFile(directory: directory.path), store: reloaded, logger: Logger(label: "test"))
+            let result = try restored.restore(wallNow: Self.t0)
+            #expect(result.restored == 1 && result.quarantined.isEmpty, "\(result.quarantined)")
+            #expect(record("c", reloaded)?.state == live.state && record("c", reloaded)?.seq == 3)
+        }
+    }
+
     @Test("packing off keeps every session live")
     func off() throws {
         try withStore(packAfter: .zero) { store, persistence, resolver, _ in

@@ -24,6 +24,10 @@ struct CompactSessionTests {
                 screens[screen.context.screen] = spec
             }
         }
+        // Conditions as guards of a screen of their own (a map names them there).
+        for (index, condition) in state.conditions.keys.enumerated() {
+            screens["guarded\(index)"] = ScreenSpec(guard: .init(condition: condition, redirect: "login"))
+        }
         return RouteMap(tabs: state.tree.tabNames.map { .init(name: $0, root: "r") }, screens: screens)
     }
 
@@ -31,11 +35,12 @@ struct CompactSessionTests {
     func roundTrip() throws {
         var random = Random(state: 31)
         var table = NameIndex()
-        var numbered = 0
         for index in 0..<2_000 {
             let state = try Self.restingState(&random)
             let seq = random.chance(10) ? 0 : random.next() >> 4
-            // Half the sessions' names are in the table (an earlier map's stay in it).
+            // Half the sessions' names are in the table (an earlier map's stay in it); a fresh
+            // table every 100 sessions keeps it below its limit (random names are many).
+            if index % 100 == 0 { table = NameIndex() }
             if index % 2 == 0 { table = table.adding(Self.map(naming: state)) }
             let bytes = try #require(CompactSession.encode(state, seq: seq, names: table))
             #expect(CompactSession.isCompact(bytes))
@@ -48,12 +53,46 @@ struct CompactSessionTests {
             let later = table.adding(RouteMap(tabs: [], rootScreen: "late", screens: ["late\(index)": ScreenSpec()]))
             #expect(try bytes.withUnsafeBytes { try CompactSession.decode($0, names: later) }.state == state)
             if index % 2 == 0 {
-                numbered += 1
+                // Names numbered: fewer bytes, which an empty table cannot read.
                 let stored = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
                 #expect(bytes.count < stored.count, "\(bytes.count) compact bytes, \(stored.count) stored")
+                #expect(throws: WireError.self) {
+                    try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
+                }
             }
         }
-        #expect(numbered == 1_000)
+    }
+
+    @Test("ids, seqs and versions at their extremes read back the same")
+    func extremes() throws {
+        let top = Screen(id: NodeID(rawValue: NodeID.clientBit - 1), ScreenContext("home", ["k": ""]))
+        let client = Screen(id: NodeID(rawValue: .max), ScreenContext("client-screen"))
+        let modal = Modal(
+            id: .client(NodeID.clientBit - 2), style: .popover, stack: [Screen(id: .client(1), ScreenContext("m"))])
+        let tree = try ScreenTree(
+            root: .stack([client, top]), modals: [modal], version: .max, lastServiceID: NodeID.clientBit - 1)
+        let state = SessionState(
+            tree: tree, conditions: ["": false, "é": true], lastServiceSeq: .max, shellReady: true)
+        for table in [NameIndex(), NameIndex().adding(Self.map(naming: state))] {
+            let bytes = try #require(CompactSession.encode(state, seq: .max, names: table))
+            let (decoded, seq) = try bytes.withUnsafeBytes { try CompactSession.decode($0, names: table) }
+            #expect(decoded == state && seq == .max)
+        }
+    }
+
+    @Test("a tab selection or a presentation style of ten bytes is refused, not turned into an Int that traps")
+    func hugeNumbers() {
+        let huge: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]
+        // marker, seq, last service seq, flags (tabs), no conditions, version, last service id 1,
+        // one tab selecting `huge`, named "a", holding screen #1 "s".
+        let tabs: [UInt8] = [0, 0, 0, 2, 0, 0, 1, 1] + huge + [0, 1, 0x61, 1, 2, 0, 1, 0x73, 0, 0]
+        // A single stack with #1 "s", one modal #2 of style `huge` holding #3 "t".
+        let style: [UInt8] = [0, 0, 0, 0, 0, 0, 3, 1, 2, 0, 1, 0x73, 0, 1, 4] + huge + [1, 6, 0, 1, 0x74, 0]
+        for bytes in [tabs, style] {
+            #expect(throws: WireError.self) {
+                try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
+            }
+        }
     }
 
     @Test("only a session at rest is compacted: parked, remembered or expired intents keep the stored form")

@@ -207,9 +207,10 @@ final class Persistence: Sendable {
                     return dirty
                 }
                 do {
-                    let rows = try shard.records.withLock { records in
-                        try records.table.map { name, record in (name, record.seq, try record.stored()) }
-                    }
+                    // Copies out of the lock (their packed bytes stay valid), encoded outside it:
+                    // compact ones are decoded and encoded again, which the worker must not wait for.
+                    let records = shard.records.withLock { records in records.table.map { ($0.key, $0.value) } }
+                    let rows = try records.map { name, record in (name, record.seq, try record.stored()) }
                     try database.write(rows)
                 } catch {
                     shard.dirty.withLock { $0.formUnion(dirty) }

@@ -14,8 +14,9 @@ final class SessionStore: Sendable {
     /// One session: its state, live or packed, and the seq of its last batch.
     ///
     /// A session nobody has changed for a while (see ``Persistence/compactIdle(now:)``)
-    /// keeps its state only as the protobuf `StoredSession` bytes the state file holds — a few
-    /// hundred bytes instead of the Swift values' allocations — and is unpacked on its next use.
+    /// keeps its state only as bytes — a few hundred instead of the Swift values' allocations —
+    /// and is unpacked on its next use: the protobuf `StoredSession` bytes the state file holds,
+    /// or, once at rest (nothing parked or remembered), ``CompactSession`` bytes.
     struct Record: Sendable {
         private var storage: Storage
         /// The seq of the last batch published for the session (0: none yet).
@@ -63,9 +64,12 @@ final class SessionStore: Sendable {
                 var (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
                 // At rest (nothing left to forget): compact; else as stored, less what is past.
                 let forgot = state.forget(before: now, window: window)
-                let packed =
-                    try CompactSession.encode(state, seq: seq, names: PackedNames.current)
-                    ?? (forgot ? Self.packedBytes(state, seq: seq) : bytes)
+                let packed: [UInt8]
+                if let compact = CompactSession.encode(state, seq: seq, names: PackedNames.current) {
+                    packed = compact
+                } else {
+                    packed = forgot ? try Self.storedBytes(state, seq: seq) : bytes
+                }
                 return (Record(packed: packed, seq: seq, parkedCount: state.parked.count), state.remembersForAWhile)
             } catch {
                 throw RestoreRefusal(description: "the state does not load: \(error)")
@@ -109,7 +113,7 @@ final class SessionStore: Sendable {
             get {
                 switch storage {
                 case .live(let live): live.state
-                case .packed, .loose: Self.unpack(packedArray!)
+                case .packed, .loose: withPackedBytes(Self.unpack)!
                 }
             }
             _modify {
@@ -120,7 +124,7 @@ final class SessionStore: Sendable {
                     storage = .loose([])  // now `live` is the only reference unless a copy shares it
                     if !isKnownUniquelyReferenced(&live) { live = Live(live.state) }
                 case .packed, .loose:
-                    live = Live(Self.unpack(packedArray!))
+                    live = Live(withPackedBytes(Self.unpack)!)
                     releasePacked()
                 }
                 defer {
@@ -132,7 +136,8 @@ final class SessionStore: Sendable {
             }
         }
 
-        /// The bytes the state file keeps for this record: the packed ones as they are.
+        /// The bytes the state file keeps for this record: packed `StoredSession` bytes as they
+        /// are, compact ones encoded as a `StoredSession` again.
         func stored() throws -> [UInt8] { try storedReusingParked(nil).bytes }
 
         /// The encoding of a parked list, kept with the very list it encodes.
@@ -164,9 +169,8 @@ final class SessionStore: Sendable {
         func storedReusingParked(_ cached: ParkedEncoding?) throws -> (bytes: [UInt8], parked: ParkedEncoding?) {
             switch storage {
             case .packed, .loose:
-                let bytes = packedArray!
-                guard CompactSession.isCompact(bytes) else { return (bytes, nil) }
-                return (try Self.storedBytes(Self.unpack(bytes), seq: seq), nil)
+                guard isCompact else { return (packedArray!, nil) }
+                return (try Self.storedBytes(withPackedBytes(Self.unpack)!, seq: seq), nil)
             case .live(let live):
                 let state = live.state
                 var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
@@ -180,7 +184,16 @@ final class SessionStore: Sendable {
         var isPacked: Bool { if case .live = storage { false } else { true } }
 
         /// Whether it is packed in the compact form of a session at rest (``CompactSession``).
-        var isCompact: Bool { packedArray.map(CompactSession.isCompact) ?? false }
+        var isCompact: Bool { withPackedBytes { CompactSession.isCompact($0) } ?? false }
+
+        /// Runs `body` on a packed record's bytes where they are (nil for a live one).
+        private func withPackedBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R? {
+            switch storage {
+            case .live: nil
+            case .packed(let packed): packed.withBytes(body)
+            case .loose(let bytes): bytes.withUnsafeBytes(body)
+            }
+        }
 
         /// A packed record's bytes, as an array (nil for a live one).
         private var packedArray: [UInt8]? {
@@ -200,9 +213,14 @@ final class SessionStore: Sendable {
         /// forgets it again), and the record's idle time goes on. Also says whether something
         /// is left to forget later; nil for a live record.
         func forgetPast(now: Int64, window: Int64) throws -> (bytes: [UInt8]?, remembers: Bool)? {
-            guard let bytes = packedArray else { return nil }
-            var state = Self.unpack(bytes)
-            guard state.forget(before: now, window: window) else { return (nil, state.remembersForAWhile) }
+            guard var state = withPackedBytes(Self.unpack) else { return nil }
+            guard state.forget(before: now, window: window) else {
+                // Nothing past, but perhaps at rest in the stored form it was packed in after a
+                // flush: compact now.
+                guard !isCompact, let compact = CompactSession.encode(state, seq: seq, names: PackedNames.current)
+                else { return (nil, state.remembersForAWhile) }
+                return (compact, false)
+            }
             return (try Self.packedBytes(state, seq: seq), state.remembersForAWhile)
         }
 
@@ -242,15 +260,13 @@ final class SessionStore: Sendable {
         /// replaced).
         func releasePacked() { if case .packed(let packed) = storage { packed.release() } }
 
-        private static func unpack(_ bytes: [UInt8]) -> SessionState {
+        private static func unpack(_ bytes: UnsafeRawBufferPointer) -> SessionState {
             // The bytes were encoded by this process (or checked when loaded), so they decode.
             do {
                 if CompactSession.isCompact(bytes) {
-                    return try bytes.withUnsafeBytes { raw throws(WireError) in
-                        try CompactSession.decode(raw, names: PackedNames.current).state
-                    }
+                    return try CompactSession.decode(bytes, names: PackedNames.current).state
                 }
-                return try Navigator_V1_StoredSession(serializedBytes: bytes).core().state
+                return try Navigator_V1_StoredSession(serializedBytes: [UInt8](bytes)).core().state
             } catch {
                 preconditionFailure("a packed session does not decode: \(error)")
             }
