@@ -273,7 +273,7 @@ struct RunCommand: AsyncParsableCommand {
                 rows.append(
                     (
                         "soak: RSS at the end",
-                        "\(last.rssBytes / 1_048_576) MiB, \(Int(last.rssBytes) / max(sessions, 1)) bytes a session over \(sessions) sessions"
+                        "\(last.rssBytes / 1_048_576) MiB: \(Int(last.rssBytes) / max(sessions, 1)) bytes for each of the \(sessions) sessions of --sessions (the whole RSS, an empty navigatord's included)"
                     ))
             }
         }
