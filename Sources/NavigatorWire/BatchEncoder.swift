@@ -107,12 +107,20 @@ struct ProtoWriter {
     /// A string field even when empty (a oneof's member, a map entry's key or value).
     mutating func stringAlways(_ field: Int, _ value: String) {
         tag(field, 2)
+        lengthPrefixed(value)
+    }
+
+    /// A string's UTF-8 length as a varint, then its bytes (no tag).
+    mutating func lengthPrefixed(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in
             varint(UInt64(utf8.count))
             bytes.append(contentsOf: utf8)
         }
     }
+
+    /// One byte as it is.
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
 
     /// A nested message: its tag, its length and what `body` writes.
     mutating func message(_ field: Int, _ body: (inout ProtoWriter) -> Void) {

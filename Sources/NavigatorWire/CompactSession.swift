@@ -55,7 +55,7 @@ public enum CompactSession {
     public static func encode(_ state: SessionState, seq: UInt64, names: NameIndex) -> [UInt8]? {
         guard state.parked.isEmpty, state.recentIntentIDs.isEmpty, state.recentlyExpired.isEmpty else { return nil }
         var writer = CompactWriter(names: names)
-        writer.bytes.append(marker)
+        writer.byte(marker)
         writer.varint(seq)
         writer.varint(state.lastServiceSeq)
         let tree = state.tree
@@ -146,21 +146,15 @@ public enum CompactSession {
 
 private struct CompactWriter {
     let names: NameIndex
-    var bytes: [UInt8] = []
+    private var writer = ProtoWriter(capacity: 128)
 
-    init(names: NameIndex) {
-        self.names = names
-        bytes.reserveCapacity(128)
-    }
+    init(names: NameIndex) { self.names = names }
 
-    mutating func varint(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        bytes.append(UInt8(value))
-    }
+    var bytes: [UInt8] { writer.bytes }
+
+    mutating func byte(_ value: UInt8) { writer.byte(value) }
+
+    mutating func varint(_ value: UInt64) { writer.varint(value) }
 
     /// A table name as its number; another as 0, its length and its bytes.
     mutating func name(_ text: String) {
@@ -172,10 +166,7 @@ private struct CompactWriter {
         }
     }
 
-    mutating func literal(_ text: String) {
-        varint(UInt64(text.utf8.count))
-        bytes.append(contentsOf: text.utf8)
-    }
+    mutating func literal(_ text: String) { writer.lengthPrefixed(text) }
 
     /// Service ids (below 2^63) and client ids (top bit set) both in a short varint.
     mutating func id(_ id: NodeID) {
