@@ -410,6 +410,18 @@ struct PackingTests {
                 #expect(loaded.state == original.state && loaded.seq == original.seq)
             }
             #expect(restoredStore.parkedCount == 1)
+            // The expiry pass reads a packed session with nothing due and leaves it packed and
+            // unchanged (a restart looks at every session with parked intents at once).
+            let parked = try #require(record("b", restoredStore)?.state.parked.first)
+            let notYet = SessionWork.expire("b", store: restoredStore, resolver: resolver, now: parked.expiresAt - 1)
+            #expect(notYet.expired.isEmpty && notYet.parked.count == 1)
+            #expect(record("b", restoredStore)?.isPacked == true)
+            let shard = restoredStore.shards[restoredStore.shardIndex(of: "b")]
+            #expect(!shard.dirty.withLock { $0.contains("b") })
+            // Once due, it is expired as before.
+            let due = SessionWork.expire("b", store: restoredStore, resolver: resolver, now: parked.expiresAt)
+            #expect(due.expired.map(\.intent.id) == ["g1"] && due.parked.isEmpty)
+            #expect(record("b", restoredStore)?.isPacked == false && restoredStore.parkedCount == 0)
         }
     }
 

@@ -103,10 +103,21 @@ enum SessionWork {
     }
 
     /// Expires the session's parked intents that are due; returns them and what stays parked.
+    ///
+    /// A packed session with nothing due is only read, not unpacked into its shard: after a
+    /// restart the expiry pass looks at every session with parked intents at once, and most of
+    /// them had their whole state made live again (kilobytes each) only to be packed back later.
     static func expire(_ session: String, store: SessionStore, resolver: Resolver, now: Int64)
         -> (expired: [ParkedIntent], parked: [ParkedIntent])
     {
-        store.update(session) { record in (resolver.expire(&record.state, now: now), record.state.parked) }
+        let record = store.read(session)
+        if record.isPacked {
+            // The worker is the shard's only writer: nothing changes it between here and `update`.
+            let parked = record.state.parked
+            let due = parked.count > resolver.options.maxParked || parked.contains { $0.expiresAt <= now }
+            guard due else { return ([], parked) }
+        }
+        return store.update(session) { record in (resolver.expire(&record.state, now: now), record.state.parked) }
     }
 
     /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
