@@ -81,17 +81,28 @@ struct CompactSessionTests {
     }
 
     @Test("a tab selection or a presentation style of ten bytes is refused, not turned into an Int that traps")
-    func hugeNumbers() {
+    func hugeNumbers() throws {
         let huge: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]
         // marker, seq, last service seq, flags (tabs), no conditions, version, last service id 1,
-        // one tab selecting `huge`, named "a", holding screen #1 "s".
-        let tabs: [UInt8] = [0, 0, 0, 2, 0, 0, 1, 1] + huge + [0, 1, 0x61, 1, 2, 0, 1, 0x73, 0, 0]
-        // A single stack with #1 "s", one modal #2 of style `huge` holding #3 "t".
-        let style: [UInt8] = [0, 0, 0, 0, 0, 0, 3, 1, 2, 0, 1, 0x73, 0, 1, 4] + huge + [1, 6, 0, 1, 0x74, 0]
-        for bytes in [tabs, style] {
-            #expect(throws: WireError.self) {
-                try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
-            }
+        // one tab selecting `number`, named "a", holding screen #1 "s".
+        func tabs(_ number: [UInt8]) -> [UInt8] {
+            [0, 0, 0, 2, 0, 0, 1, 1] + number + [0, 1, 0x61, 1, 2, 0, 1, 0x73, 0, 0]
+        }
+        // A single stack with #1 "s", one modal #2 of style `number` holding #3 "t".
+        func style(_ number: [UInt8]) -> [UInt8] {
+            [0, 0, 0, 0, 0, 0, 3, 1, 2, 0, 1, 0x73, 0, 1, 4] + number + [1, 6, 0, 1, 0x74, 0]
+        }
+        func decode(_ bytes: [UInt8]) throws -> SessionState {
+            try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }.state
+        }
+        // With a small number in its place the bytes read back: the huge one is what is refused.
+        #expect(try decode(tabs([0])).tree.selectedTab == "a")
+        #expect(try decode(style([3])).tree.modals.first?.style == .popover)
+        for (bytes, problem) in [
+            (tabs(huge), "selects tab 18446744073709551615 of 1"), (style(huge), "has presentation style"),
+        ] {
+            let error = #expect(throws: WireError.self) { try decode(bytes) }
+            #expect(error?.message.contains(problem) == true, "\(String(describing: error))")
         }
     }
 
