@@ -94,7 +94,8 @@ public final class Engine: Service, Sendable {
         }
         // The route map first: a map that does not load is refused before any file is touched.
         var (resolver, source) = try Self.loadResolver(configuration)
-        counters = EngineCounters(workers: configuration.workers)
+        counters = EngineCounters(
+            workers: configuration.workers, landingWindow: .seconds(configuration.landingWindowSeconds))
         let database: any StateDatabase
         var cluster: PostgresStateDatabase? = nil
         switch configuration.store {

@@ -97,6 +97,9 @@ public struct EngineConfiguration: Hashable, Sendable {
     /// How long a session stays unchanged before its state is kept packed in memory (the state
     /// file's encoding: a few hundred bytes) until its next use; 0 keeps every session live.
     public var packIdleAfterSeconds = 30
+    /// An intent has landed when a shell acknowledges its batch within this many seconds of
+    /// its sending (the landing ratio by route, `navctl stats --routes`).
+    public var landingWindowSeconds = 10
     /// How long a graceful shutdown may take before sockets are closed regardless.
     public var shutdownTimeoutSeconds = 10
 

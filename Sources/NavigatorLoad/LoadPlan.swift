@@ -30,6 +30,10 @@ public struct LoadPlan: Hashable, Sendable {
     public var streams = 0
     /// navigatord's HTTP endpoint, host:port, for the streams.
     public var http = "127.0.0.1:7480"
+    /// The share of sessions (percent, chosen by a stable hash of the session id) whose batches
+    /// navload acknowledges as a shell would (an `ack` client event with the batch's seq), so
+    /// that navigatord's landing figures have shells to count.
+    public var ackShare: Double = 0
 
     public init() {}
 
@@ -80,6 +84,10 @@ public struct LoadReport: Hashable, Sendable, Codable {
     public var streamBatches: UInt64 = 0
     public var streamBatchesMeasured: UInt64 = 0
     public var streamLatency: Latency.Summary? = nil
+    /// --ack-share: batches acknowledged (the event applied), and acknowledgements refused or
+    /// unanswered.
+    public var acknowledged: UInt64 = 0
+    public var acknowledgementsFailed: UInt64 = 0
 
     /// navigatord's CPU time per batch delivered on the HTTP streams, in microseconds.
     public var cpuMicrosecondsPerStreamBatch: Double? {

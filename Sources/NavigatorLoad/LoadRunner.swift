@@ -50,7 +50,24 @@ public enum LoadRunner {
         let before = try await cluster.stats()
         let service = try cluster.processes(plan)
         // The subscriber, subscribed before anything is sent.
-        let listener = Listener()
+        let acks = AckCounts()
+        var acknowledge: (@Sendable (String, UInt64) -> Void)? = nil
+        if plan.ackShare > 0 {
+            let share = plan.ackShare
+            acknowledge = { (session: String, seq: UInt64) in
+                // A shell of this share of sessions acknowledges each batch it applies.
+                guard Double(StableHash.fnv1a(session) % 10_000) < share * 100 else { return }
+                Task {
+                    do {
+                        _ = try await connection.report(.ack(seq), session: session, lastSeq: seq)
+                        acks.applied.add(1, ordering: .relaxed)
+                    } catch {
+                        acks.failed.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        let listener = Listener(acknowledge: acknowledge)
         let topics =
             plan.sample <= 1
             ? [Topic.allBatches, Topic.allRejections]
@@ -219,7 +236,7 @@ public enum LoadRunner {
             (after.outcomes[key] ?? 0) &- (before.outcomes[key] ?? 0)
         }
         let sendSeconds = Double(max(1, finished - max(started, schedule.start))) / 1e9
-        return LoadReport(
+        var report = LoadReport(
             targetRate: plan.rate, achievedRate: Double(total) / max(sendSeconds, Double(total) / plan.rate),
             sent: total,
             measuredSeconds: plan.duration, lateSends: tally.late.load(ordering: .relaxed),
@@ -238,6 +255,9 @@ public enum LoadRunner {
             samples: samples.withLock { $0 },
             serviceCPUSeconds: cpuBefore.flatMap { start in cpuAfter.map { $0 - start } },
             meanIntentBytes: intentBytes / max(1, total))
+        report.acknowledged = acks.applied.load(ordering: .relaxed)
+        report.acknowledgementsFailed = acks.failed.load(ordering: .relaxed)
+        return report
     }
 
     /// What the producers count, shared with the run.
@@ -248,7 +268,18 @@ public enum LoadRunner {
     }
 
     /// Shared between the subscriber thread and the run.
+    /// --ack-share: acknowledgements applied and failed.
+    final class AckCounts: Sendable {
+        let applied = Atomic<UInt64>(0)
+        let failed = Atomic<UInt64>(0)
+    }
+
     final class Listener: Sendable {
+        /// Called with each batch's session and seq as it arrives (--ack-share).
+        let acknowledge: (@Sendable (String, UInt64) -> Void)?
+
+        init(acknowledge: (@Sendable (String, UInt64) -> Void)? = nil) { self.acknowledge = acknowledge }
+
         let stop = Atomic<Bool>(false)
         let measureFrom = Atomic<Int64>(.max)
         private let state = Locked(State())
@@ -273,6 +304,7 @@ public enum LoadRunner {
                     state.measured += 1
                 }
             }
+            acknowledge?(session, header.seq)
         }
 
         func recordRejection() { state.withLock { $0.rejected += 1 } }

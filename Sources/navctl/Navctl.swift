@@ -354,12 +354,22 @@ struct Stats: AsyncParsableCommand {
             and requests (snapshots, stats...) — by reject code; they add up to the refusals. So \
             "rejected" counts intents only, and refusals by code count more than intents. worker \
             queues: messages handed to each worker and not yet handled.
+
+            --routes: intents by route (the target screen; "other" when the route map has no \
+            such screen), worst landing first. landed: a shell acknowledged the intent's batch \
+            within the landing window (or its target was already shown); not landed: rejected, \
+            expired, refused on release, or not acknowledged in time; intents still parked or \
+            inside the window are neither yet. Time to land: from the producer's sent_at to the \
+            acknowledgement, p50 and p99 from navigatord's histogram (upper bounds of its buckets).
             """)
     @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "Intents by route, with their landing ratio and time to land.")
+    var routes = false
 
     func run() async throws {
         try await withConnection(connection) { client in
             let stats = try await client.stats()
+            if routes { return print(Self.routeTable(stats)) }
             print(
                 "navigatord \(stats.version): \(stats.workers) workers, \(stats.sessions) sessions, \(stats.parkedIntents) parked, \(stats.subscribers) subscribed topics"
             )
@@ -378,6 +388,74 @@ struct Stats: AsyncParsableCommand {
             }
             print("worker queues: " + stats.workerQueueDepths.map(String.init).joined(separator: " "))
         }
+    }
+}
+
+extension Stats {
+    /// The routes of `stats` as a table, worst landing ratio first (routes nothing settled yet
+    /// last).
+    static func routeTable(_ stats: Navigator_V1_Stats) -> String {
+        guard !stats.routes.isEmpty else { return "no intents yet" }
+        func ratio(_ route: Navigator_V1_RouteStats) -> Double? {
+            let settled = route.landed + route.notLanded
+            return settled == 0 ? nil : Double(route.landed) / Double(settled)
+        }
+        let rows = stats.routes.sorted { a, b in
+            switch (ratio(a), ratio(b)) {
+            case (let x?, let y?): x != y ? x < y : a.route < b.route
+            case (.some, nil): true
+            case (nil, .some): false
+            case (nil, nil): a.route < b.route
+            }
+        }
+        let header = [
+            "route", "intents", "resolved", "parked", "rejected", "expired", "landed", "not landed", "landing", "p50",
+            "p99",
+        ]
+        var table = [header]
+        for route in rows {
+            let counts = route.intentsByOutcome
+            let received = ["resolved", "refreshed", "ignored", "parked", "rejected"].reduce(UInt64(0)) {
+                $0 + counts[$1, default: 0]
+            }
+            table.append([
+                route.route, "\(received)", "\(counts["resolved", default: 0] + counts["refreshed", default: 0])",
+                "\(counts["parked", default: 0])", "\(counts["rejected", default: 0])",
+                "\(counts["expired", default: 0])",
+                "\(route.landed)", "\(route.notLanded)",
+                ratio(route).map { String(format: "%.1f %%", $0 * 100) } ?? "—",
+                quantile(0.5, route), quantile(0.99, route),
+            ])
+        }
+        let widths = header.indices.map { column in table.map { $0[column].count }.max()! }
+        let lines = table.map { row in
+            row.enumerated().map { column, cell in
+                let pad = String(repeating: " ", count: widths[column] - cell.count)
+                return column == 0 ? cell + pad : pad + cell
+            }.joined(separator: "  ")
+        }
+        return (lines + ["landing window \(stats.landingWindowSeconds) s"]).joined(separator: "\n")
+    }
+
+    /// The `q` quantile of a route's time to land, as the upper bound of its bucket.
+    static func quantile(_ q: Double, _ route: Navigator_V1_RouteStats) -> String {
+        let total = route.landBucketCounts.reduce(0, +)
+        guard total > 0 else { return "—" }
+        let rank = UInt64((Double(total) * q).rounded(.up))
+        var seen: UInt64 = 0
+        for (index, count) in route.landBucketCounts.enumerated() {
+            seen += count
+            guard seen >= rank else { continue }
+            guard index < route.landBucketBoundsSeconds.count else {
+                return "> \(seconds(route.landBucketBoundsSeconds.last ?? 0))"
+            }
+            return "≤ \(seconds(route.landBucketBoundsSeconds[index]))"
+        }
+        return "—"
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value < 1 ? String(format: "%g ms", value * 1000) : String(format: "%g s", value)
     }
 }
 

@@ -202,6 +202,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.packIdleAfterSeconds = try integer(values[0], "packIdleAfterSeconds", 0...86_400)
         },
+        Setting(key: "landingWindowSeconds", help: "time a shell has to acknowledge a batch", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.engine.landingWindowSeconds = try integer(values[0], "landingWindowSeconds", 1...3_600)
+        },
         Setting(key: "security.secretKeyFile", help: "the server's CURVE secret key (secure mode)", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.secretKeyFile = values[0].isEmpty ? nil : values[0]

@@ -239,6 +239,13 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "landingWindowSeconds",
+            "An intent has landed when a shell acknowledges its batch within this many seconds of its sending [default: 10]"
+        ))
+    var landingWindowSeconds: String?
+
+    @Option(
+        help: help(
             "security.secretKeyFile",
             "Secure mode: file with the server's CURVE secret key (40 Z85 characters, mode 0600; navctl keygen makes one); with --access-file"
         ))
@@ -297,6 +304,7 @@ struct Navigatord: AsyncParsableCommand {
             "sessionIdleExpirySeconds": one(sessionIdleExpirySeconds),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
+            "landingWindowSeconds": one(landingWindowSeconds),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
             "security.secretKeyFile": one(secretKeyFile),
             "security.accessFile": one(accessFile),

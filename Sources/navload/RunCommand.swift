@@ -71,6 +71,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "navigatord's HTTP endpoint (host:port), for --streams.") var http = "127.0.0.1:7480"
     @Option(
         help: ArgumentHelp(
+            "Acknowledge the batches of this share of the sessions (chosen by a stable hash of their ids) as their shells would, with an ack client event: navigatord's landing figures (navctl stats --routes) count them as landed.",
+            valueName: "percent"))
+    var ackShare: Double = 0
+    @Option(
+        help: ArgumentHelp(
             "Secure mode: navigatord's public key, as 40 Z85 characters or a file holding them. [env: NAVIGATOR_SERVER_KEY]",
             valueName: "key"))
     var serverKey: String?
@@ -87,6 +92,9 @@ struct RunCommand: AsyncParsableCommand {
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
         if let soak, !(soak >= 0.5 && soak <= 3600) {
             throw ValidationError("--soak \(soak) is out of range; expected 0.5 to 3600 seconds between samples")
+        }
+        guard ackShare >= 0, ackShare <= 100 else {
+            throw ValidationError("--ack-share \(ackShare) is out of range; expected 0 to 100 percent")
         }
         guard streams >= 0, streams <= 100_000 else {
             throw ValidationError("--streams \(streams) is out of range; expected 0 to 100,000")
@@ -120,6 +128,7 @@ struct RunCommand: AsyncParsableCommand {
         plan.seed = seed
         plan.streams = streams
         plan.http = http
+        plan.ackShare = ackShare
         do {
             var output: [String: String] = [:]
             var last: LoadReport?
@@ -243,6 +252,13 @@ struct RunCommand: AsyncParsableCommand {
                 ("navigatord instances", report.instances == 1 ? "1" : "\(report.instances) (figures added up)"),
                 ("navload CPU", report.loadCPU.map { String(format: "%.2f cores (same machine)", $0) } ?? "unknown"),
             ]
+        if ackShare > 0 {
+            rows.append(
+                (
+                    "acknowledged",
+                    "\(report.acknowledged) batches as shells (\(ackShare) % of sessions); \(report.acknowledgementsFailed) acknowledgements failed"
+                ))
+        }
         if report.streams > 0, let latency = report.streamLatency {
             rows.append(
                 (

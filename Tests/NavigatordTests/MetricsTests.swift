@@ -49,6 +49,58 @@ struct MetricsTests {
         }
     }
 
+    @Test(
+        "landing by route: an acknowledged batch lands (time to land), a guard never met does not, an unknown screen is other"
+    )
+    func landingByRoute() async throws {
+        let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }
+        try await withNavigatord(configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let body = try await onThread { () throws -> String in
+                let client = try Client(endpoints)
+                let now = WallClock.now()
+                var chat = wireIntent("l1", [ScreenContext("chat", ["conversationId": "1"])], session: "land")
+                chat.sentAtUnixNanos = now
+                chat.source = "push"
+                let resolved = try client.request(.intent(chat))
+                #expect(resolved.resolved.batch.seq == 1, "\(resolved)")
+                let ack = try client.request(.clientEvent(.init(.ack(1), session: "land", lastSeq: 1)))
+                #expect(ack.eventApplied.seq == 1, "\(ack)")
+                // Never signed in: parked behind its guard until its 100 ms are up.
+                var edit = wireIntent("l2", [ScreenContext("editProfile")], session: "guarded", ttl: 100)
+                edit.sentAtUnixNanos = now
+                _ = try client.request(.intent(edit))
+                _ = try client.request(.intent(wireIntent("l3", [ScreenContext("nope")], session: "land")))
+                var metrics = ""
+                let deadline = WallClock.now() + 10_000_000_000
+                repeat {
+                    metrics = try http(address, "GET /metrics HTTP/1.1\r\n\r\n").body
+                    if metrics.contains(#"navigator_route_landing_ratio{route="editProfile"}"#) { break }
+                    usleep(20_000)
+                } while WallClock.now() < deadline
+                return metrics
+            }
+            let lines = Set(body.split(separator: "\n").map(String.init))
+            for expected in [
+                #"navigator_route_intents_total{route="chat",outcome="resolved"} 1"#,
+                #"navigator_source_intents_total{source="push",outcome="resolved"} 1"#,
+                #"navigator_route_landed_total{route="chat"} 1"#,
+                #"navigator_time_to_land_seconds_count{route="chat"} 1"#,
+                #"navigator_time_to_publish_seconds_count{route="chat"} 1"#,
+                #"navigator_route_landing_ratio{route="chat"} 1.0"#,
+                #"navigator_route_intents_total{route="editProfile",outcome="parked"} 1"#,
+                #"navigator_route_intents_total{route="editProfile",outcome="expired"} 1"#,
+                #"navigator_route_not_landed_total{route="editProfile"} 1"#,
+                #"navigator_route_landing_ratio{route="editProfile"} 0.0"#,
+                #"navigator_route_rejections_total{route="other",code="unknown_screen"} 1"#,
+                #"navigator_source_intents_total{source="path",outcome="rejected"} 1"#,
+            ] {
+                #expect(lines.contains(expected), "\(expected) is not in /metrics:\n\(body)")
+            }
+            #expect(!body.contains("unspecified"))
+        }
+    }
+
     @Test("idle connections hold nothing up: /healthz answers while ten others sit open")
     func idleConnections() async throws {
         let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }

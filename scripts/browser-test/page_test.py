@@ -82,6 +82,14 @@ try:
     navctl_run("send", "--wait", "--session", session, "chat", "conversationId=42")
     wait("the chat on top", lambda: top_screens() == ["chat"])
     assert "conversationId=42" in page_text()
+
+    # The service panel keeps up with it (read again soon after a batch), in whole numbers.
+    def service():
+        return script("""return Object.fromEntries([...document.querySelectorAll('#service dt')]
+            .map(dt => [dt.textContent, dt.nextElementSibling.textContent]))""")
+    wait("1 intent resolved in the service panel", lambda: service().get("intents resolved") == "1", timeout=5)
+    panel = service()
+    assert panel.get("sessions") == "1" and all("." not in v for v in panel.values()), panel
     shot("intent-over-zeromq")
 
     # 3. Back on the page changes the service's tree.

@@ -76,10 +76,14 @@ final class EngineCounters: Sendable {
     /// The same counts as swift-metrics instruments, for /metrics.
     let metrics: EngineMetrics
 
-    init(workers: Int) {
+    /// Intents by route and source, time to publish and to land (issue 32).
+    let routes: RouteMetrics
+
+    init(workers: Int, landingWindow: Duration = .seconds(10)) {
         handedOver = (0..<workers).map { _ in AtomicCounter() }
         handled = (0..<workers).map { _ in AtomicCounter() }
         let metrics = EngineMetrics(workers: workers)
+        routes = RouteMetrics(registry: metrics.registry, landingWindow: landingWindow)
         self.metrics = metrics
         clientEvents = AtomicCounter(mirror: metrics.clientEvents)
         released = AtomicCounter(mirror: metrics.released)
@@ -101,13 +105,13 @@ final class EngineCounters: Sendable {
 
     func count(_ outcome: Navigator_V1_Outcome) {
         outcomes[outcome.rawValue].add()
-        if outcome.rawValue < metrics.intents.count { metrics.intents[outcome.rawValue].increment() }
+        if outcome.rawValue < metrics.intents.count { metrics.intents[outcome.rawValue]?.increment() }
     }
 
     func count(_ code: Navigator_V1_RejectCode) {
         let index = min(code.rawValue, rejections.count - 1)
         rejections[index].add()
-        metrics.rejections[index].increment()
+        metrics.rejections[index]?.increment()
     }
 
     /// A resolution's duration, into the histogram /metrics serves.

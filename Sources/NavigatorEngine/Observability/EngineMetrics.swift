@@ -6,8 +6,10 @@ import Prometheus
 /// several services in one process, as in tests, keep apart), emitted at `/metrics`.
 final class EngineMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
-    let intents: [Metrics.Counter]
-    let rejections: [Metrics.Counter]
+    /// By Navigator_V1_Outcome raw value; none for `unspecified`, which no intent has.
+    let intents: [Metrics.Counter?]
+    /// By Navigator_V1_RejectCode raw value; none for `unspecified`, which no rejection has.
+    let rejections: [Metrics.Counter?]
     let clientEvents: Metrics.Counter
     let released: Metrics.Counter
     let batches: Metrics.Counter
@@ -45,13 +47,19 @@ final class EngineMetrics: Sendable {
         ]
         let outcomes = [Navigator_V1_Outcome.unspecified, .resolved, .refreshed, .ignored, .parked, .rejected]
         intents = outcomes.map {
-            Metrics.Counter(label: "navigator_intents_total", dimensions: [("outcome", $0.label)], factory: factory)
+            $0 == .unspecified
+                ? nil
+                : Metrics.Counter(
+                    label: "navigator_intents_total", dimensions: [("outcome", $0.label)], factory: factory)
         }
         rejections = (0..<32).map { raw in
-            Counter(
-                label: "navigator_rejections_total",
-                dimensions: [("code", Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)")], factory: factory
-            )
+            raw == Navigator_V1_RejectCode.unspecified.rawValue
+                ? nil
+                : Counter(
+                    label: "navigator_rejections_total",
+                    dimensions: [("code", Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)")],
+                    factory: factory
+                )
         }
         clientEvents = Metrics.Counter(label: "navigator_client_events_total", factory: factory)
         released = Metrics.Counter(label: "navigator_parked_released_total", factory: factory)

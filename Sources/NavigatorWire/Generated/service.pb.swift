@@ -876,6 +876,48 @@ public nonisolated struct Navigator_V1_Stats: Sendable {
   /// Messages waiting per worker.
   public var workerQueueDepths: [UInt64] = []
 
+  /// Intents by route, with whether users landed where they were sent (navctl stats --routes),
+  /// sorted by route. Empty before any intent came.
+  public var routes: [Navigator_V1_RouteStats] = []
+
+  /// How long a shell has to acknowledge a batch (an `ack` event with its seq or a later one) for
+  /// its intent to count as landed (navigatord's landingWindowSeconds).
+  public var landingWindowSeconds: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One route's intents since navigatord started. A route is the intent's target screen (the last
+/// of its path, or the screen its URL matched), "other" when the route map has no such screen.
+public nonisolated struct Navigator_V1_RouteStats: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var route: String = String()
+
+  /// By outcome: "resolved", "refreshed", "ignored", "parked", "rejected" (as the intent first
+  /// came), and "released", "expired" (parked intents, later).
+  public var intentsByOutcome: Dictionary<String,UInt64> = [:]
+
+  /// Intents settled as landed: a shell acknowledged their batch within the landing window (or
+  /// their target was already shown); and as not landed: rejected, expired, refused on release,
+  /// or not acknowledged within the window. Parked intents and batches still inside the window
+  /// are neither yet.
+  public var landed: UInt64 = 0
+
+  public var notLanded: UInt64 = 0
+
+  /// Time to land (from the intent's sent_at_unix_nanos, or its arrival when it had none, to the
+  /// acknowledgement) of acknowledged intents, as a histogram: land_bucket_counts[i] intents took
+  /// at most land_bucket_bounds_seconds[i] (and more than the bound before); the last count,
+  /// one more than the bounds, took longer than the last bound.
+  public var landBucketBoundsSeconds: [Double] = []
+
+  public var landBucketCounts: [UInt64] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2103,7 +2145,7 @@ nonisolated extension Navigator_V1_EventApplied: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Navigator_V1_Stats: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Stats"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}started_at_unix_nanos\0\u{1}workers\0\u{1}sessions\0\u{3}parked_intents\0\u{1}subscribers\0\u{3}intents_by_outcome\0\u{3}rejections_by_code\0\u{3}worker_queue_depths\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{3}started_at_unix_nanos\0\u{1}workers\0\u{1}sessions\0\u{3}parked_intents\0\u{1}subscribers\0\u{3}intents_by_outcome\0\u{3}rejections_by_code\0\u{3}worker_queue_depths\0\u{1}routes\0\u{3}landing_window_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2120,6 +2162,8 @@ nonisolated extension Navigator_V1_Stats: SwiftProtobuf.Message, SwiftProtobuf._
       case 7: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.intentsByOutcome) }()
       case 8: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.rejectionsByCode) }()
       case 9: try { try decoder.decodeRepeatedUInt64Field(value: &self.workerQueueDepths) }()
+      case 10: try { try decoder.decodeRepeatedMessageField(value: &self.routes) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.landingWindowSeconds) }()
       default: break
       }
     }
@@ -2153,6 +2197,12 @@ nonisolated extension Navigator_V1_Stats: SwiftProtobuf.Message, SwiftProtobuf._
     if !self.workerQueueDepths.isEmpty {
       try visitor.visitPackedUInt64Field(value: self.workerQueueDepths, fieldNumber: 9)
     }
+    if !self.routes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.routes, fieldNumber: 10)
+    }
+    if self.landingWindowSeconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.landingWindowSeconds, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2166,6 +2216,63 @@ nonisolated extension Navigator_V1_Stats: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.intentsByOutcome != rhs.intentsByOutcome {return false}
     if lhs.rejectionsByCode != rhs.rejectionsByCode {return false}
     if lhs.workerQueueDepths != rhs.workerQueueDepths {return false}
+    if lhs.routes != rhs.routes {return false}
+    if lhs.landingWindowSeconds != rhs.landingWindowSeconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RouteStats: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RouteStats"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}route\0\u{3}intents_by_outcome\0\u{1}landed\0\u{3}not_landed\0\u{3}land_bucket_bounds_seconds\0\u{3}land_bucket_counts\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.route) }()
+      case 2: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.intentsByOutcome) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.landed) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.notLanded) }()
+      case 5: try { try decoder.decodeRepeatedDoubleField(value: &self.landBucketBoundsSeconds) }()
+      case 6: try { try decoder.decodeRepeatedUInt64Field(value: &self.landBucketCounts) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.route.isEmpty {
+      try visitor.visitSingularStringField(value: self.route, fieldNumber: 1)
+    }
+    if !self.intentsByOutcome.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: self.intentsByOutcome, fieldNumber: 2)
+    }
+    if self.landed != 0 {
+      try visitor.visitSingularUInt64Field(value: self.landed, fieldNumber: 3)
+    }
+    if self.notLanded != 0 {
+      try visitor.visitSingularUInt64Field(value: self.notLanded, fieldNumber: 4)
+    }
+    if !self.landBucketBoundsSeconds.isEmpty {
+      try visitor.visitPackedDoubleField(value: self.landBucketBoundsSeconds, fieldNumber: 5)
+    }
+    if !self.landBucketCounts.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.landBucketCounts, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RouteStats, rhs: Navigator_V1_RouteStats) -> Bool {
+    if lhs.route != rhs.route {return false}
+    if lhs.intentsByOutcome != rhs.intentsByOutcome {return false}
+    if lhs.landed != rhs.landed {return false}
+    if lhs.notLanded != rhs.notLanded {return false}
+    if lhs.landBucketBoundsSeconds != rhs.landBucketBoundsSeconds {return false}
+    if lhs.landBucketCounts != rhs.landBucketCounts {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -78,6 +78,19 @@ extension RequestsLoop {
                 $0.rejectionsByCode[Navigator_V1_RejectCode(rawValue: raw)?.label ?? "code_\(raw)"] = counter.load
             }
             $0.workerQueueDepths = (0..<workers).map(counters.queueDepth)
+            let routes = counters.routes
+            $0.landingWindowSeconds = UInt32(routes.landingWindow / 1_000_000_000)
+            let bounds = RouteMetrics.latencyBuckets.map { Double(RouteMetrics.nanoseconds($0)) / 1e9 }
+            $0.routes = routes.tallies.sorted { $0.key < $1.key }.map { route, tally in
+                .with {
+                    $0.route = route
+                    for (outcome, count) in tally.intents { $0.intentsByOutcome[outcome.rawValue] = count }
+                    $0.landed = tally.landed
+                    $0.notLanded = tally.notLanded
+                    $0.landBucketBoundsSeconds = bounds
+                    $0.landBucketCounts = tally.landingTimes
+                }
+            }
         }
     }
 }

@@ -16,6 +16,9 @@ extension WorkerLoop {
             let (expired, parked) = SessionWork.expire(session, store: store, resolver: resolver, now: now)
             state.noteParked(session, parked, limit: resolver.options.maxParked)
             for parked in expired {
+                let route = RouteMetrics.route(of: parked.intent, map: resolver.map)
+                counters.routes.count(.expired, route: route, source: counters.routes.source(of: parked.intent))
+                counters.routes.notLanded(route: route)
                 counters.expired.add()
                 counters.refused(.expired, intent: false)  // counted as parked when it came
                 try publish(expired: parked, session: session, at: now, sockets)

@@ -25,11 +25,12 @@ extension WorkerLoop {
         state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
+        account(change.resolution, own: change.own, source: counters.routes.source(of: intent), at: started, &state)
         try sockets.publisher.audit(
             Self.audit(change.resolution, .resolution, change.own, client: client), sentAt: intent.sentAt)
         try publish(
             released: change.resolution.released, change.releasedBatches, session: intent.session, client: client,
-            sockets)
+            &state, sockets)
         return Resolved(resolution: change.resolution, batch: change.own, expiresAt: change.expiresAt)
     }
 
@@ -37,10 +38,15 @@ extension WorkerLoop {
     /// Rejection; after a reload, say, its screen may be gone), with its audit record.
     func publish(
         released: [Resolution], _ batches: [Batch?], session: String, client: String,
-        _ sockets: Sockets
+        _ state: inout WorkerState, _ sockets: Sockets
     ) throws {
+        let now = WallClock.now()
         for (resolution, batch) in zip(released, batches) {
+            let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
+            let source = counters.routes.source(of: resolution.intent)
             if case .rejected(let error) = resolution.outcome {
+                counters.routes.count(.rejected, route: route, source: source, code: error.code.rawValue)
+                counters.routes.notLanded(route: route)
                 let code = Navigator_V1_RejectCode(error.code)
                 counters.refused(code, intent: false)  // counted as parked when it came
                 try sockets.publisher.rejection(
@@ -48,10 +54,56 @@ extension WorkerLoop {
                     message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
             } else {
                 counters.released.add()  // its own outcome was counted when it parked
+                counters.routes.count(.released, route: route, source: source)
+                if let batch {
+                    let origin = Self.origin(resolution.intent.sentAt, now: now)
+                    counters.routes.published(route: route, after: now - origin)
+                    state.landings.published(
+                        session: session, seq: batch.seq, route: route, origin: origin, metrics: counters.routes)
+                }
             }
             try sockets.publisher.audit(
                 Self.audit(resolution, .release, batch, client: client), sentAt: resolution.intent.sentAt)
         }
+    }
+
+    /// Counts an intent's outcome by route and source, and books its batch until a shell
+    /// acknowledges it (``LandingBook``). `now`: when the intent was taken.
+    func account(_ resolution: Resolution, own: Batch?, source: String, at now: Int64, _ state: inout WorkerState) {
+        let routes = counters.routes
+        let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
+        switch resolution.outcome {
+        case .resolved, .refreshed:
+            if case .refreshed = resolution.outcome {
+                routes.count(.refreshed, route: route, source: source)
+            } else {
+                routes.count(.resolved, route: route, source: source)
+            }
+            if let own {
+                let origin = Self.origin(resolution.intent.sentAt, now: now)
+                routes.published(route: route, after: now - origin)
+                state.landings.published(
+                    session: resolution.intent.session, seq: own.seq, route: route, origin: origin, metrics: routes)
+            }
+        case .ignored:
+            routes.count(.ignored, route: route, source: source)
+            // Already shown: the user is there. (A duplicate was settled when it first came.)
+            if resolution.explanation.last(where: \.decisive)?.step == .alreadyShown {
+                routes.landed(route: route, after: nil)
+            }
+        case .parked:
+            routes.count(.parked, route: route, source: source)  // settled when released or expired
+        case .rejected(let error):
+            routes.count(.rejected, route: route, source: source, code: error.code.rawValue)
+            routes.notLanded(route: route)
+        }
+    }
+
+    /// Where an intent's time to publish and to land start: its sending, as the producer's
+    /// clock says, unless it does not say or says later than `now` (by a second or more: clocks
+    /// differ); then `now`.
+    static func origin(_ sentAt: Int64, now: Int64) -> Int64 {
+        sentAt > 0 && sentAt <= now + 1_000_000_000 ? sentAt : now
     }
 
     /// The audit record of a decision; `client` is whoever caused it (for a release: the sender

@@ -117,7 +117,11 @@ extension WorkerLoop {
         state.noteParked(wire.session, change.parked, limit: resolver.options.maxParked)
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         try publish(
-            released: change.result.released, change.releasedBatches, session: wire.session, client: client, sockets)
+            released: change.result.released, change.releasedBatches, session: wire.session, client: client, &state,
+            sockets)
+        if case .ack(let seq) = event {
+            state.landings.acknowledged(session: wire.session, seq: seq, now: WallClock.now(), metrics: counters.routes)
+        }
         reply.eventApplied = .with {
             $0.seq = change.seq
             $0.epoch = store.epoch(of: wire.session)

@@ -139,6 +139,7 @@ struct WorkerLoop: SocketLoop {
                 }
                 if WallClock.now() >= nextExpiry {
                     try expire(&state, sockets)
+                    state.landings.sweep(now: WallClock.now(), metrics: counters.routes)
                     nextExpiry = WallClock.now() + Self.expiryInterval
                 }
                 try sockets.publisher.flush()  // nothing more to read: hand over what waits
@@ -159,6 +160,8 @@ struct WorkerLoop: SocketLoop {
         /// Sessions with parked intents, and when the first of them is due to expire (unix ns;
         /// 0: at the next pass, for a session over its limit of parked intents).
         var parkedSessions: [String: Int64] = [:]
+        /// Published batches no shell has acknowledged yet (landing ratio by route).
+        var landings = LandingBook()
 
         mutating func noteParked(_ session: String, _ parked: [ParkedIntent], limit: Int) {
             if parked.isEmpty {

@@ -126,11 +126,13 @@ function follow(session) {
     const item = text("li", `seq ${batch.seq} (${cause}${batch.intentId ? " " + batch.intentId : ""}): ${batch.summary || ""}`);
     item.append(text("code", " " + (batch.commands || []).map((c) => Object.keys(c)[0]).join(", ")));
     $("batches").prepend(item);
+    refreshServiceSoon();
   });
   mirror.addEventListener("rejection", (e) => {
     const rejection = e.detail;
     const item = text("li", `rejected ${rejection.intentId || ""}: ${rejection.message}`);
     $("batches").prepend(item);
+    refreshServiceSoon();
   });
   mirror.start();
   const params = new URLSearchParams(location.search);
@@ -151,6 +153,7 @@ function showOutcome(reply) {
   const [kind] = Object.keys(reply).filter((k) => k !== "requestId" && k !== "explanationSteps");
   const steps = (reply.explanationSteps || []).map((s) => `${s.decisive ? "*" : "-"} ${s.step}: ${s.detail}`);
   $("outcome").textContent = [kind || "accepted", ...steps].join("\n");
+  refreshServiceSoon();
 }
 
 async function refreshService() {
@@ -170,11 +173,21 @@ async function refreshService() {
     for (const [metric, label] of wanted) {
       const line = metrics.split("\n").find((l) => l.startsWith(metric + " ") || l.startsWith(metric + "{"));
       if (!line) continue;
-      list.append(text("dt", label), text("dd", line.split(" ").pop()));
+      // Counts and gauges alike are whole numbers here (Prometheus writes gauges as 1.0).
+      const value = Number(line.split(" ").pop());
+      list.append(text("dt", label), text("dd", Number.isFinite(value) ? Math.round(value).toLocaleString("en") : "?"));
     }
   } catch {
     // navigatord is away; the status shows it.
   }
+}
+
+// The panel keeps up with what the page shows: read again soon after each batch, rejection or
+// outcome, and every 2 s besides.
+let serviceSoon = null;
+function refreshServiceSoon() {
+  clearTimeout(serviceSoon);
+  serviceSoon = setTimeout(refreshService, 100);
 }
 
 $("follow").addEventListener("submit", (e) => {

@@ -1,0 +1,97 @@
+/// A worker's published batches that no shell has acknowledged yet, so that each intent is
+/// settled once: landed when a shell acknowledges its batch (an `ack` event with that seq or a
+/// later one), not landed when the landing window passes first (``RouteMetrics``).
+///
+/// Bounded: at most ``maxPerSession`` batches a session and ``maxTotal`` in all (about 150
+/// bytes each with the tables' share); beyond either, the oldest is settled as not landed.
+/// Only the worker that owns the sessions touches its book: no locks.
+struct LandingBook {
+    struct Pending {
+        var seq: UInt64
+        var route: String
+        /// When the intent was sent (or taken, when the producer did not say), unix ns.
+        var origin: Int64
+    }
+
+    static let maxPerSession = 16
+    static let maxTotal = 65_536
+
+    /// Each session's unacknowledged batches, oldest first.
+    private(set) var sessions: [String: [Pending]] = [:]
+    private(set) var count = 0
+    /// Every batch in the order it was published (some settled since): the oldest come first,
+    /// for the sweep and for eviction. Entries before `head` are gone.
+    private var order: [(session: String, seq: UInt64, origin: Int64)] = []
+    private var head = 0
+
+    /// A batch of `route` published for `session`.
+    mutating func published(session: String, seq: UInt64, route: String, origin: Int64, metrics: RouteMetrics) {
+        var pending = sessions.removeValue(forKey: session) ?? []
+        if pending.count >= Self.maxPerSession {
+            metrics.notLanded(route: pending.removeFirst().route)
+            count -= 1
+        }
+        pending.append(Pending(seq: seq, route: route, origin: origin))
+        sessions[session] = pending
+        count += 1
+        order.append((session, seq, origin))
+        while count > Self.maxTotal, head < order.count {
+            let (session, seq, _) = order[head]
+            head += 1
+            settle(session, seq, metrics: metrics)
+        }
+        tidy()
+    }
+
+    /// A shell of `session` applied the batches up to `seq`.
+    mutating func acknowledged(session: String, seq: UInt64, now: Int64, metrics: RouteMetrics) {
+        guard var pending = sessions[session] else { return }
+        let landed = pending.prefix { $0.seq <= seq }.count
+        guard landed > 0 else { return }
+        for entry in pending[..<landed] { metrics.landed(route: entry.route, after: now - entry.origin) }
+        pending.removeFirst(landed)
+        count -= landed
+        sessions[session] = pending.isEmpty ? nil : pending
+    }
+
+    /// Settles as not landed the batches unacknowledged for longer than the landing window, in
+    /// the order they were published (a parked intent released late waits behind newer ones).
+    mutating func sweep(now: Int64, metrics: RouteMetrics) {
+        let cutoff = now - metrics.landingWindow
+        while head < order.count, order[head].origin <= cutoff {
+            let (session, seq, _) = order[head]
+            head += 1
+            settle(session, seq, metrics: metrics)
+        }
+        tidy()
+        sessions.releaseSpareRoom()
+    }
+
+    /// Forgets a session's batches (it moved to another instance), settling them as not landed.
+    mutating func forget(session: String, metrics: RouteMetrics) {
+        guard let pending = sessions.removeValue(forKey: session) else { return }
+        for entry in pending { metrics.notLanded(route: entry.route) }
+        count -= pending.count
+    }
+
+    /// Settles a batch as not landed if it is still unacknowledged.
+    private mutating func settle(_ session: String, _ seq: UInt64, metrics: RouteMetrics) {
+        guard var pending = sessions[session], let index = pending.firstIndex(where: { $0.seq == seq }) else { return }
+        metrics.notLanded(route: pending.remove(at: index).route)
+        count -= 1
+        sessions[session] = pending.isEmpty ? nil : pending
+    }
+
+    /// Drops the order's gone and settled entries once they are the larger part: amortised,
+    /// and the order never holds more than twice ``maxTotal`` live entries' worth.
+    private mutating func tidy() {
+        if head > 1024, head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+        if order.count - head > 2 * Self.maxTotal {
+            order = order[head...].filter { entry in sessions[entry.session]?.contains { $0.seq == entry.seq } == true }
+            head = 0
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import Metrics
+import NavigatorCore
+import Prometheus
+import Synchronization
+
+/// Intents by route and by source, their time to publish and to land, and each route's landing
+/// ratio: whether users got where intents sent them (issue 32). Workers report here; /metrics
+/// and `navctl stats --routes` read it.
+///
+/// Labels are bounded: a route is the intent's target screen when the route map has it, else
+/// `other`; a source is the intent's `source` among the first ``maxSources`` distinct ones seen,
+/// else `other`, and `url` or `path` (the target's kind) when the intent names none. So the
+/// series number at most (screens + 1) per route family and ``maxSources`` + 3 per source family,
+/// whatever producers send.
+final class RouteMetrics: Sendable {
+    /// What became of an intent, as the route and source families count it.
+    enum Outcome: String, CaseIterable, Sendable {
+        case resolved, refreshed, ignored, parked, released, expired, rejected
+    }
+
+    /// Distinct `source` values given labels of their own; later ones are counted as `other`.
+    static let maxSources = 32
+    static let other = "other"
+
+    /// Bucket bounds of the time-to-publish and time-to-land histograms, in seconds.
+    static let latencyBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+        .seconds(2.5), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+    ]
+
+    /// An intent counts as landed when a shell acknowledges its batch within this long of its
+    /// sending (nanoseconds).
+    let landingWindow: Int64
+    private let factory: PrometheusMetricsFactory
+    private let state: Mutex<State>
+
+    /// One route's figures since the service started, for the landing ratio and `navctl stats`.
+    struct Tally: Hashable, Sendable {
+        var intents: [Outcome: UInt64] = [:]
+        /// Intents whose batch a shell acknowledged within the window (or whose target was
+        /// already shown), and those that did not land: rejected, expired, refused on release,
+        /// or not acknowledged in time.
+        var landed: UInt64 = 0
+        var notLanded: UInt64 = 0
+        /// Time to land of the acknowledged ones, counted in ``RouteMetrics/latencyBuckets``
+        /// (the last count: beyond the last bound).
+        var landingTimes = [UInt64](repeating: 0, count: RouteMetrics.latencyBuckets.count + 1)
+
+        /// landed ÷ (landed + not landed); nil before any intent of the route was settled.
+        var landingRatio: Double? {
+            let settled = landed + notLanded
+            return settled == 0 ? nil : Double(landed) / Double(settled)
+        }
+    }
+
+    private struct State {
+        var sources: Set<String> = []
+        var tallies: [String: Tally] = [:]
+        var counters: [CounterKey: Metrics.Counter] = [:]
+        var timers: [TimerKey: Metrics.Timer] = [:]
+        var ratios: [String: Metrics.Gauge] = [:]
+    }
+
+    /// The counter families, by their metric names.
+    private enum Family: String {
+        case routeIntents = "navigator_route_intents_total"
+        case sourceIntents = "navigator_source_intents_total"
+        case routeRejections = "navigator_route_rejections_total"
+        case landed = "navigator_route_landed_total"
+        case notLanded = "navigator_route_not_landed_total"
+    }
+
+    private struct CounterKey: Hashable {
+        var family: Family
+        var label: String
+        var detail: String
+    }
+
+    private struct TimerKey: Hashable {
+        var landed: Bool
+        var route: String
+    }
+
+    /// Figures with a registry of their own (tests).
+    convenience init(landingWindow: Duration) {
+        self.init(registry: PrometheusCollectorRegistry(), landingWindow: landingWindow)
+    }
+
+    init(registry: PrometheusCollectorRegistry, landingWindow: Duration) {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["navigator_time_to_publish_seconds"] = Self.latencyBuckets
+        factory.durationHistogramBuckets["navigator_time_to_land_seconds"] = Self.latencyBuckets
+        self.factory = factory
+        self.landingWindow = Self.nanoseconds(landingWindow)
+        state = Mutex(State())
+    }
+
+    // MARK: Labels
+
+    /// The route label of a target screen: its name if the route map has it, else `other`.
+    static func route(_ screen: String?, map: RouteMap) -> String {
+        guard let screen, map.screens[screen] != nil else { return other }
+        return screen
+    }
+
+    /// The route label of an intent: its target screen (the last of its path).
+    static func route(of intent: Intent, map: RouteMap) -> String {
+        guard case .path(let path) = intent.target else { return other }
+        return route(path.last?.screen, map: map)
+    }
+
+    /// The source label of an intent as the producer sent it (a deep link counts as `url`).
+    func source(of intent: Intent) -> String {
+        guard !intent.source.isEmpty else {
+            if case .url = intent.target { return "url" }
+            return "path"
+        }
+        return state.withLock { state in
+            if state.sources.contains(intent.source) { return intent.source }
+            guard state.sources.count < Self.maxSources else { return Self.other }
+            state.sources.insert(intent.source)
+            return intent.source
+        }
+    }
+
+    // MARK: Reports
+
+    /// An intent's outcome, counted by route and by source; `code` for a rejection.
+    func count(_ outcome: Outcome, route: String, source: String, code: String? = nil) {
+        state.withLock { state in
+            state.tallies[route, default: Tally()].intents[outcome, default: 0] += 1
+            counter(&state, .routeIntents, ("route", route), ("outcome", outcome.rawValue))
+                .increment()
+            counter(&state, .sourceIntents, ("source", source), ("outcome", outcome.rawValue))
+                .increment()
+            if let code {
+                counter(&state, .routeRejections, ("route", route), ("code", code)).increment()
+            }
+        }
+    }
+
+    /// A batch of the route's published `nanoseconds` after its intent was sent.
+    func published(route: String, after nanoseconds: Int64) {
+        state.withLock { state in timer(&state, landed: false, route).recordNanoseconds(max(0, nanoseconds)) }
+    }
+
+    /// The route's intent landed: acknowledged `nanoseconds` after it was sent (nil: its target
+    /// was already shown, so there was nothing to acknowledge).
+    func landed(route: String, after nanoseconds: Int64?) {
+        state.withLock { state in
+            var tally = state.tallies[route, default: Tally()]
+            if let nanoseconds {
+                let time = max(0, nanoseconds)
+                timer(&state, landed: true, route).recordNanoseconds(time)
+                let bucket =
+                    Self.latencyBuckets.firstIndex { Self.nanoseconds($0) >= time } ?? Self.latencyBuckets.count
+                tally.landingTimes[bucket] += 1
+                if time <= landingWindow { tally.landed += 1 } else { tally.notLanded += 1 }
+            } else {
+                tally.landed += 1
+            }
+            state.tallies[route] = tally
+            settle(&state, route, tally, landed: nanoseconds.map { max(0, $0) <= landingWindow } ?? true)
+        }
+    }
+
+    /// The route's intent did not land (rejected, expired, refused on release, or not
+    /// acknowledged within the window).
+    func notLanded(route: String) {
+        state.withLock { state in
+            state.tallies[route, default: Tally()].notLanded += 1
+            settle(&state, route, state.tallies[route]!, landed: false)
+        }
+    }
+
+    /// Every route's figures so far, by route name.
+    var tallies: [String: Tally] { state.withLock { $0.tallies } }
+
+    // MARK: Instruments
+
+    private func settle(_ state: inout State, _ route: String, _ tally: Tally, landed: Bool) {
+        counter(&state, landed ? .landed : .notLanded, ("route", route))
+            .increment()
+        let gauge =
+            state.ratios[route]
+            ?? {
+                let made = Metrics.Gauge(
+                    label: "navigator_route_landing_ratio", dimensions: [("route", route)], factory: factory)
+                state.ratios[route] = made
+                return made
+            }()
+        gauge.record(tally.landingRatio ?? 0)
+    }
+
+    private func counter(
+        _ state: inout State, _ family: Family, _ first: (String, String), _ second: (String, String)? = nil
+    ) -> Metrics.Counter {
+        let key = CounterKey(family: family, label: first.1, detail: second?.1 ?? "")
+        if let counter = state.counters[key] { return counter }
+        var dimensions = [first]
+        if let second { dimensions.append(second) }
+        let counter = Metrics.Counter(label: family.rawValue, dimensions: dimensions, factory: factory)
+        state.counters[key] = counter
+        return counter
+    }
+
+    private func timer(_ state: inout State, landed: Bool, _ route: String) -> Metrics.Timer {
+        let key = TimerKey(landed: landed, route: route)
+        if let timer = state.timers[key] { return timer }
+        let timer = Metrics.Timer(
+            label: landed ? "navigator_time_to_land_seconds" : "navigator_time_to_publish_seconds",
+            dimensions: [("route", route)], factory: factory)
+        state.timers[key] = timer
+        return timer
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        Int64(duration.components.seconds) * 1_000_000_000 + Int64(duration.components.attoseconds / 1_000_000_000)
+    }
+}
