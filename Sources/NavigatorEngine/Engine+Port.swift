@@ -74,6 +74,10 @@ extension Engine: NavigatorPort {
         return isReady ? .ready : .notReady("navigatord is starting or stopping")
     }
 
+    public func statistics() -> Navigator_V1_Stats {
+        counters.stats(workers: configuration.workers, store: store, startedAt: startedAt)
+    }
+
     public func metrics() -> [UInt8] {
         let metrics = counters.metrics
         metrics.sessions.record(store.sessionCount)

@@ -34,8 +34,10 @@ final class HTTPAPI: Sendable {
     let hub: StreamHub
     /// How long a stream's client may read nothing of what waits for it before it is cut off.
     let stalledReaderTimeout: TimeAmount
-    /// The live session page's files.
+    /// The live session page's files (the dashboard's too).
     let page = PageResources()
+    /// The dashboard's last hour.
+    let history = DashboardHistory()
 
     init(
         port: any NavigatorPort, secure: Bool, tokens: TokenKey?, maxBodyBytes: Int, streams: StreamSettings,
@@ -54,6 +56,7 @@ final class HTTPAPI: Sendable {
     static let paths: [(pattern: String, method: String)] = [
         ("/v1/intents", "POST"), ("/v1/explain", "POST"), ("/v1/sessions/{id}", "GET"),
         ("/v1/sessions/{id}/events", "POST"), ("/v1/sessions/{id}/stream", "GET"), ("/v1/openapi.json", "GET"),
+        ("/v1/dashboard", "GET"),
     ]
 
     /// The method a path is served with, if it is one of the API's.
@@ -76,6 +79,28 @@ final class HTTPAPI: Sendable {
         router.get("/") { _, _ in HTTPEndpoint.response(page.reply("index.html")) }
         router.get("/page/:file") { _, context in
             HTTPEndpoint.response(page.reply(context.parameters.get("file") ?? ""))
+        }
+        // The dashboard: its page, and its data for whoever may read stats (in secure mode, a
+        // token of a client the access file lets read them).
+        router.get("/dashboard") { _, _ in HTTPEndpoint.response(page.reply("dashboard.html")) }
+        router.get("/v1/dashboard") { [self] request, _ in
+            do {
+                let (caller, _) = try await authenticate(
+                    header: request.headers[.authorization], query: try Self.accessToken(inQuery: request.uri.query))
+                let reply = await port.ask(.with { $0.stats = .init() }, as: caller)
+                guard case .stats(let stats)? = reply.kind else {
+                    if case .rejected(let rejected)? = reply.kind {
+                        return Self.response(Self.status(of: rejected.code), reply)
+                    }
+                    return Self.response(500, reply)
+                }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                let document = history.document(stats, at: DashboardHistory.nowMilliseconds())
+                return HTTPEndpoint.response(HTTPReply(200, "application/json", Array(try encoder.encode(document))))
+            } catch let error as APIError {
+                return error.response
+            }
         }
         router.post("/v1/intents") { [self] request, _ in
             try await handle(request) { caller, body in

@@ -92,7 +92,7 @@ public final class HTTPServer: Service, Sendable {
             router.get(RouterPath(path)) { [self] _, _ in HTTPEndpoint.response(probe(path)) }
         }
         api.register(on: router)
-        let (api, connections) = (self.api, self.connections)
+        let (api, connections, engine) = (self.api, self.connections, self.port)
         let deadlines = (configuration.firstRequestTimeout, configuration.requestTimeout)
         // Session streams (Server-Sent Events and WebSocket) run in each connection's pipeline,
         // without a task each; everything else is Hummingbird's.
@@ -114,6 +114,7 @@ public final class HTTPServer: Service, Sendable {
             try await withGracefulShutdownHandler {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await api.hub.maintain() }
+                    group.addTask { await api.history.run(port: engine) }
                     group.addTask { try await application.run() }
                     // The application ends first (the streams' upkeep runs until cancelled).
                     try await group.next()

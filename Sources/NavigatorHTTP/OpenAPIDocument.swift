@@ -95,6 +95,18 @@ enum OpenAPIDocument {
                   "503": {"$ref": "#/components/responses/Rejected"}
                 }
               }
+            },
+            "/v1/dashboard": {
+              "get": {
+                "summary": "The dashboard's data: the service's last hour, a sample every 5 s (secure mode: a client that may read stats)",
+                "description": "Each sample holds what changed over its interval (intents by outcome, rejections by code, intents landed and not landed by route, acknowledged intents by time to land in the buckets of bounds, the last count beyond them) and the sessions and parked intents at its end. Oldest first; the last covers the time since the last full interval. Kept in memory only, from the start of the service.",
+                "operationId": "getDashboard",
+                "responses": {
+                  "200": {"description": "the history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Dashboard"}}}},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
             }
           },
           "components": {
@@ -109,7 +121,33 @@ enum OpenAPIDocument {
               "Rejected": {"description": "a navigator.v1.Reply with rejected", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RejectedReply"}}}}
             },
             "schemas": {
-              "Uint64": {"type": "string", "pattern": "^[0-9]+$", "description": "a 64-bit number, as protobuf's JSON mapping writes it"},
+              "Counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+              "Dashboard": {
+                "type": "object",
+                "required": ["intervalSeconds", "capacity", "landingWindowSeconds", "bounds", "samples"],
+                "properties": {
+                  "intervalSeconds": {"type": "number"},
+                  "capacity": {"type": "integer"},
+                  "landingWindowSeconds": {"type": "integer"},
+                  "bounds": {"type": "array", "items": {"type": "number"}},
+                  "samples": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["at", "seconds", "intents", "rejections", "landed", "notLanded", "land", "sessions", "parked"],
+                    "properties": {
+                      "at": {"type": "integer", "description": "the interval's end, unix milliseconds"},
+                      "seconds": {"type": "number", "description": "the interval's length"},
+                      "intents": {"$ref": "#/components/schemas/Counts"},
+                      "rejections": {"$ref": "#/components/schemas/Counts"},
+                      "landed": {"$ref": "#/components/schemas/Counts"},
+                      "notLanded": {"$ref": "#/components/schemas/Counts"},
+                      "land": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                      "sessions": {"type": "integer", "minimum": 0},
+                      "parked": {"type": "integer", "minimum": 0}
+                    }
+                  }}
+                }
+              },
+              "Uint64": {"oneOf": [{"type": "string", "pattern": "^[0-9]+$"}, {"type": "integer", "minimum": 0}], "nullable": true, "description": "a 64-bit number: a string, as protobuf's JSON mapping writes it (it also reads a number, and null as 0)"},
               "ScreenContext": {
                 "type": "object",
                 "properties": {
@@ -143,7 +181,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["ready"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "ready": {"type": "object", "additionalProperties": false}
@@ -154,7 +192,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["suspended"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "suspended": {"type": "object", "additionalProperties": false}
@@ -165,7 +203,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["poppedTo"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "poppedTo": {"type": "object", "properties": {"screenId": {"$ref": "#/components/schemas/Uint64"}}, "additionalProperties": false}
@@ -176,7 +214,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["dismissedTo"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "dismissedTo": {"type": "object", "properties": {"modalId": {"$ref": "#/components/schemas/Uint64"}}, "additionalProperties": false}
@@ -187,7 +225,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["tabSelected"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "tabSelected": {"type": "object", "properties": {"tab": {"type": "string"}}, "additionalProperties": false}
@@ -198,7 +236,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["pushed"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "pushed": {"type": "object", "description": "stack (StackRef) and screen (Screen, an id in the client namespace >= 2^63)"}
@@ -209,7 +247,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["presented"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "presented": {"type": "object", "description": "modal (Modal)"}
@@ -220,7 +258,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["sync"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "sync": {"type": "object", "description": "tree (ScreenTree)"}
@@ -231,7 +269,7 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["ack"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
                       "ack": {"type": "object", "properties": {"seq": {"$ref": "#/components/schemas/Uint64"}}, "additionalProperties": false}
@@ -242,63 +280,14 @@ enum OpenAPIDocument {
                     "type": "object",
                     "required": ["conditions"],
                     "properties": {
-                      "session": {"type": "string"},
+                      "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
-                      "conditions": {"type": "object", "properties": {"set": {"type": "object", "additionalProperties": {"type": "boolean"}}}, "additionalProperties": false}
+                      "conditions": {"type": "object", "properties": {"set": {"type": "object", "nullable": true, "description": "null reads as no conditions, as protobuf's JSON mapping has it", "additionalProperties": {"type": "boolean"}}}, "additionalProperties": false}
                     },
                     "additionalProperties": false
                   }
                 ]
-              },
-              "Rejected": {"description": "a navigator.v1.Reply with rejected", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RejectedReply"}}}}
-            },
-            "schemas": {
-              "Uint64": {"type": "string", "pattern": "^[0-9]+$", "description": "a 64-bit number, as protobuf's JSON mapping writes it"},
-              "ScreenContext": {
-                "type": "object",
-                "properties": {
-                  "screen": {"type": "string"},
-                  "info": {"type": "object", "additionalProperties": {"type": "string"}}
-                },
-                "additionalProperties": false
-              },
-              "Intent": {
-                "type": "object",
-                "description": "navigator.v1.Intent",
-                "properties": {
-                  "id": {"type": "string", "description": "idempotency key, 1 to 128 bytes"},
-                  "session": {"type": "string"},
-                  "path": {"type": "array", "items": {"$ref": "#/components/schemas/ScreenContext"}},
-                  "url": {"type": "string", "description": "a deep link the route map turns into a path"},
-                  "animated": {"type": "boolean"},
-                  "source": {"type": "string"},
-                  "priority": {"type": "string", "enum": ["PRIORITY_NORMAL", "PRIORITY_HIGH", "PRIORITY_CRITICAL"]},
-                  "ttlMs": {"type": "integer", "minimum": 0, "maximum": 4294967295},
-                  "sentAtUnixNanos": {"type": "string", "pattern": "^-?[0-9]+$"},
-                  "waitForReady": {"type": "boolean"},
-                  "setConditions": {"type": "object", "additionalProperties": {"type": "boolean"}}
-                },
-                "additionalProperties": false
-              },
-              "ClientEvent": {
-                "type": "object",
-                "description": "navigator.v1.ClientEvent: one of ready, suspended, poppedTo, dismissedTo, tabSelected, pushed, presented, sync, ack, conditions",
-                "properties": {
-                  "session": {"type": "string"},
-                  "lastSeq": {"$ref": "#/components/schemas/Uint64"},
-                  "epoch": {"$ref": "#/components/schemas/Uint64"},
-                  "ready": {"type": "object"},
-                  "suspended": {"type": "object"},
-                  "poppedTo": {"type": "object", "properties": {"screenId": {"$ref": "#/components/schemas/Uint64"}}},
-                  "dismissedTo": {"type": "object", "properties": {"modalId": {"$ref": "#/components/schemas/Uint64"}}},
-                  "tabSelected": {"type": "object", "properties": {"tab": {"type": "string"}}},
-                  "pushed": {"type": "object"},
-                  "presented": {"type": "object"},
-                  "sync": {"type": "object"},
-                  "ack": {"type": "object", "properties": {"seq": {"$ref": "#/components/schemas/Uint64"}}},
-                  "conditions": {"type": "object", "properties": {"set": {"type": "object", "additionalProperties": {"type": "boolean"}}}}
-                }
               },
               "Rejected": {
                 "type": "object",

@@ -40,6 +40,10 @@ public protocol NavigatorPort: Sendable {
 
     /// The service's metrics in Prometheus' text format.
     func metrics() -> [UInt8]
+
+    /// The service's counters as a `stats` request is answered, read in process for the
+    /// dashboard's history (which serves them to whoever may read stats).
+    func statistics() -> Navigator_V1_Stats
 }
 
 /// A follow started with ``NavigatorPort/follow(_:as:_:)``. Both of its methods may be called

@@ -315,6 +315,24 @@ struct HTTPAPITests {
             let after = try await onThread { try call("GET", "/v1/sessions/s1", shell) }
             #expect(after.0 == 200)
 
+            // The dashboard's data is the service's stats: an admin's to read, not a shell's.
+            let ops = try await token("ops", "admin", [])
+            let dashboard = try await onThread { () throws -> [(String, String)] in
+                [
+                    try http(address, "GET /v1/dashboard HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+                    try http(
+                        address,
+                        "GET /v1/dashboard HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(shell)\r\n\r\n"),
+                    try http(address, "GET /v1/dashboard?access_token=\(ops) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+                    try http(address, "GET /dashboard HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+                ]
+            }
+            #expect(dashboard[0].0 == "HTTP/1.1 401 Unauthorized", "\(dashboard[0])")
+            #expect(
+                dashboard[1].0 == "HTTP/1.1 403 Forbidden" && dashboard[1].1.contains("FORBIDDEN"), "\(dashboard[1])")
+            #expect(dashboard[2].0 == "HTTP/1.1 200 OK" && dashboard[2].1.contains(#""landingWindowSeconds":10"#))
+            #expect(dashboard[3].0 == "HTTP/1.1 200 OK" && dashboard[3].1.contains("/page/dashboard.js"))
+
             // A stream ends when its token expires, saying why (the token rides in the query, as
             // EventSource cannot set headers).
             // Made only now: a loaded machine may take seconds to get here.

@@ -5,11 +5,14 @@ Steps, each with a screenshot kept in the output directory:
   1. the page follows a session and draws its tree;
   2. an intent sent over ZeroMQ (navctl send) appears on the page within a deadline;
   3. Back on the page changes the service's tree (read back from its snapshot);
-  4. navigatord is killed and started again: the page reconnects and shows the service's tree.
+  4. navigatord is killed and started again: the page reconnects and shows the service's tree;
+  5. the dashboard, with navload running and acknowledging as shells do, and a guarded screen
+     whose guard is never met: its plots have data, and that route has the worst landing rate.
 """
 import base64, json, os, subprocess, sys, time, urllib.request
 
-driver_url, page_url, shots, navctl, requests_endpoint, restart_cmd = sys.argv[1:7]
+driver_url, page_url, shots, navctl, requests_endpoint, restart_cmd, navload, intents_endpoint, commands_endpoint = \
+    sys.argv[1:10]
 session = "page-test"
 
 
@@ -108,6 +111,33 @@ try:
     wait("settings on top after the restart", lambda: top_screens() == ["settings"], timeout=30)
     wait("the live status again", lambda: script("return document.getElementById('status').dataset.state") == "live")
     shot("after-restart")
-    print("page test: 4 steps passed")
+
+    # 5. The dashboard: navload with every session's shell acknowledging, and editProfile for
+    # sessions never signed in (its guard never met: parked, then expired after 300 ms).
+    for n in range(5):
+        navctl_run("send", "--wait", "--session", f"guarded-{n}", "--ttl", "300", "editProfile")
+    subprocess.run([navload, "--intents", intents_endpoint, "--requests", requests_endpoint, "--commands",
+                    commands_endpoint, "--rate", "200", "--duration", "4", "--warmup", "0", "--sessions", "100",
+                    "--ack-share", "100"], check=True, capture_output=True, text=True, timeout=120)
+    call("POST", f"/session/{sid}/window/rect", {"width": 1280, "height": 1500})
+    call("POST", f"/session/{sid}/url", {"url": f"{page_url}/dashboard"})
+
+    def bars():
+        return script("""return [...document.querySelectorAll('#routes svg text[data-route]')].map(t =>
+            [t.dataset.route, t.nextElementSibling.nextElementSibling.nextElementSibling.textContent])""")
+    # Two samples (5 s apart) make a line; the routes' bars need one.
+    wait("the intents plot", lambda: script("return document.querySelectorAll('#intents polyline').length") >= 2,
+         timeout=30)
+    wait("the time-to-land plot", lambda: script("return document.querySelectorAll('#land polyline, #land circle').length") >= 1,
+         timeout=30)
+    wait("editProfile among the routes", lambda: any(route == "editProfile" for route, _ in bars()), timeout=30)
+    rates = [(route, float(text.split(" %")[0])) for route, text in bars()]
+    edit = dict(rates)["editProfile"]
+    assert edit == 0.0 and rates[0][1] == 0.0, rates
+    assert [rate for _, rate in rates] == sorted(rate for _, rate in rates), rates  # worst first
+    assert any(rate > 90 for _, rate in rates), rates  # acknowledged routes landed
+    assert "0.0 %  (0 of 5)" in dict(bars())["editProfile"], bars()
+    shot("dashboard")
+    print("page test: 5 steps passed")
 finally:
     call("DELETE", f"/session/{sid}")

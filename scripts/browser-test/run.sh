@@ -63,7 +63,7 @@ for _ in $(seq 100); do
 done
 status=0
 /usr/bin/python3 scripts/browser-test/page_test.py "http://127.0.0.1:$driverPort" "http://$http" "$SHOTS" \
-  "$BIN/navctl" "$requests" "bash $work/restart.sh" || status=$?
+  "$BIN/navctl" "$requests" "bash $work/restart.sh" "$BIN/navload" "$intents" "$commands" || status=$?
 # The navigatord started by restart.sh is not $pid any more.
 pid=$(cat "$work/pid")
 if [ "$status" -ne 0 ]; then

@@ -62,7 +62,16 @@ extension RequestsLoop {
     }
 
     func stats() -> Navigator_V1_Stats {
-        .with {
+        counters.stats(workers: workers, store: store, startedAt: startedAt)
+    }
+}
+
+extension EngineCounters {
+    /// What a `stats` request is answered (and the dashboard's history samples): the counters,
+    /// the store's sizes, the routes' landing figures.
+    func stats(workers: Int, store: SessionStore, startedAt: Int64) -> Navigator_V1_Stats {
+        let counters = self
+        return .with {
             $0.version = NavigatorVersion.current
             $0.startedAtUnixNanos = startedAt
             $0.workers = UInt32(workers)

@@ -81,7 +81,7 @@ extension WorkerLoop {
             }
             if let own {
                 let origin = Self.origin(resolution.intent.sentAt, now: now)
-                routes.published(route: route, after: now - origin)
+                routes.published(route: route, after: WallClock.now() - origin)  // published just now
                 state.landings.published(
                     session: resolution.intent.session, seq: own.seq, route: route, origin: origin, metrics: routes)
             }
