@@ -328,3 +328,46 @@ struct NavctlSecureTests {
         await alice.close()
     }
 }
+
+@Suite("navctl stats --routes")
+struct RouteTableTests {
+    static func route(_ name: String, landed: UInt64, notLanded: UInt64, land: [UInt64] = [0, 0, 0])
+        -> Navigator_V1_RouteStats
+    {
+        .with {
+            $0.route = name
+            $0.intentsByOutcome = ["resolved": landed + notLanded, "parked": 1]
+            $0.landed = landed
+            $0.notLanded = notLanded
+            $0.landBucketBoundsSeconds = [0.0025, 0.01]
+            $0.landBucketCounts = land
+        }
+    }
+
+    @Test("worst landing first, routes nothing settled last; p50 and p99 are the upper bounds of their buckets")
+    func table() {
+        let stats = Navigator_V1_Stats.with {
+            $0.landingWindowSeconds = 10
+            $0.routes = [
+                Self.route("chat", landed: 99, notLanded: 1, land: [90, 9, 0]),
+                Self.route("editProfile", landed: 0, notLanded: 5),
+                Self.route("home", landed: 0, notLanded: 0),
+                Self.route("settings", landed: 3, notLanded: 1, land: [0, 1, 2]),
+            ]
+        }
+        let lines = Stats.routeTable(stats).split(separator: "\n").map(String.init)
+        #expect(lines[0].hasPrefix("route") && lines[0].hasSuffix("p99"))
+        #expect(
+            lines.dropFirst().prefix(4).map { $0.split(separator: " ")[0] } == [
+                "editProfile", "settings", "chat", "home",
+            ])
+        #expect(lines[1].contains("0.0 %") && lines[2].contains("75.0 %") && lines[3].contains("99.0 %"))
+        // chat: 99 acknowledged, 90 within 2.5 ms (p50), the 99th within 10 ms (p99).
+        #expect(lines[3].hasSuffix("≤ 2.5 ms  ≤ 10 ms"), "\(lines[3])")
+        // settings: half beyond the last bound.
+        #expect(lines[2].hasSuffix("> 10 ms"), "\(lines[2])")
+        #expect(lines[4].contains("—"))
+        #expect(lines.last == "landing window 10 s")
+        #expect(Stats.routeTable(Navigator_V1_Stats()) == "no intents yet")
+    }
+}
