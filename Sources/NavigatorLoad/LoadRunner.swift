@@ -204,13 +204,24 @@ public enum LoadRunner {
             }
         }
         var accountedAt: Int64?
+        // Streams that follow every session the same number of times, with every session's
+        // batches heard on ZeroMQ, owe that many times the subscriber's batches: wait for them
+        // too. (A stream a loaded machine delays went unnoticed by the quiet test alone, and the
+        // run ended with its batches uncounted.)
+        let streamsEach =
+            plan.streams > 0 && plan.sample <= 1 && plan.streams % plan.sessions == 0
+            ? UInt64(plan.streams / plan.sessions) : nil
+        func streamsCaughtUp() -> Bool {
+            guard let streamsEach else { return true }
+            return followers.batches >= listener.batches * streamsEach
+        }
         while ContinuousClock.now < drainEnd {
             try await Task.sleep(for: .milliseconds(100))
             after = try await cluster.stats()
             let now = listener.batches + followers.batches
             if accounted(after) >= UInt64(total) {
                 if accountedAt == nil { accountedAt = wallClock() }
-                if now == seen { break }
+                if now == seen && streamsCaughtUp() { break }
             }
             seen = now
         }
