@@ -20,6 +20,11 @@ struct Cluster: Sendable {
     struct Counts {
         var outcomes: [String: UInt64] = [:]
         var subscribersEach: [UInt64] = []
+        /// Intents a shell acknowledged within the landing window, all routes, and their time to
+        /// land in `landBounds` (seconds; the last count: beyond them).
+        var landed: UInt64 = 0
+        var landTimes: [UInt64] = []
+        var landBounds: [Double] = []
     }
 
     /// Asks the instance at `connection` for the live instances and connects to the others.
@@ -58,6 +63,15 @@ struct Cluster: Sendable {
             let stats = try await connection.stats()
             counts.outcomes.merge(stats.intentsByOutcome, uniquingKeysWith: +)
             counts.subscribersEach.append(stats.subscribers)
+            for route in stats.routes {
+                counts.landed += route.landed
+                if counts.landTimes.count < route.landBucketCounts.count {
+                    counts.landTimes += Array(
+                        repeating: 0, count: route.landBucketCounts.count - counts.landTimes.count)
+                    counts.landBounds = route.landBucketBoundsSeconds
+                }
+                for (index, count) in route.landBucketCounts.enumerated() { counts.landTimes[index] += count }
+            }
         }
         return counts
     }

@@ -88,6 +88,26 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// unanswered.
     public var acknowledged: UInt64 = 0
     public var acknowledgementsFailed: UInt64 = 0
+    /// navigatord's landing figures over the run (stats before and after): intents landed, and
+    /// the time to land of the acknowledged ones by bucket (`landBounds`, in seconds; the last
+    /// count is beyond them).
+    public var landed: UInt64 = 0
+    public var landTimes: [UInt64] = []
+    public var landBounds: [Double] = []
+
+    /// The `q` quantile of the time to land, as the upper bound of its bucket in seconds (nil:
+    /// nothing acknowledged; infinity: beyond the last bound).
+    public func landQuantile(_ q: Double) -> Double? {
+        let total = landTimes.reduce(0, +)
+        guard total > 0 else { return nil }
+        let rank = UInt64((Double(total) * q).rounded(.up))
+        var seen: UInt64 = 0
+        for (index, count) in landTimes.enumerated() {
+            seen += count
+            if seen >= rank { return index < landBounds.count ? landBounds[index] : .infinity }
+        }
+        return nil
+    }
 
     /// navigatord's CPU time per batch delivered on the HTTP streams, in microseconds.
     public var cpuMicrosecondsPerStreamBatch: Double? {

@@ -267,6 +267,11 @@ public enum LoadRunner {
             serviceCPUSeconds: cpuBefore.flatMap { start in cpuAfter.map { $0 - start } },
             meanIntentBytes: intentBytes / max(1, total))
         report.acknowledged = acks.applied.load(ordering: .relaxed)
+        report.landed = after.landed &- before.landed
+        report.landBounds = after.landBounds
+        report.landTimes = after.landTimes.enumerated().map { index, count in
+            count &- (index < before.landTimes.count ? before.landTimes[index] : 0)
+        }
         report.acknowledgementsFailed = acks.failed.load(ordering: .relaxed)
         return report
     }

@@ -252,11 +252,29 @@ struct RunCommand: AsyncParsableCommand {
                 ("navigatord instances", report.instances == 1 ? "1" : "\(report.instances) (figures added up)"),
                 ("navload CPU", report.loadCPU.map { String(format: "%.2f cores (same machine)", $0) } ?? "unknown"),
             ]
-        if ackShare > 0 {
+        if ackShare > 0 || report.landed > 0 {
             rows.append(
                 (
                     "acknowledged",
                     "\(report.acknowledged) batches as shells (\(ackShare) % of sessions); \(report.acknowledgementsFailed) acknowledgements failed"
+                ))
+            func bound(_ q: Double) -> String {
+                guard let seconds = report.landQuantile(q) else { return "—" }
+                if seconds == .infinity {
+                    return "> \(report.landBounds.last.map { String(format: "%g s", $0) } ?? "?")"
+                }
+                return seconds < 1 ? String(format: "≤ %g ms", seconds * 1000) : String(format: "≤ %g s", seconds)
+            }
+            let shown = report.resolved + report.refreshed + report.ignored
+            rows.append(
+                (
+                    "landed (navigatord)",
+                    "\(report.landed) intents (acknowledged within the landing window, or already shown)"
+                        + (shown > 0
+                            ? String(
+                                format: " = %.1f %% of those resolved, refreshed or ignored",
+                                Double(report.landed) * 100 / Double(shown)) : "")
+                        + "; time to land p50 \(bound(0.5)), p99 \(bound(0.99))"
                 ))
         }
         if report.streams > 0, let latency = report.streamLatency {

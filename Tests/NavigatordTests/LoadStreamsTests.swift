@@ -37,4 +37,26 @@ struct LoadStreamsTests {
             #expect((report.streamLatency?.p50 ?? 0) > 0)
         }
     }
+    @Test("--ack-share: shells that acknowledge make intents land; the report says how many and how fast")
+    func acknowledging() async throws {
+        try await withNavigatord { _, endpoints in
+            var plan = LoadPlan()
+            plan.endpoints = ServerEndpoints(
+                intents: endpoints.intents[0], requests: endpoints.requests[0], commands: endpoints.commands[0])
+            plan.rate = 300
+            plan.duration = 1
+            plan.warmup = 0
+            plan.sessions = 40
+            plan.ackShare = 100
+            plan.servicePID = getpid()
+            let report = try await LoadRunner.run(plan)
+            #expect(report.acknowledged > 0 && report.acknowledgementsFailed == 0, "\(report)")
+            // Landed: acknowledged in time, or already shown; at most what was resolved,
+            // refreshed, ignored or released.
+            #expect(
+                report.landed > 0
+                    && report.landed <= report.resolved + report.refreshed + report.ignored + report.released)
+            #expect(report.landQuantile(0.5) != nil && report.landQuantile(0.99)! >= report.landQuantile(0.5)!)
+        }
+    }
 }
