@@ -70,6 +70,16 @@ final class HTTPAPI: Sendable {
         return nil
     }
 
+    static let traceparentHeader = HTTPFields.Element.Name("traceparent")!
+
+    /// The intent with the request's W3C `traceparent` header, unless its body names one.
+    static func traced(_ intent: Navigator_V1_Intent, _ request: Request) -> Navigator_V1_Intent {
+        guard intent.traceparent.isEmpty, let header = request.headers[traceparentHeader] else { return intent }
+        var traced = intent
+        traced.traceparent = header
+        return traced
+    }
+
     func register(on router: Router<BasicRequestContext>) {
         router.get("/v1/openapi.json") { _, _ in
             HTTPEndpoint.response(HTTPReply(200, "application/json", Array(OpenAPIDocument.json.utf8)))
@@ -104,7 +114,7 @@ final class HTTPAPI: Sendable {
         }
         router.post("/v1/intents") { [self] request, _ in
             try await handle(request) { caller, body in
-                let intent = try Self.decode(Navigator_V1_Intent.self, body)
+                let intent = Self.traced(try Self.decode(Navigator_V1_Intent.self, body), request)
                 let wait = request.uri.queryParameters["wait"].map(String.init)
                 guard wait == nil || ["true", "false", "1", "0"].contains(wait!) else {
                     throw APIError(
@@ -128,7 +138,7 @@ final class HTTPAPI: Sendable {
         }
         router.post("/v1/explain") { [self] request, _ in
             try await handle(request) { caller, body in
-                let intent = try Self.decode(Navigator_V1_Intent.self, body)
+                let intent = Self.traced(try Self.decode(Navigator_V1_Intent.self, body), request)
                 return (200, await self.port.ask(.with { $0.explain = intent }, as: caller))
             }
         }

@@ -18,7 +18,8 @@ enum OpenAPIDocument {
                 "summary": "Send an intent: fire and forget (202), or with wait=true its outcome, durable before the answer",
                 "operationId": "sendIntent",
                 "parameters": [
-                  {"name": "wait", "in": "query", "required": false, "schema": {"type": "string", "enum": ["true", "false", "1", "0"]}}
+                  {"name": "wait", "in": "query", "required": false, "schema": {"type": "string", "enum": ["true", "false", "1", "0"]}},
+                  {"$ref": "#/components/parameters/Traceparent"}
                 ],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Intent"}}}},
                 "responses": {
@@ -37,6 +38,7 @@ enum OpenAPIDocument {
               "post": {
                 "summary": "What an intent would do now; nothing changes",
                 "operationId": "explainIntent",
+                "parameters": [{"$ref": "#/components/parameters/Traceparent"}],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Intent"}}}},
                 "responses": {
                   "200": {"$ref": "#/components/responses/Reply"},
@@ -114,6 +116,7 @@ enum OpenAPIDocument {
               "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "Secure mode only: a token from navctl token (also taken as ?access_token= on streams). Without security no token is needed."}
             },
             "parameters": {
+              "Traceparent": {"name": "traceparent", "in": "header", "required": false, "description": "W3C Trace Context: the intent's traceparent when its body names none", "schema": {"type": "string"}},
               "Session": {"name": "id", "in": "path", "required": true, "description": "The session id: 1 to 128 bytes, no '/' and no control characters", "schema": {"type": "string"}}
             },
             "responses": {
@@ -170,6 +173,7 @@ enum OpenAPIDocument {
                   "ttlMs": {"type": "integer", "minimum": 0, "maximum": 4294967295},
                   "sentAtUnixNanos": {"type": "string", "pattern": "^-?[0-9]+$"},
                   "waitForReady": {"type": "boolean"},
+                  "traceparent": {"type": "string", "description": "W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lowercase); one not of this form is dropped and counted"},
                   "setConditions": {"type": "object", "additionalProperties": {"type": "boolean"}}
                 },
                 "additionalProperties": false

@@ -16,7 +16,11 @@ extension Navigator_V1_Intent {
         sentAtUnixNanos = intent.sentAt
         setConditions = intent.setConditions
         waitForReady = intent.waitForReady
+        traceparent = intent.traceparent
     }
+
+    /// Whether the message names a traceparent the service will not carry (not of W3C's form).
+    public var hasInvalidTraceparent: Bool { !traceparent.isEmpty && !TraceParent.isValid(traceparent) }
 
     /// The intent as NavigatorCore sees it. `session` overrides the message's session (the session
     /// frame is authoritative on the intents socket); a message session that differs is refused.
@@ -30,10 +34,13 @@ extension Navigator_V1_Intent {
             throw WireError(.malformed, "intent has both a path and a url; expected one of them")
         }
         let target: Intent.Target = url.isEmpty ? .path(path.map(\.core)) : .url(url)
-        return Intent(
+        var intent = Intent(
             id: id, session: frame ?? session, target: target, animated: hasAnimated ? animated : true, source: source,
             priority: priority.core, ttlMilliseconds: ttlMs, sentAt: sentAtUnixNanos, setConditions: setConditions,
             waitForReady: waitForReady)
+        // W3C: a traceparent not of its form is ignored, not refused (the caller counts it).
+        if TraceParent.isValid(traceparent) { intent.traceparent = traceparent }
+        return intent
     }
 }
 

@@ -87,6 +87,36 @@ struct AuditTests {
     }
 
     @Test(
+        "an intent's W3C traceparent goes into its audit records, parked and expired too; one not of its form is dropped and counted"
+    )
+    func traceparent() async throws {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        try await withService { service, endpoints in
+            let records = try await onThread { () throws -> [Navigator_V1_AuditRecord] in
+                let client = try Client(endpoints)
+                let audit = try client.subscribe(Topic.allAudit)
+                var traced = wireIntent("t1", [ScreenContext("chat", ["conversationId": "3"])])
+                traced.traceparent = parent
+                try client.send(traced, session: "tp")
+                // Never signed in: parked behind its guard, then expired after 100 ms.
+                var guarded = wireIntent("t2", [ScreenContext("editProfile")], ttl: 100)
+                guarded.traceparent = parent
+                try client.send(guarded, session: "tp")
+                var bad = wireIntent("t3", [ScreenContext("settings")])
+                bad.traceparent = parent.uppercased()
+                try client.send(bad, session: "tp")
+                return try (0..<4).map { _ in try audit.nextPublished().audit }
+            }
+            let byIntent = Dictionary(grouping: records, by: \.intentID)
+            #expect(byIntent["t1"]?.first?.traceparent == parent)
+            #expect(byIntent["t2"]?.map(\.kind) == [.resolution, .expiry], "\(records)")
+            #expect(byIntent["t2"]?.allSatisfy { $0.traceparent == parent } == true)
+            #expect(byIntent["t3"]?.first?.traceparent == "" && byIntent["t3"]?.first?.outcome == .resolved)
+            #expect(service.counters.traceparentInvalid.load == 1)
+        }
+    }
+
+    @Test(
         "which subscriptions receive audit records",
         arguments: [
             ("", true), ("a", true), ("a/", true), ("a/x/", true), ("s/", false), ("ab", false), ("r/", false),

@@ -72,8 +72,19 @@ struct ConversionTests {
             let decoded = try Navigator_V1_Intent(serializedBytes: try wire.serializedBytes() as [UInt8])
             #expect(try decoded.core() == intent)
         }
+        var traced = intents[0]
+        traced.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        #expect(
+            try Navigator_V1_Intent(serializedBytes: try Navigator_V1_Intent(traced).serializedBytes() as [UInt8])
+                .core() == traced)
+        // One not of W3C's form is dropped, not refused (the worker counts it).
+        var wrong = Navigator_V1_Intent(traced)
+        wrong.traceparent = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"
+        #expect(wrong.hasInvalidTraceparent && !Navigator_V1_Intent(traced).hasInvalidTraceparent)
+        #expect(try wrong.core().traceparent == "")
         var bare = Navigator_V1_Intent()
         bare.id = "x"
+        #expect(!bare.hasInvalidTraceparent)
         #expect(try bare.core(session: "frame").animated)
         #expect(try bare.core(session: "frame").session == "frame")
     }

@@ -101,6 +101,32 @@ struct MetricsTests {
         }
     }
 
+    @Test("the traceparent header is the intent's traceparent: kept with it while parked; a malformed one is counted")
+    func traceparentHeader() async throws {
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }
+        try await withNavigatord(configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            let (parked, snapshot, metrics) = try await onThread { () throws -> (String, String, String) in
+                func post(_ body: String, _ traceparent: String) throws -> (status: String, body: String) {
+                    try http(
+                        address,
+                        "POST /v1/intents?wait=true HTTP/1.1\r\nHost: 127.0.0.1\r\ntraceparent: \(traceparent)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                    )
+                }
+                let parked = try post(#"{"id":"h1","session":"tp","path":[{"screen":"editProfile"}]}"#, parent)
+                _ = try post(#"{"id":"h2","session":"tp2","path":[{"screen":"settings"}]}"#, "not-a-traceparent")
+                return (
+                    parked.body, try http(address, "GET /v1/sessions/tp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").body,
+                    try http(address, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").body
+                )
+            }
+            #expect(parked.contains("parked"), "\(parked)")
+            #expect(snapshot.contains(#""traceparent":"\#(parent)""#), "\(snapshot)")
+            #expect(metrics.contains("navigator_traceparent_invalid_total 1"))
+        }
+    }
+
     @Test("idle connections hold nothing up: /healthz answers while ten others sit open")
     func idleConnections() async throws {
         let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }

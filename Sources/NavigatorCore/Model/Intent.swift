@@ -34,6 +34,8 @@ public struct Intent: Hashable, Sendable, Codable {
     public var setConditions: [String: Bool]
     /// Wait (parked, within the time to live) until the session's shell is ready.
     public var waitForReady: Bool
+    /// The producer's W3C `traceparent`, valid (``TraceParent/isValid(_:)``) or empty.
+    public var traceparent: String = ""
 
     public init(
         id: String, session: String, target: Target, animated: Bool = true, source: String = "",

@@ -63,6 +63,8 @@ final class EngineCounters: Sendable {
     let forwardsRefused: AtomicCounter
     /// Rounds of partition leases that failed (the database could not be reached).
     let leaseRenewalsFailed: AtomicCounter
+    /// Intents whose traceparent was not of W3C's form (dropped; the intent went on).
+    let traceparentInvalid: AtomicCounter
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
@@ -101,6 +103,7 @@ final class EngineCounters: Sendable {
         forwardsReceived = AtomicCounter(mirror: metrics.forwardsReceived)
         forwardsRefused = AtomicCounter(mirror: metrics.clusterStrangers)
         leaseRenewalsFailed = AtomicCounter(mirror: metrics.leaseRenewalsFailed)
+        traceparentInvalid = AtomicCounter(mirror: metrics.traceparentInvalid)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

@@ -32,6 +32,7 @@ final class EngineMetrics: Sendable {
     let forwardsReceived: Metrics.Counter
     let clusterStrangers: Metrics.Counter
     let leaseRenewalsFailed: Metrics.Counter
+    let traceparentInvalid: Metrics.Counter
     let partitionsHeld: Metrics.Gauge
     let fencedWrites: Metrics.Gauge
     let packedSessions: Metrics.Gauge
@@ -88,6 +89,7 @@ final class EngineMetrics: Sendable {
             label: "navigator_forwarded_total", dimensions: [("direction", "received")], factory: factory)
         clusterStrangers = Metrics.Counter(label: "navigator_cluster_strangers_total", factory: factory)
         leaseRenewalsFailed = Metrics.Counter(label: "navigator_lease_renewals_failed_total", factory: factory)
+        traceparentInvalid = Metrics.Counter(label: "navigator_traceparent_invalid_total", factory: factory)
         partitionsHeld = Metrics.Gauge(label: "navigator_partitions_held", factory: factory)
         // A count kept by the store's writer, read when /metrics is asked (never decreases).
         fencedWrites = Metrics.Gauge(label: "navigator_fenced_writes_total", factory: factory)

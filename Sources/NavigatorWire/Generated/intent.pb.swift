@@ -127,6 +127,14 @@ public nonisolated struct Navigator_V1_Intent: Sendable {
   /// arrive while the app is still starting. A new session has no ready shell.
   public var waitForReady: Bool = false
 
+  /// W3C Trace Context: the producer's span this intent continues, as a `traceparent` header
+  /// holds it: "00-" 32 lowercase hex digits (the trace id, not all zero) "-" 16 (the parent span
+  /// id, not all zero) "-" 2 (flags), 55 characters. The HTTP API also takes the request's
+  /// `traceparent` header. A value not of this form is dropped (the intent carries none) and
+  /// counted in navigator_traceparent_invalid_total. navigatord keeps it with a parked intent
+  /// and writes it into the intent's audit records.
+  public var traceparent: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -144,7 +152,7 @@ nonisolated extension Navigator_V1_Priority: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Intent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}session\0\u{1}path\0\u{1}url\0\u{1}animated\0\u{1}source\0\u{1}priority\0\u{3}ttl_ms\0\u{3}sent_at_unix_nanos\0\u{3}set_conditions\0\u{3}wait_for_ready\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}session\0\u{1}path\0\u{1}url\0\u{1}animated\0\u{1}source\0\u{1}priority\0\u{3}ttl_ms\0\u{3}sent_at_unix_nanos\0\u{3}set_conditions\0\u{3}wait_for_ready\0\u{1}traceparent\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -163,6 +171,7 @@ nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf.
       case 9: try { try decoder.decodeSingularInt64Field(value: &self.sentAtUnixNanos) }()
       case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufBool>.self, value: &self.setConditions) }()
       case 11: try { try decoder.decodeSingularBoolField(value: &self.waitForReady) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.traceparent) }()
       default: break
       }
     }
@@ -206,6 +215,9 @@ nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf.
     if self.waitForReady != false {
       try visitor.visitSingularBoolField(value: self.waitForReady, fieldNumber: 11)
     }
+    if !self.traceparent.isEmpty {
+      try visitor.visitSingularStringField(value: self.traceparent, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -221,6 +233,7 @@ nonisolated extension Navigator_V1_Intent: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.sentAtUnixNanos != rhs.sentAtUnixNanos {return false}
     if lhs.setConditions != rhs.setConditions {return false}
     if lhs.waitForReady != rhs.waitForReady {return false}
+    if lhs.traceparent != rhs.traceparent {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -971,6 +971,9 @@ public nonisolated struct Navigator_V1_AuditRecord: Sendable {
   /// expiries, and without security).
   public var client: String = String()
 
+  /// The intent's W3C traceparent, if it came with a valid one (Intent.traceparent).
+  public var traceparent: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2315,7 +2318,7 @@ nonisolated extension Navigator_V1_RouteMap: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AuditRecord"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0\u{1}traceparent\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2334,6 +2337,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
       case 9: try { try decoder.decodeSingularEnumField(value: &self.rejectCode) }()
       case 10: try { try decoder.decodeSingularInt64Field(value: &self.atUnixNanos) }()
       case 11: try { try decoder.decodeSingularStringField(value: &self.client) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.traceparent) }()
       default: break
       }
     }
@@ -2373,6 +2377,9 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if !self.client.isEmpty {
       try visitor.visitSingularStringField(value: self.client, fieldNumber: 11)
     }
+    if !self.traceparent.isEmpty {
+      try visitor.visitSingularStringField(value: self.traceparent, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2388,6 +2395,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if lhs.rejectCode != rhs.rejectCode {return false}
     if lhs.atUnixNanos != rhs.atUnixNanos {return false}
     if lhs.client != rhs.client {return false}
+    if lhs.traceparent != rhs.traceparent {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -67,6 +67,21 @@ extension WorkerLoop {
         }
     }
 
+    /// An intent whose traceparent is not of W3C's form: it goes on without one (as W3C says),
+    /// counted, and logged (a few a second per peer at most).
+    func noteInvalidTraceparent(_ wire: Navigator_V1_Intent, peer: String, _ sockets: Sockets) {
+        counters.traceparentInvalid.add()
+        if sockets.limiter.allow(peer) {
+            logger.notice(
+                "intent traceparent ignored",
+                metadata: [
+                    "session": "\(LogText(wire.session))", "intent": "\(LogText(wire.id))",
+                    "traceparent": "\(LogText(wire.traceparent))",
+                    "reason": "expected 00-<32 lowercase hex>-<16 lowercase hex>-<2 lowercase hex>, ids not all zero",
+                ])
+        }
+    }
+
     /// Counts an intent's outcome by route and source, and books its batch until a shell
     /// acknowledges it (``LandingBook``). `now`: when the intent was taken.
     func account(_ resolution: Resolution, own: Batch?, source: String, at now: Int64, _ state: inout WorkerState) {
@@ -122,6 +137,7 @@ extension WorkerLoop {
         record.seq = batch?.seq ?? 0
         record.commandCount = UInt32(resolution.commands.count)
         record.summary = resolution.summary
+        record.traceparent = resolution.intent.traceparent
         if case .rejected(let error) = resolution.outcome { record.rejectCode = Navigator_V1_RejectCode(error.code) }
         record.atUnixNanos = WallClock.now()
         return record
@@ -161,6 +177,7 @@ extension WorkerLoop {
         record.outcome = .rejected
         record.rejectCode = .expired
         record.summary = message
+        record.traceparent = parked.intent.traceparent
         record.atUnixNanos = now
         try sockets.publisher.audit(record, sentAt: parked.intent.sentAt)
     }

@@ -60,6 +60,9 @@ extension WorkerLoop {
         let intent: Intent
         do {
             intent = try wire.core()
+            if wire.hasInvalidTraceparent {
+                noteInvalidTraceparent(wire, peer: client.isEmpty ? "requests" : client, sockets)
+            }
         } catch {
             counters.refused(Navigator_V1_RejectCode(error.code), intent: true)
             reply.rejected = .rejection(error)

@@ -182,8 +182,9 @@ extension WorkerLoop {
         let intent: Intent
         do {
             // Decoded where libzmq received it, without copying the frame into an array first.
-            intent = try payload.withUnsafeBytes { frame in try Navigator_V1_Intent(serializedBytes: frame.bytes) }
-                .core(session: session)
+            let wire = try payload.withUnsafeBytes { frame in try Navigator_V1_Intent(serializedBytes: frame.bytes) }
+            intent = try wire.core(session: session)
+            if wire.hasInvalidTraceparent { noteInvalidTraceparent(wire, peer: peerKey(frame, "intents"), sockets) }
         } catch let error as WireError {
             return try reject(
                 session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
