@@ -7,8 +7,9 @@ import NavigatorWire
 /// `capacity` intervals kept (an hour at the defaults: 720 samples of 5 s). Each sample holds the
 /// differences of the service's counters over its interval — intents by outcome, rejections by
 /// code, landed and not landed by route, the time-to-land histogram of all routes — and the
-/// sessions and parked intents at its end. A sample takes a few hundred bytes (more with many
-/// routes or codes): the whole ring, at most a few hundred kilobytes, lives in memory only and
+/// sessions and parked intents at its end. A sample takes a few hundred bytes, and about 100 more
+/// for each route and reject code active in its interval: the ring lives in memory only (a few
+/// hundred kilobytes with the demo map; a map of hundreds of busy routes takes megabytes) and
 /// starts empty with the service.
 final class DashboardHistory: Sendable {
     struct Sample: Codable, Sendable {
@@ -102,9 +103,12 @@ final class DashboardHistory: Sendable {
         }
         var sample = Sample(at: now, seconds: Double(max(1, now - then)) / 1000)
         sample.intents = delta(old.intentsByOutcome, new.intentsByOutcome)
-        let expired = new.routes.reduce(UInt64(0)) { $0 + $1.intentsByOutcome["expired", default: 0] }
-        let expiredBefore = old.routes.reduce(UInt64(0)) { $0 + $1.intentsByOutcome["expired", default: 0] }
-        if expired > expiredBefore { sample.intents["expired"] = expired - expiredBefore }
+        // Parked intents that expired or were refused when released: counted by route only.
+        for outcome in ["expired", "refused"] {
+            let now = new.routes.reduce(UInt64(0)) { $0 + $1.intentsByOutcome[outcome, default: 0] }
+            let then = old.routes.reduce(UInt64(0)) { $0 + $1.intentsByOutcome[outcome, default: 0] }
+            if now > then { sample.intents[outcome] = now - then }
+        }
         sample.rejections = delta(old.rejectionsByCode, new.rejectionsByCode)
         let before = Dictionary(old.routes.map { ($0.route, $0) }, uniquingKeysWith: { first, _ in first })
         for route in new.routes {

@@ -267,10 +267,12 @@ public enum LoadRunner {
             serviceCPUSeconds: cpuBefore.flatMap { start in cpuAfter.map { $0 - start } },
             meanIntentBytes: intentBytes / max(1, total))
         report.acknowledged = acks.applied.load(ordering: .relaxed)
-        report.landed = after.landed &- before.landed
+        // Saturating: an instance that restarted during the run starts its counts again.
+        func since(_ now: UInt64, _ then: UInt64) -> UInt64 { now >= then ? now - then : 0 }
+        report.landed = since(after.landed, before.landed)
         report.landBounds = after.landBounds
         report.landTimes = after.landTimes.enumerated().map { index, count in
-            count &- (index < before.landTimes.count ? before.landTimes[index] : 0)
+            since(count, index < before.landTimes.count ? before.landTimes[index] : 0)
         }
         report.acknowledgementsFailed = acks.failed.load(ordering: .relaxed)
         return report

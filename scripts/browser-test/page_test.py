@@ -93,6 +93,13 @@ try:
     wait("1 intent resolved in the service panel", lambda: service().get("intents resolved") == "1", timeout=5)
     panel = service()
     assert panel.get("sessions") == "1" and all("." not in v for v in panel.values()), panel
+
+    # The page is the session's shell: it acknowledged the batch, so the intent landed.
+    def metrics():
+        with urllib.request.urlopen(f"{page_url}/metrics", timeout=10) as response:
+            return response.read().decode()
+    wait("the chat intent landed (the page's ack)",
+         lambda: 'navigator_route_landed_total{route="chat"} 1' in metrics().splitlines(), timeout=10)
     shot("intent-over-zeromq")
 
     # 3. Back on the page changes the service's tree.

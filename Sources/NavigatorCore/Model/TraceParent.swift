@@ -7,15 +7,23 @@ public enum TraceParent {
     /// Whether `text` is a version-00 traceparent. (Later versions may be longer; an intent
     /// holds only this one.)
     public static func isValid(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == length, bytes[0] == 0x30, bytes[1] == 0x30, bytes[2] == 0x2D, bytes[35] == 0x2D,
-            bytes[52] == 0x2D
-        else { return false }
-        func hex(_ range: Range<Int>) -> Bool {
-            bytes[range].allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        guard text.utf8.count == length else { return false }
+        // One pass over the bytes, no copy: the version and the dashes where they belong, hex
+        // digits elsewhere, and a digit other than 0 somewhere in each id.
+        var traceNonZero = false
+        var parentNonZero = false
+        for (index, byte) in text.utf8.enumerated() {
+            switch index {
+            case 0, 1: guard byte == 0x30 else { return false }
+            case 2, 35, 52: guard byte == 0x2D else { return false }
+            default:
+                guard (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) else { return false }
+                if byte != 0x30 {
+                    if index < 35 { traceNonZero = true } else if index < 52 { parentNonZero = true }
+                }
+            }
         }
-        func zeros(_ range: Range<Int>) -> Bool { bytes[range].allSatisfy { $0 == 0x30 } }
-        return hex(3..<35) && hex(36..<52) && hex(53..<55) && !zeros(3..<35) && !zeros(36..<52)
+        return traceNonZero && parentNonZero
     }
 
     /// The trace id of a valid traceparent.

@@ -15,7 +15,10 @@ import Synchronization
 final class RouteMetrics: Sendable {
     /// What became of an intent, as the route and source families count it.
     enum Outcome: String, CaseIterable, Sendable {
-        case resolved, refreshed, ignored, parked, released, expired, rejected
+        /// As the intent came (each intent once).
+        case resolved, refreshed, ignored, parked, rejected
+        /// What became of parked intents later: shown, expired, or refused when released.
+        case released, expired, refused
     }
 
     /// Distinct `source` values given labels of their own; later ones are counted as `other`.
@@ -92,7 +95,8 @@ final class RouteMetrics: Sendable {
         factory.durationHistogramBuckets["navigator_time_to_publish_seconds"] = Self.latencyBuckets
         factory.durationHistogramBuckets["navigator_time_to_land_seconds"] = Self.latencyBuckets
         self.factory = factory
-        self.landingWindow = Self.nanoseconds(landingWindow)
+        // At least a second (the loader allows 1 to 3,600 s; a value set in code is held to it).
+        self.landingWindow = max(1_000_000_000, Self.nanoseconds(landingWindow))
         state = Mutex(State())
     }
 
@@ -126,7 +130,7 @@ final class RouteMetrics: Sendable {
 
     // MARK: Reports
 
-    /// An intent's outcome, counted by route and by source; `code` for a rejection.
+    /// An intent's outcome, counted by route and by source; `code` for a rejection or a refusal.
     func count(_ outcome: Outcome, route: String, source: String, code: String? = nil) {
         state.withLock { state in
             state.tallies[route, default: Tally()].intents[outcome, default: 0] += 1
@@ -149,19 +153,23 @@ final class RouteMetrics: Sendable {
     /// was already shown, so there was nothing to acknowledge).
     func landed(route: String, after nanoseconds: Int64?) {
         state.withLock { state in
-            var tally = state.tallies[route, default: Tally()]
+            let inTime: Bool
             if let nanoseconds {
                 let time = max(0, nanoseconds)
                 timer(&state, landed: true, route).recordNanoseconds(time)
                 let bucket =
                     Self.latencyBuckets.firstIndex { Self.nanoseconds($0) >= time } ?? Self.latencyBuckets.count
-                tally.landingTimes[bucket] += 1
-                if time <= landingWindow { tally.landed += 1 } else { tally.notLanded += 1 }
+                state.tallies[route, default: Tally()].landingTimes[bucket] += 1  // in place: no copy
+                inTime = time <= landingWindow
             } else {
-                tally.landed += 1
+                inTime = true
             }
-            state.tallies[route] = tally
-            settle(&state, route, tally, landed: nanoseconds.map { max(0, $0) <= landingWindow } ?? true)
+            if inTime {
+                state.tallies[route, default: Tally()].landed += 1
+            } else {
+                state.tallies[route, default: Tally()].notLanded += 1
+            }
+            settle(&state, route, state.tallies[route]!, landed: inTime)
         }
     }
 

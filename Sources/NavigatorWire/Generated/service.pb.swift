@@ -899,7 +899,8 @@ public nonisolated struct Navigator_V1_RouteStats: Sendable {
   public var route: String = String()
 
   /// By outcome: "resolved", "refreshed", "ignored", "parked", "rejected" (as the intent first
-  /// came), and "released", "expired" (parked intents, later).
+  /// came: these add up to the route's intents), and "released", "expired", "refused" (what
+  /// became of parked intents later; "refused": rejected when released).
   public var intentsByOutcome: Dictionary<String,UInt64> = [:]
 
   /// Intents settled as landed: a shell acknowledged their batch within the landing window (or

@@ -40,12 +40,14 @@ extension WorkerLoop {
         released: [Resolution], _ batches: [Batch?], session: String, client: String,
         _ state: inout WorkerState, _ sockets: Sockets
     ) throws {
+        guard !released.isEmpty else { return }
         let now = WallClock.now()
         for (resolution, batch) in zip(released, batches) {
             let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
             let source = counters.routes.source(of: resolution.intent)
             if case .rejected(let error) = resolution.outcome {
-                counters.routes.count(.rejected, route: route, source: source, code: error.code.rawValue)
+                // Counted once as parked when it came; now refused, not rejected a second time.
+                counters.routes.count(.refused, route: route, source: source, code: error.code.rawValue)
                 counters.routes.notLanded(route: route)
                 let code = Navigator_V1_RejectCode(error.code)
                 counters.refused(code, intent: false)  // counted as parked when it came
@@ -60,6 +62,8 @@ extension WorkerLoop {
                     counters.routes.published(route: route, after: now - origin)
                     state.landings.published(
                         session: session, seq: batch.seq, route: route, origin: origin, metrics: counters.routes)
+                } else if resolution.explanation.last(where: \.decisive)?.step == .alreadyShown {
+                    counters.routes.landed(route: route, after: nil)  // released onto a screen already shown
                 }
             }
             try sockets.publisher.audit(

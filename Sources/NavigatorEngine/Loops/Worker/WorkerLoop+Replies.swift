@@ -122,7 +122,9 @@ extension WorkerLoop {
         try publish(
             released: change.result.released, change.releasedBatches, session: wire.session, client: client, &state,
             sockets)
-        if case .ack(let seq) = event {
+        // An ack beyond the session's seq names batches that were never published: it lands
+        // nothing (the event itself changes nothing either).
+        if case .ack(let seq) = event, seq <= change.seq {
             state.landings.acknowledged(session: wire.session, seq: seq, now: WallClock.now(), metrics: counters.routes)
         }
         reply.eventApplied = .with {

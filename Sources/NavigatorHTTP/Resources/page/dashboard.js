@@ -6,7 +6,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const palette = ["#2a5bd7", "#1f8a4c", "#8a93a6", "#b7791f", "#9b51e0", "#d97706", "#b42318", "#0e7490", "#be185d", "#4d7c0f"];
 const outcomeColors = {
   resolved: "#2a5bd7", refreshed: "#0e7490", ignored: "#8a93a6", parked: "#b7791f",
-  released: "#1f8a4c", expired: "#d97706", rejected: "#b42318",
+  released: "#1f8a4c", expired: "#d97706", refused: "#7c2d12", rejected: "#b42318",
 };
 const $ = (id) => document.getElementById(id);
 

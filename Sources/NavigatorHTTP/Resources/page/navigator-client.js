@@ -144,13 +144,21 @@ export function topStack(tree) {
 /** Follows one session and keeps its mirror (see the top of this file). */
 export class SessionMirror extends EventTarget {
   /** @param {string} session
-   *  @param {{base?: string, token?: string}} options  base: navigatord's HTTP origin ("" for this
-   *  page's); token: a bearer token (secure mode; navctl token issues one) */
-  constructor(session, { base = "", token = "" } = {}) {
+   *  @param {{base?: string, token?: string, acknowledge?: boolean}} options  base: navigatord's
+   *  HTTP origin ("" for this page's); token: a bearer token (secure mode; navctl token issues
+   *  one); acknowledge: send `ack` events for applied batches (default true; false for a viewer
+   *  that is not the user's shell, so that it lands nothing) */
+  #ackTimer = null;
+
+  constructor(session, { base = "", token = "", acknowledge = true } = {}) {
     super();
     this.session = session;
     this.base = base;
     this.token = token;
+    // Acknowledge applied batches (an `ack` client event, at most every 100 ms), as a shell
+    // should: that is how navigatord knows the user landed (its landing figures, the dashboard).
+    this.acknowledge = acknowledge;
+    this.ackFailures = 0;
     this.tree = null;
     this.seq = 0n;
     this.epoch = null;
@@ -230,8 +238,19 @@ export class SessionMirror extends EventTarget {
       return this.resync(`batch ${seq} does not apply: ${error.message}`);
     }
     this.seq = seq;
+    if (this.acknowledge) this.#acknowledgeSoon();
     this.dispatchEvent(new CustomEvent("batch", { detail: batch }));
     this.dispatchEvent(new CustomEvent("tree", { detail: { cause: "batch", batch } }));
+  }
+
+  /** One `ack` for the batches applied in the next 100 ms. A failed one is counted in
+   *  `ackFailures` (the intents it would have landed count as not landed). */
+  #acknowledgeSoon() {
+    if (this.#ackTimer !== null) return;
+    this.#ackTimer = setTimeout(() => {
+      this.#ackTimer = null;
+      this.report({ ack: { seq: this.seq.toString() } }).catch(() => { this.ackFailures += 1; });
+    }, 100);
   }
 
   #auth() {
