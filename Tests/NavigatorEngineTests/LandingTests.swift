@@ -49,7 +49,7 @@ struct LandingTests {
             book.published(session: "one", seq: seq, route: "chat", origin: Int64(seq), metrics: metrics)
         }
         #expect(book.count == LandingBook.maxPerSession)
-        #expect(metrics.tallies["chat"]!.notLanded == 1)
+        #expect(metrics.tallies["chat"]!.notLanded == 1 && metrics.evictions == 1)
         // The first left: acknowledging it changes nothing; the second is the oldest kept.
         book.acknowledged(session: "one", seq: 1, now: 100, metrics: metrics)
         #expect(metrics.tallies["chat"]!.landed == 0)
@@ -64,6 +64,7 @@ struct LandingTests {
         #expect(book.sessions["one"] == nil)
         #expect(metrics.tallies["chat"]!.notLanded == 1 + UInt64(LandingBook.maxPerSession))
         #expect(metrics.tallies["home"]!.notLanded == UInt64(extra))
+        #expect(metrics.evictions == 1 + UInt64(LandingBook.maxPerSession + extra))
         #expect(book.sessions["s\(extra - 1)"] == nil && book.sessions["s\(extra)"] != nil)
     }
 

@@ -2,8 +2,8 @@
 /// settled once: landed when a shell acknowledges its batch (an `ack` event with that seq or a
 /// later one), not landed when the landing window passes first (``RouteMetrics``).
 ///
-/// Bounded: at most ``maxPerSession`` batches a session and ``maxTotal`` in all (about 150
-/// bytes each with the tables' share); beyond either, the oldest is settled as not landed.
+/// Bounded: at most ``maxPerSession`` batches a session and ``maxTotal`` in all; beyond either,
+/// the oldest is settled as not landed, and counted in `navigator_landing_evicted_total`.
 /// Only the worker that owns the sessions touches its book: no locks.
 struct LandingBook {
     struct Pending {
@@ -28,7 +28,7 @@ struct LandingBook {
     mutating func published(session: String, seq: UInt64, route: String, origin: Int64, metrics: RouteMetrics) {
         var pending = sessions.removeValue(forKey: session) ?? []
         if pending.count >= Self.maxPerSession {
-            metrics.notLanded(route: pending.removeFirst().route)
+            metrics.notLanded(route: pending.removeFirst().route, evicted: true)
             count -= 1
         }
         pending.append(Pending(seq: seq, route: route, origin: origin))
@@ -38,7 +38,7 @@ struct LandingBook {
         while count > Self.maxTotal, head < order.count {
             let (session, seq, _) = order[head]
             head += 1
-            settle(session, seq, metrics: metrics)
+            settle(session, seq, metrics: metrics, evicted: true)
         }
         tidy()
     }
@@ -67,17 +67,10 @@ struct LandingBook {
         sessions.releaseSpareRoom()
     }
 
-    /// Forgets a session's batches (it moved to another instance), settling them as not landed.
-    mutating func forget(session: String, metrics: RouteMetrics) {
-        guard let pending = sessions.removeValue(forKey: session) else { return }
-        for entry in pending { metrics.notLanded(route: entry.route) }
-        count -= pending.count
-    }
-
     /// Settles a batch as not landed if it is still unacknowledged.
-    private mutating func settle(_ session: String, _ seq: UInt64, metrics: RouteMetrics) {
+    private mutating func settle(_ session: String, _ seq: UInt64, metrics: RouteMetrics, evicted: Bool = false) {
         guard var pending = sessions[session], let index = pending.firstIndex(where: { $0.seq == seq }) else { return }
-        metrics.notLanded(route: pending.remove(at: index).route)
+        metrics.notLanded(route: pending.remove(at: index).route, evicted: evicted)
         count -= 1
         sessions[session] = pending.isEmpty ? nil : pending
     }

@@ -37,6 +37,8 @@ final class RouteMetrics: Sendable {
     let landingWindow: Int64
     private let factory: PrometheusMetricsFactory
     private let state: Mutex<State>
+    /// Batches dropped from a full landing book (settled as not landed early).
+    private let evicted: Metrics.Counter
 
     /// One route's figures since the service started, for the landing ratio and `navctl stats`.
     struct Tally: Hashable, Sendable {
@@ -58,6 +60,7 @@ final class RouteMetrics: Sendable {
     }
 
     private struct State {
+        var evictions: UInt64 = 0
         var sources: Set<String> = []
         var tallies: [String: Tally] = [:]
         var counters: [CounterKey: Metrics.Counter] = [:]
@@ -95,6 +98,7 @@ final class RouteMetrics: Sendable {
         factory.durationHistogramBuckets["navigator_time_to_publish_seconds"] = Self.latencyBuckets
         factory.durationHistogramBuckets["navigator_time_to_land_seconds"] = Self.latencyBuckets
         self.factory = factory
+        evicted = Metrics.Counter(label: "navigator_landing_evicted_total", factory: factory)
         // At least a second (the loader allows 1 to 3,600 s; a value set in code is held to it).
         self.landingWindow = max(1_000_000_000, Self.nanoseconds(landingWindow))
         state = Mutex(State())
@@ -174,13 +178,19 @@ final class RouteMetrics: Sendable {
     }
 
     /// The route's intent did not land (rejected, expired, refused on release, or not
-    /// acknowledged within the window).
-    func notLanded(route: String) {
+    /// acknowledged within the window); `evicted`: its batch was dropped from a full
+    /// ``LandingBook`` before the window passed.
+    func notLanded(route: String, evicted: Bool = false) {
+        if evicted { self.evicted.increment() }
         state.withLock { state in
+            if evicted { state.evictions += 1 }
             state.tallies[route, default: Tally()].notLanded += 1
             settle(&state, route, state.tallies[route]!, landed: false)
         }
     }
+
+    /// Batches dropped from full landing books so far.
+    var evictions: UInt64 { state.withLock { $0.evictions } }
 
     /// Every route's figures so far, by route name.
     var tallies: [String: Tally] { state.withLock { $0.tallies } }
