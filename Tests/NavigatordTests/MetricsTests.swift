@@ -101,6 +101,42 @@ struct MetricsTests {
         }
     }
 
+    @Test("a parked intent released onto its screen already shown lands; its release is counted once")
+    func releasedOntoShown() async throws {
+        let configure: (inout NavigatordConfiguration) -> Void = { $0.httpAddress = "127.0.0.1:0" }
+        try await withNavigatord(configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let (outcomes, body) = try await onThread { () throws -> ([String], String) in
+                let client = try Client(endpoints)
+                let call = ScreenContext("incomingCall", ["callId": "5f0c4c1e-2b7d-4d5f-a1e3-000000000001"])
+                let chat = ScreenContext("chat", ["conversationId": "1"])
+                // A blocking call is up: chat 1 waits behind it; a critical chat 1 dismisses the
+                // call and shows chat 1, which releases the first onto a screen already shown.
+                let replies = [
+                    try client.request(.intent(wireIntent("r1", [call], session: "rel"))),
+                    try client.request(.intent(wireIntent("r2", [chat], session: "rel"))),
+                    try client.request(.intent(wireIntent("r3", [chat], session: "rel", priority: .critical))),
+                ]
+                return (
+                    replies.map { $0.resolved.hasBatch ? "resolved" : $0.parked.reason.isEmpty ? "other" : "parked" },
+                    try http(address, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").body
+                )
+            }
+            #expect(outcomes == ["resolved", "parked", "resolved"])
+            let lines = Set(body.split(separator: "\n").map(String.init))
+            for expected in [
+                #"navigator_route_intents_total{route="chat",outcome="parked"} 1"#,
+                #"navigator_route_intents_total{route="chat",outcome="released"} 1"#,
+                #"navigator_route_intents_total{route="chat",outcome="resolved"} 1"#,
+                // The released one landed at once (nothing to acknowledge); r3's batch waits for
+                // an ack that never comes within the test.
+                #"navigator_route_landed_total{route="chat"} 1"#,
+            ] {
+                #expect(lines.contains(expected), "\(expected) is not in /metrics:\n\(body)")
+            }
+        }
+    }
+
     @Test("the traceparent header is the intent's traceparent: kept with it while parked; a malformed one is counted")
     func traceparentHeader() async throws {
         let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
