@@ -1,4 +1,5 @@
 import NavigatorClient
+import NavigatorWire
 
 /// What one load run does.
 public struct LoadPlan: Hashable, Sendable {
@@ -98,15 +99,7 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// The `q` quantile of the time to land, as the upper bound of its bucket in seconds (nil:
     /// nothing acknowledged; infinity: beyond the last bound).
     public func landQuantile(_ q: Double) -> Double? {
-        let total = landTimes.reduce(0, +)
-        guard total > 0 else { return nil }
-        let rank = UInt64((Double(total) * q).rounded(.up))
-        var seen: UInt64 = 0
-        for (index, count) in landTimes.enumerated() {
-            seen += count
-            if seen >= rank { return index < landBounds.count ? landBounds[index] : .infinity }
-        }
-        return nil
+        LandingHistogram.quantile(q, counts: landTimes, bounds: landBounds)
     }
 
     /// navigatord's CPU time per batch delivered on the HTTP streams, in microseconds.

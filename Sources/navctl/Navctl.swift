@@ -439,19 +439,11 @@ extension Stats {
 
     /// The `q` quantile of a route's time to land, as the upper bound of its bucket.
     static func quantile(_ q: Double, _ route: Navigator_V1_RouteStats) -> String {
-        let total = route.landBucketCounts.reduce(0, +)
-        guard total > 0 else { return "—" }
-        let rank = UInt64((Double(total) * q).rounded(.up))
-        var seen: UInt64 = 0
-        for (index, count) in route.landBucketCounts.enumerated() {
-            seen += count
-            guard seen >= rank else { continue }
-            guard index < route.landBucketBoundsSeconds.count else {
-                return "> \(seconds(route.landBucketBoundsSeconds.last ?? 0))"
-            }
-            return "≤ \(seconds(route.landBucketBoundsSeconds[index]))"
+        let bounds = route.landBucketBoundsSeconds
+        guard let value = LandingHistogram.quantile(q, counts: route.landBucketCounts, bounds: bounds) else {
+            return "—"
         }
-        return "—"
+        return value == .infinity ? "> \(seconds(bounds.last ?? 0))" : "≤ \(seconds(value))"
     }
 
     static func seconds(_ value: Double) -> String {
