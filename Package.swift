@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 // The targets and the one-way rule between them (DESIGN.md §1; docs/architecture.md): navigatord
@@ -39,6 +39,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // Bearer tokens (JWT) for HTTP in secure mode; navctl token issues them.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // Spans of traced intents: the engine records them through swift-distributed-tracing's
+        // Tracer; navigatord exports them with OpenTelemetry over OTLP/HTTP (no gRPC).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libzmq from the system. Not located through pkg-config: Debian's libzmq.pc pulls in
@@ -88,6 +92,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The HTTP application: health, metrics, the JSON API, session streams, the page.
@@ -128,6 +133,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ]
         ),
         .executableTarget(

@@ -130,7 +130,7 @@ extension Engine {
                         counters: counters, persistence: persistence, follows: follows,
                         maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
-                        supervisor: supervisor, logger: logger),
+                        tracer: tracer, supervisor: supervisor, logger: logger),
                     stop: reader ? stopIntake : nil))
         }
         // Stopping requests stops intake too: the requests thread ends only once every worker

@@ -7,6 +7,7 @@ import NavigatorStore
 import NavigatorYAML
 import ServiceLifecycle
 import Synchronization
+import Tracing
 import ZeroMQ
 
 /// The Navigator engine: intents in over ZeroMQ (and, through ``NavigatorPort``, from the edges
@@ -34,6 +35,8 @@ public final class Engine: Service, Sendable {
     let resolvers: ResolverHolder
     let counters: EngineCounters
     let persistence: Persistence
+    /// Where spans of traced intents go; nil: none are traced.
+    let tracer: (any Tracer)?
     /// This process's claim on the data directory (SQLite store), from `init` to the end of
     /// `stop()`; nil with PostgreSQL, whose instance lock is the database's.
     let directoryLock: DataDirectoryLock?
@@ -76,8 +79,11 @@ public final class Engine: Service, Sendable {
     let shutdownRecord = ShutdownRecord()
 
     /// Builds the service: loads and checks the route map; opens nothing yet.
-    public init(configuration: EngineConfiguration, logger: Logger) throws {
+    /// `tracer`: where the spans of traced intents go (``IntentTrace``; navigatord gives
+    /// OpenTelemetry's when the OTEL_ variables ask for traces); nil: intents are not traced.
+    public init(configuration: EngineConfiguration, tracer: (any Tracer)? = nil, logger: Logger) throws {
         self.configuration = configuration
+        self.tracer = tracer
         self.logger = logger
         let bound = BindingRecord()
         self.bound = bound
@@ -121,7 +127,9 @@ public final class Engine: Service, Sendable {
         }
         persistence = Persistence(
             database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds),
-            rememberedFor: { holder.resolver.options.dedupWindow }, logger: logger)
+            rememberedFor: { holder.resolver.options.dedupWindow },
+            traced: tracer.map { _ in TracedWrites(store: cluster == nil ? "sqlite" : "postgresql") },
+            logger: logger)
         let remote: RemoteFollows?
         if cluster != nil {
             // Sessions another instance serves are followed through a peer's sockets, as this

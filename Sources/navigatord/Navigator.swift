@@ -18,6 +18,8 @@ final class Navigator: Sendable {
     let engine: Engine
     /// The HTTP server; nil when `http` is `off`.
     let http: HTTPServer?
+    /// Traces exported over OTLP, when the environment asks for them.
+    let telemetry: Telemetry?
     let logger: Logger
     /// Set once the engine has opened its sockets and the HTTP server listens.
     private let started = Latch()
@@ -32,13 +34,14 @@ final class Navigator: Sendable {
 
     /// Builds the parts (the route map, the store and the keys are read now; nothing listens
     /// yet). Throws what is wrong with the configuration or its files.
-    init(configuration: NavigatordConfiguration, logger: Logger) async throws {
+    init(configuration: NavigatordConfiguration, telemetry: Telemetry? = nil, logger: Logger) async throws {
         try ConfigurationLoader.checkExposure(configuration)
         self.configuration = configuration
+        self.telemetry = telemetry
         self.logger = logger
         // Opening the state file or connecting to PostgreSQL blocks: not on the cooperative pool.
         let engine = try await DedicatedThread.run(name: "nav-open") {
-            try Engine(configuration: configuration.engine, logger: logger)
+            try Engine(configuration: configuration.engine, tracer: telemetry?.tracer, logger: logger)
         }
         self.engine = engine
         if configuration.servesHTTP {
@@ -132,7 +135,9 @@ final class Navigator: Sendable {
                 service: service, successTerminationBehavior: .gracefullyShutdownGroup,
                 failureTerminationBehavior: .gracefullyShutdownGroup)
         }
-        var services = [part(engine)]
+        // The exporter first, so that it stops last: the engine's final spans go out.
+        var services = telemetry.map { [part($0.service)] } ?? []
+        services.append(part(engine))
         if let http { services.append(part(HTTPPart(server: http, started: started))) }
         services.append(part(Announcer(navigator: self)))
         if signals { services.append(part(Reloader(engine: engine, logger: logger))) }
@@ -163,6 +168,7 @@ final class Navigator: Sendable {
             }
             var metadata = navigator.engine.summary
             metadata["http"] = "\(navigator.httpAddress.map { "http://\($0)" } ?? "off")"
+            metadata["traces"] = "\(navigator.telemetry?.summary ?? "off")"
             navigator.logger.info("navigatord started", metadata: metadata)
             navigator.started.settle(up: true)
             try? await gracefulShutdown()

@@ -37,6 +37,11 @@ struct Navigatord: AsyncParsableCommand {
             state is flushed, exit 0); SIGHUP reloads the route map and, in secure mode, the \
             access file (an invalid file is refused and the old one kept).
 
+            Traces: off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, \
+            or OTEL_TRACES_EXPORTER=otlp) says where; then each sampled intent's spans, children \
+            of its traceparent, go there over OTLP/HTTP; the other OTEL_ variables apply \
+            (OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_SERVICE_NAME, ...). See docs/operations.md.
+
             Security: without --secret-key-file and --access-file every endpoint must be \
             loopback, ipc or inproc (else navigatord refuses to start, unless \
             --allow-insecure-remote). With them, every socket is a CURVE server, only the \
@@ -327,8 +332,15 @@ struct Navigatord: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "navigatord")
+        let telemetry: Telemetry?
         do {
-            try await Navigator(configuration: configuration, logger: logger).run()
+            telemetry = try Telemetry.fromEnvironment(environment, logger: logger)
+        } catch {
+            printError("navigatord: \(error)")
+            throw ExitCode(2)
+        }
+        do {
+            try await Navigator(configuration: configuration, telemetry: telemetry, logger: logger).run()
         } catch let error as RouteMapLoadError {
             // A route map that does not load is a bad setting, like any other: exit status 2.
             printError("navigatord: \(error)")

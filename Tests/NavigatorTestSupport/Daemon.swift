@@ -19,11 +19,17 @@ public final class Daemon: @unchecked Sendable {
 
     /// `endpoints`: intents, requests and commands (ipc in a temporary directory, so that a
     /// restarted daemon is found where the last one was); ephemeral tcp ports otherwise.
-    public init(dataDirectory: URL, endpoints: [String]? = nil, extra: [String] = []) throws {
+    /// `environment`: variables set for it on top of the test process's own.
+    public init(
+        dataDirectory: URL, endpoints: [String]? = nil, extra: [String] = [], environment: [String: String] = [:]
+    ) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
             throw TestFailure("navigatord is not built at \(Self.binary.path); run swift build first (./dev test does)")
         }
         process.executableURL = Self.binary
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+        }
         process.arguments =
             [
                 "--intents", endpoints?[0] ?? "tcp://127.0.0.1:*", "--requests", endpoints?[1] ?? "tcp://127.0.0.1:*",

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NavigatorHTTP
 import NavigatorTestSupport
 import Testing
@@ -86,6 +87,10 @@ struct DeployTests {
             return
         }
         #expect(config.engine.instanceID == "navigatord-7c9f-x2v4q")
+        let traces = try Telemetry.fromEnvironment(environment, logger: Logger(label: "deploy-test"))
+        #expect(
+            traces?.summary
+                == "otlp http://otel-collector.observability.svc:4318/v1/traces, sampler parentbased_traceidratio 0.01")
         #expect(config.engine.clusterEndpoint.hasPrefix("tcp://0.0.0.0:"), "pods could not forward to each other")
         #expect(config.engine.advertiseHost == "10.42.0.17")
         #expect(

@@ -11,6 +11,18 @@ struct LandingBook {
         var route: String
         /// When the intent was sent (or taken, when the producer did not say), unix ns.
         var origin: Int64
+        /// Its trace, when it is traced: the ack (or the window's end) settles it.
+        var trace: IntentTrace? = nil
+
+        /// Counts it as not landed (and settles its trace).
+        func notLanded(_ metrics: RouteMetrics, evicted: Bool) {
+            metrics.notLanded(route: route, evicted: evicted)
+            trace?.settle(
+                at: WallClock.now(), landed: false, outcome: "not acknowledged",
+                failure: evicted
+                    ? "dropped from the full landing book before a shell acknowledged it"
+                    : "no shell acknowledged it within the landing window (\(metrics.landingWindow / 1_000_000_000) s)")
+        }
     }
 
     static let maxPerSession = 16
@@ -28,7 +40,7 @@ struct LandingBook {
     mutating func published(session: String, seq: UInt64, route: String, origin: Int64, metrics: RouteMetrics) {
         var pending = sessions.removeValue(forKey: session) ?? []
         if pending.count >= Self.maxPerSession {
-            metrics.notLanded(route: pending.removeFirst().route, evicted: true)
+            pending.removeFirst().notLanded(metrics, evicted: true)
             count -= 1
         }
         pending.append(Pending(seq: seq, route: route, origin: origin))
@@ -43,12 +55,26 @@ struct LandingBook {
         tidy()
     }
 
+    /// The batch `seq` of `session`, booked just now, is traced: its ack settles `trace`.
+    mutating func trace(_ trace: IntentTrace, session: String, seq: UInt64) {
+        guard let index = sessions[session]?.lastIndex(where: { $0.seq == seq }) else {
+            return trace.settle(at: WallClock.now(), landed: false, outcome: "not booked")
+        }
+        sessions[session]![index].trace = trace
+    }
+
     /// A shell of `session` applied the batches up to `seq`.
     mutating func acknowledged(session: String, seq: UInt64, now: Int64, metrics: RouteMetrics) {
         guard var pending = sessions[session] else { return }
         let landed = pending.prefix { $0.seq <= seq }.count
         guard landed > 0 else { return }
-        for entry in pending[..<landed] { metrics.landed(route: entry.route, after: now - entry.origin) }
+        for entry in pending[..<landed] {
+            metrics.landed(route: entry.route, after: now - entry.origin)
+            if let trace = entry.trace {
+                trace.endWaiting(at: now, ["navigator.ack_seq": .int64(Int64(seq))])
+                trace.settle(at: now, landed: true, outcome: "acknowledged")
+            }
+        }
         pending.removeFirst(landed)
         count -= landed
         sessions[session] = pending.isEmpty ? nil : pending
@@ -70,7 +96,7 @@ struct LandingBook {
     /// Settles a batch as not landed if it is still unacknowledged.
     private mutating func settle(_ session: String, _ seq: UInt64, metrics: RouteMetrics, evicted: Bool = false) {
         guard var pending = sessions[session], let index = pending.firstIndex(where: { $0.seq == seq }) else { return }
-        metrics.notLanded(route: pending.remove(at: index).route, evicted: evicted)
+        pending.remove(at: index).notLanded(metrics, evicted: evicted)
         count -= 1
         sessions[session] = pending.isEmpty ? nil : pending
     }

@@ -41,12 +41,18 @@ final class Persistence: Sendable {
     /// Sessions whose write (or deletion) was fenced: their partition's lease is another
     /// instance's now (several instances; `navigator_fenced_writes_total`).
     let fencedWrites = Atomic<UInt64>(0)
+    /// Changes of traced intents waiting to be written (their `navigator.persist` spans); nil
+    /// without a tracer.
+    let traced: TracedWrites?
 
     init(
         database: any StateDatabase, store: SessionStore, packAfter: Duration = .zero,
-        rememberedFor: @escaping @Sendable () -> Int64 = { Resolver.Options().dedupWindow }, logger: Logger
+        rememberedFor: @escaping @Sendable () -> Int64 = { Resolver.Options().dedupWindow },
+        traced: TracedWrites? = nil,
+        logger: Logger
     ) {
         self.database = database
+        self.traced = traced
         self.store = store
         self.packAfter = packAfter.components.seconds * 1_000_000_000 + packAfter.components.attoseconds / 1_000_000_000
         self.rememberedFor = rememberedFor
@@ -158,6 +164,7 @@ final class Persistence: Sendable {
             }
             let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
             try database.write(rows)
+            traced?.written(names, at: WallClock.now())
             // The parked lists' encodings, for the next flush of sessions that keep them.
             parkedEncodings.withLock { cache in
                 for (name, _, stored) in encoded {
@@ -176,6 +183,8 @@ final class Persistence: Sendable {
             // Partitions another instance has claimed: their sessions are its to write now (the
             // lease thread drops them here); the others were written.
             fencedWrites.add(UInt64(fenced.sessions.count), ordering: .relaxed)
+            traced?.written(names.subtracting(fenced.sessions), at: WallClock.now())
+            traced?.written(fenced.sessions, at: WallClock.now(), failure: "\(fenced)")
             logger.warning(
                 "changes of sessions whose partitions another instance has claimed were not written",
                 metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
@@ -458,6 +467,7 @@ final class Persistence: Sendable {
                 rows.append((session, record.seq, try record.stored()))
             }
             try database.write(rows)
+            traced?.written(sessions, at: WallClock.now())
         }
     }
 

@@ -21,7 +21,7 @@ extension WorkerLoop {
                 counters.routes.notLanded(route: route)
                 counters.expired.add()
                 counters.refused(.expired, intent: false)  // counted as parked when it came
-                try publish(expired: parked, session: session, at: now, sockets)
+                try publish(expired: parked, session: session, at: now, &state, sockets)
             }
         }
     }

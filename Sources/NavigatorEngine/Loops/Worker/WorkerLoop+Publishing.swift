@@ -1,6 +1,7 @@
 import NavigatorCore
 import NavigatorPort
 import NavigatorWire
+import Tracing
 import ZeroMQ
 
 // Publishing: what a worker publishes (``Publisher``: onto the commands XPUB, and to the session's
@@ -15,29 +16,86 @@ extension WorkerLoop {
 
     /// Resolves under the shard's lock (``SessionWork``), then publishes the batches (the
     /// intent's, then those of the parked intents it released), the audit records, and counts.
-    /// `client`: who sent it (secure mode; "" otherwise), named in the audit records.
-    func resolve(_ intent: Intent, client: String, _ state: inout WorkerState, _ sockets: Sockets) throws -> Resolved {
+    /// `client`: who sent it (secure mode; "" otherwise), named in the audit records; `taken`:
+    /// when its message was taken, before decoding (the trace's `navigator.receive`).
+    func resolve(
+        _ intent: Intent, client: String, taken: Int64? = nil, _ state: inout WorkerState, _ sockets: Sockets
+    ) throws -> Resolved {
         let started = WallClock.now()
+        let trace = tracer.flatMap {
+            IntentTrace.begin(intent, session: intent.session, taken: taken ?? started, tracer: $0)
+        }
+        if let trace, let taken { trace.child("navigator.receive", from: taken, to: started) }
         let resolver = state.resolver
         let change = SessionWork.resolve(
             intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started)
-        counters.recordLatency(nanoseconds: WallClock.now() - started)
+        let resolvedAt = WallClock.now()
+        counters.recordLatency(nanoseconds: resolvedAt - started)
         state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
+        let published = resolvedAt..<WallClock.now()
         account(change.resolution, own: change.own, source: counters.routes.source(of: intent), at: started, &state)
+        if let trace { self.trace(trace, change, resolved: started..<resolvedAt, published: published, &state) }
         try sockets.publisher.audit(
             Self.audit(change.resolution, .resolution, change.own, client: client), sentAt: intent.sentAt)
         try publish(
             released: change.resolution.released, change.releasedBatches, session: intent.session, client: client,
-            &state, sockets)
+            published: published, &state, sockets)
         return Resolved(resolution: change.resolution, batch: change.own, expiresAt: change.expiresAt)
     }
 
-    /// Accounts for each released intent: shown (its batch is out already) or refused (a
-    /// Rejection; after a reload, say, its screen may be gone), with its audit record.
+    /// A traced intent's spans after resolving: `navigator.resolve`, then as its outcome says —
+    /// published (its ack awaited in the landing book), parked (until released or expired), or
+    /// settled (ignored, rejected) — and its persisting awaited by the write-behind.
+    func trace(
+        _ trace: IntentTrace, _ change: SessionWork.IntentChange, resolved: Range<Int64>, published: Range<Int64>,
+        _ state: inout WorkerState
+    ) {
+        let resolution = change.resolution
+        let session = resolution.intent.session
+        trace.resolved(
+            resolution, route: RouteMetrics.route(of: resolution.intent, map: state.resolver.map),
+            from: resolved.lowerBound, to: resolved.upperBound)
+        let now = published.upperBound
+        switch resolution.outcome {
+        case .resolved, .refreshed:
+            if let own = change.own {
+                trace.published(
+                    seq: own.seq, commands: own.commands.count, from: published.lowerBound, to: published.upperBound)
+                state.landings.trace(trace, session: session, seq: own.seq)
+            } else {
+                trace.settle(at: now, landed: false, outcome: Navigator_V1_Outcome(resolution.outcome).label)
+            }
+        case .ignored:
+            let shown = resolution.explanation.last(where: \.decisive)?.step == .alreadyShown
+            trace.settle(at: now, landed: shown, outcome: "ignored")
+        case .parked(let reason, _):
+            if let redirect = change.own {  // a guard's redirect (the login screen, say)
+                trace.child(
+                    "navigator.publish", from: published.lowerBound, to: published.upperBound,
+                    [
+                        "navigator.seq": .int64(Int64(redirect.seq)),
+                        "navigator.command_count": .int64(Int64(redirect.commands.count)), "navigator.redirect": true,
+                    ])
+            }
+            trace.wait("navigator.park", from: now, ["navigator.park.reason": .string(reason.description)])
+            if !state.parkedTraces.keep(trace, session: session, intent: resolution.intent, at: now) {
+                trace.span.attributes["navigator.trace.truncated"] = true
+                trace.settle(at: now, landed: false, outcome: "parked")
+            }
+        case .rejected(let error):
+            trace.settle(at: now, landed: false, outcome: "rejected", failure: error.message)
+            return  // nothing changed, nothing to write
+        }
+        persistence.traced?.changed(session, by: trace, at: resolved.upperBound)
+    }
+
+    /// Accounts for each released intent: shown (its batch is out already, in `published`) or
+    /// refused (a Rejection; after a reload, say, its screen may be gone), with its audit
+    /// record.
     func publish(
-        released: [Resolution], _ batches: [Batch?], session: String, client: String,
+        released: [Resolution], _ batches: [Batch?], session: String, client: String, published: Range<Int64>,
         _ state: inout WorkerState, _ sockets: Sockets
     ) throws {
         guard !released.isEmpty else { return }
@@ -45,30 +103,55 @@ extension WorkerLoop {
         for (resolution, batch) in zip(released, batches) {
             let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
             let source = counters.routes.source(of: resolution.intent)
+            let trace = releasedTrace(resolution.intent, session: session, at: now, &state)
             if case .rejected(let error) = resolution.outcome {
                 // Counted once as parked when it came; now refused, not rejected a second time.
                 counters.routes.count(.refused, route: route, source: source, code: error.code.rawValue)
                 counters.routes.notLanded(route: route)
                 let code = Navigator_V1_RejectCode(error.code)
                 counters.refused(code, intent: false)  // counted as parked when it came
+                trace?.settle(at: now, landed: false, outcome: "refused", failure: error.message)
                 try sockets.publisher.rejection(
                     session: session, intentID: resolution.intent.id, source: resolution.intent.source, code: code,
                     message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
             } else {
                 counters.released.add()  // its own outcome was counted when it parked
                 counters.routes.count(.released, route: route, source: source)
+                trace?.endWaiting(at: now, ["navigator.park.result": "released"])
                 if let batch {
                     let origin = Self.origin(resolution.intent.sentAt, now: now)
                     counters.routes.published(route: route, after: now - origin)
                     state.landings.published(
                         session: session, seq: batch.seq, route: route, origin: origin, metrics: counters.routes)
+                    if let trace {
+                        trace.published(
+                            seq: batch.seq, commands: batch.commands.count, from: published.lowerBound,
+                            to: published.upperBound)
+                        state.landings.trace(trace, session: session, seq: batch.seq)
+                    }
                 } else if resolution.explanation.last(where: \.decisive)?.step == .alreadyShown {
                     counters.routes.landed(route: route, after: nil)  // released onto a screen already shown
+                    trace?.settle(at: now, landed: true, outcome: "released")
+                } else {
+                    trace?.settle(at: now, landed: false, outcome: "released")
                 }
             }
+            if let trace { persistence.traced?.changed(session, by: trace, at: now) }
             try sockets.publisher.audit(
                 Self.audit(resolution, .release, batch, client: client), sentAt: resolution.intent.sentAt)
         }
+    }
+
+    /// The trace of a parked intent leaving its session's list: the one kept since it parked,
+    /// or (parked before a restart) a new one under its producer's span, marked resumed.
+    func releasedTrace(_ intent: Intent, session: String, at now: Int64, _ state: inout WorkerState) -> IntentTrace? {
+        guard let tracer else { return nil }
+        if let kept = state.parkedTraces.take(session: session, intent: intent) { return kept }
+        guard !intent.traceparent.isEmpty,
+            let trace = IntentTrace.begin(intent, session: session, taken: now, tracer: tracer)
+        else { return nil }
+        trace.span.attributes["navigator.resumed"] = true
+        return trace
     }
 
     /// An intent whose traceparent is not of W3C's form: it goes on without one (as W3C says),
@@ -165,7 +248,9 @@ extension WorkerLoop {
     }
 
     /// Refuses an expired parked intent: its Rejection (EXPIRED) and its audit record.
-    func publish(expired parked: ParkedIntent, session: String, at now: Int64, _ sockets: Sockets) throws {
+    func publish(
+        expired parked: ParkedIntent, session: String, at now: Int64, _ state: inout WorkerState, _ sockets: Sockets
+    ) throws {
         let message = ExpiredIntent(
             intentID: parked.intent.id, source: parked.intent.source, reason: parked.reason,
             parkedAt: parked.parkedAt, expiredAt: now
@@ -184,5 +269,7 @@ extension WorkerLoop {
         record.traceparent = parked.intent.traceparent
         record.atUnixNanos = now
         try sockets.publisher.audit(record, sentAt: parked.intent.sentAt)
+        releasedTrace(parked.intent, session: session, at: now, &state)?
+            .settle(at: now, landed: false, outcome: "expired", failure: message)
     }
 }

@@ -57,6 +57,7 @@ extension WorkerLoop {
         _ state: inout WorkerState,
         _ sockets: Sockets
     ) throws {
+        let taken = WallClock.now()
         let intent: Intent
         do {
             intent = try wire.core()
@@ -68,7 +69,7 @@ extension WorkerLoop {
             reply.rejected = .rejection(error)
             return
         }
-        let resolved = try resolve(intent, client: client, &state, sockets)
+        let resolved = try resolve(intent, client: client, taken: taken, &state, sockets)
         reply.explanationSteps = resolved.resolution.explanation.map(Navigator_V1_ExplanationStep.init)
         switch resolved.resolution.outcome {
         case .resolved, .refreshed:
@@ -118,10 +119,11 @@ extension WorkerLoop {
             return
         }
         state.noteParked(wire.session, change.parked, limit: resolver.options.maxParked)
+        let publishing = WallClock.now()
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         try publish(
-            released: change.result.released, change.releasedBatches, session: wire.session, client: client, &state,
-            sockets)
+            released: change.result.released, change.releasedBatches, session: wire.session, client: client,
+            published: publishing..<WallClock.now(), &state, sockets)
         // An ack beyond the session's seq names batches that were never published: it lands
         // nothing (the event itself changes nothing either).
         if case .ack(let seq) = event, seq <= change.seq {

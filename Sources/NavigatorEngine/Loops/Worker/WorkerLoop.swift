@@ -1,6 +1,7 @@
 import Logging
 import NavigatorCore
 import NavigatorWire
+import Tracing
 import ZeroMQ
 
 /// Resolves the intents and client events of its shard of sessions, in arrival order per
@@ -22,6 +23,8 @@ struct WorkerLoop: SocketLoop {
     let handoffHighWaterMark: Int32
     /// Worker 0's: the intents socket.
     let intake: Intake?
+    /// Where spans of traced intents go (``IntentTrace``); nil: none are traced.
+    let tracer: (any Tracer)?
     let supervisor: Supervisor
     let logger: Logger
     /// Stop markers to wait for: from the intake (worker 0's own, counted when it stops) and
@@ -162,6 +165,8 @@ struct WorkerLoop: SocketLoop {
         var parkedSessions: [String: Int64] = [:]
         /// Published batches no shell has acknowledged yet (landing ratio by route).
         var landings = LandingBook()
+        /// The open traces of parked intents.
+        var parkedTraces = ParkedTraces()
 
         mutating func noteParked(_ session: String, _ parked: [ParkedIntent], limit: Int) {
             if parked.isEmpty {
@@ -179,6 +184,7 @@ extension WorkerLoop {
         session: String, payload: Message, from frame: Message, client: String, _ state: inout WorkerState,
         _ sockets: Sockets
     ) throws {
+        let taken = WallClock.now()
         let intent: Intent
         do {
             // Decoded where libzmq received it, without copying the frame into an array first.
@@ -194,7 +200,7 @@ extension WorkerLoop {
                 session: session, intentID: "", source: "", .malformed,
                 "intent is not a valid navigator.v1.Intent message: \(error)", peer: peerKey(frame, "intents"), sockets)
         }
-        let outcome = try resolve(intent, client: client, &state, sockets)
+        let outcome = try resolve(intent, client: client, taken: taken, &state, sockets)
         if case .rejected(let error) = outcome.resolution.outcome {
             try reject(
                 session: session, intentID: intent.id, source: intent.source, Navigator_V1_RejectCode(error.code),
