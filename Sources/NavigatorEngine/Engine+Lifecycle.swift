@@ -130,7 +130,8 @@ extension Engine {
                         counters: counters, persistence: persistence, follows: follows,
                         maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
-                        tracer: tracer, supervisor: supervisor, logger: logger),
+                        tracer: tracer, maxTracedIntentsPerSecond: configuration.maxTracedIntentsPerSecond,
+                        workers: configuration.workers, supervisor: supervisor, logger: logger),
                     stop: reader ? stopIntake : nil))
         }
         // Stopping requests stops intake too: the requests thread ends only once every worker

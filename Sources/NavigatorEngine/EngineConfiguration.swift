@@ -100,6 +100,10 @@ public struct EngineConfiguration: Hashable, Sendable {
     /// An intent has landed when a shell acknowledges its batch within this many seconds of
     /// its sending (the landing ratio by route, `navctl stats --routes`).
     public var landingWindowSeconds = 10
+    /// When traces are exported: intents a second (the whole instance) traced because their
+    /// producer's `traceparent` says sampled; beyond, they are not traced. Producers cannot make
+    /// navigatord trace, and pay for, every intent.
+    public var maxTracedIntentsPerSecond = 1_000
     /// How long a graceful shutdown may take before sockets are closed regardless.
     public var shutdownTimeoutSeconds = 10
 

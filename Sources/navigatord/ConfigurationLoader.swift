@@ -206,6 +206,13 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.landingWindowSeconds = try integer(values[0], "landingWindowSeconds", 1...3_600)
         },
+        Setting(
+            key: "maxTracedIntentsPerSecond", help: "intents traced a second for their producers' sampled flag",
+            isList: false
+        ) {
+            config, values throws(ConfigurationError) in
+            config.engine.maxTracedIntentsPerSecond = try integer(values[0], "maxTracedIntentsPerSecond", 1...1_000_000)
+        },
         Setting(key: "security.secretKeyFile", help: "the server's CURVE secret key (secure mode)", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.secretKeyFile = values[0].isEmpty ? nil : values[0]

@@ -251,6 +251,13 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "maxTracedIntentsPerSecond",
+            "Traces exported: intents a second traced because their producer's traceparent says sampled; more are not traced [default: 1000]"
+        ))
+    var maxTracedIntentsPerSecond: String?
+
+    @Option(
+        help: help(
             "security.secretKeyFile",
             "Secure mode: file with the server's CURVE secret key (40 Z85 characters, mode 0600; navctl keygen makes one); with --access-file"
         ))
@@ -310,6 +317,7 @@ struct Navigatord: AsyncParsableCommand {
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "landingWindowSeconds": one(landingWindowSeconds),
+            "maxTracedIntentsPerSecond": one(maxTracedIntentsPerSecond),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
             "security.secretKeyFile": one(secretKeyFile),
             "security.accessFile": one(accessFile),

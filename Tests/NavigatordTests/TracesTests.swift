@@ -160,6 +160,38 @@ struct TracesTests {
         #expect(try await daemon.exitStatus() == 0, "\(daemon.log)")
     }
 
+    @Test("producers marking every intent sampled get maxTracedIntentsPerSecond traced, no more")
+    func budget() async throws {
+        let receiver = try OTLPReceiver()
+        defer { receiver.stop() }
+        let daemon = try Daemon(
+            dataDirectory: temporaryDirectory("navtracebudget"), extra: ["--max-traced-intents-per-second", "1"],
+            environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"])
+        defer { daemon.reap() }
+        let endpoints = try await daemon.endpoints()
+        try await onThread {
+            let client = try Client(endpoints)
+            // Rejected at once (no such screen), so each trace ends right away; one session, so
+            // one worker, whose budget is 1 a second.
+            for index in 0..<5 {
+                var intent = wireIntent("b\(index)", [ScreenContext("nope")], session: "budget")
+                intent.traceparent = "00-\(String(repeating: "\(index + 1)", count: 32))-\(Self.producerSpan)-01"
+                _ = try client.request(.intent(intent))
+            }
+            // Without a traceparent: sampled by navigatord's own sampler, outside the budget;
+            // its span goes out after the five's.
+            _ = try client.request(.intent(wireIntent("marker", [ScreenContext("nope")], session: "budget")))
+        }
+        let spans = try await receiver.wait("the marker intent's span") { spans in
+            spans.contains { $0.name == "navigator.intent" && $0.attributes["navigator.intent.id"] == "marker" }
+        }
+        let traced = spans.filter { $0.name == "navigator.intent" && $0.parentSpanID == Self.producerSpan }
+        #expect((1...2).contains(traced.count), "\(traced)")  // 1, and 1 more if a second passed
+        #expect(traced.allSatisfy { $0.attributes["navigator.settled"] == "rejected" && $0.statusCode == 2 })
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.exitStatus() == 0, "\(daemon.log)")
+    }
+
     @Test("the OTEL_ variables: off without an endpoint, on with one, refused for what navigatord cannot do")
     func environment() throws {
         let logger = Logger(label: "test")

@@ -27,9 +27,9 @@ struct UnixInstant: TracerInstant {
     static func < (lhs: Self, rhs: Self) -> Bool { lhs.nanosecondsSinceEpoch < rhs.nanosecondsSinceEpoch }
 }
 
-/// One traced intent's open spans while navigatord holds it. Owned by one worker (or, for its
-/// persist span, handed to the flush thread as a context): no locks.
-final class IntentTrace: @unchecked Sendable {
+/// One traced intent's open spans while navigatord holds it. Owned by one worker (its persist
+/// span goes to the flush thread as a parent context, ``TracedWrites``): no locks.
+final class IntentTrace {
     let tracer: any Tracer
     /// `navigator.intent`: ends when the intent is settled.
     let span: any Span
@@ -80,6 +80,8 @@ final class IntentTrace: @unchecked Sendable {
 
 /// A worker's open traces of parked intents, until each is released, refused or expires.
 /// Bounded by ``maxParked``: one more parked intent is traced to its parking and settled there.
+/// An intent that leaves its session otherwise (the session forgotten, or handed to another
+/// instance) is settled by ``sweep(now:)`` once its time to live is past.
 struct ParkedTraces {
     struct Key: Hashable {
         var session: String
@@ -95,13 +97,23 @@ struct ParkedTraces {
         }
     }
 
+    struct Entry {
+        var trace: IntentTrace
+        var expiresAt: Int64
+    }
+
     static let maxParked = 65_536
-    private(set) var traces: [Key: IntentTrace] = [:]
+    /// How often the sweep looks for traces whose intents left without a release or expiry.
+    static let sweepInterval: Int64 = 10_000_000_000
+    /// How long past its expiry a parked intent's trace waits for the expiry pass to settle it.
+    static let grace: Int64 = 5_000_000_000
+    private(set) var traces: [Key: Entry] = [:]
+    private var nextSweep: Int64 = 0
 
     /// Keeps `trace` until its intent leaves the parked list; false when the book is full.
-    mutating func keep(_ trace: IntentTrace, session: String, intent: Intent, at now: Int64) -> Bool {
+    mutating func keep(_ trace: IntentTrace, session: String, intent: Intent, expiresAt: Int64, at now: Int64) -> Bool {
         guard traces.count < Self.maxParked else { return false }
-        traces.updateValue(trace, forKey: Key(session, intent))?
+        traces.updateValue(Entry(trace: trace, expiresAt: expiresAt), forKey: Key(session, intent))?.trace
             .settle(at: now, landed: false, outcome: "superseded", failure: "another parked intent of the same id")
         return true
     }
@@ -109,70 +121,149 @@ struct ParkedTraces {
     mutating func take(session: String, intent: Intent) -> IntentTrace? {
         guard !traces.isEmpty else { return nil }
         defer { traces.releaseSpareRoom() }
-        return traces.removeValue(forKey: Key(session, intent))
+        return traces.removeValue(forKey: Key(session, intent))?.trace
+    }
+
+    /// Settles the traces of intents past their expiry that no expiry pass took: their session
+    /// was forgotten or handed to another instance with them.
+    mutating func sweep(now: Int64) {
+        guard now >= nextSweep, !traces.isEmpty else { return }
+        nextSweep = now + Self.sweepInterval
+        let gone = traces.filter { $0.value.expiresAt + Self.grace < now }
+        for (key, entry) in gone {
+            traces[key] = nil
+            entry.trace.settle(
+                at: now, landed: false, outcome: "left",
+                failure:
+                    "the intent left its session without a release or expiry here (the session forgotten or handed to another instance)"
+            )
+        }
+        traces.releaseSpareRoom()
+    }
+
+    /// Settles every open trace: the worker stops.
+    mutating func settleAll(at now: Int64) {
+        for entry in traces.values {
+            entry.trace.settle(
+                at: now, landed: false, outcome: "shutdown", failure: "navigatord stopped while it waited")
+        }
+        traces = [:]
+    }
+}
+
+/// At most ``limit`` new traces a second on one worker, so that producers that mark every intent
+/// sampled cannot make navigatord trace (and pay for) all of them: a token bucket.
+struct TraceBudget {
+    let limit: Int
+    private var tokens: Double
+    private var refilledAt: Int64 = 0
+
+    init(perSecond limit: Int) {
+        self.limit = limit
+        tokens = Double(limit)
+    }
+
+    /// Whether one more intent may be traced at `now`.
+    mutating func take(at now: Int64) -> Bool {
+        guard limit > 0 else { return false }
+        let elapsed = Double(max(0, now - refilledAt)) / 1e9
+        tokens = min(Double(limit), tokens + elapsed * Double(limit))
+        refilledAt = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
     }
 }
 
 /// Changes of traced intents waiting for the write-behind: the flush thread records each one's
-/// `navigator.persist` span when the store has the session. Bounded by ``maxPending``.
+/// `navigator.persist` span once the store has the session as it was after the change. Bounded
+/// by ``maxPending``.
 final class TracedWrites: Sendable {
+    /// A change: under which span, since when.
     struct Pending: Sendable {
-        var trace: IntentTrace
+        var tracer: any Tracer
+        var parent: ServiceContext
         var since: Int64
     }
 
     static let maxPending = 16_384
-    private let pending = Mutex<[String: [Pending]]>([:])
-    private let count = Atomic<Int>(0)
+    /// How long a change may wait to be written before its persist span is ended as not written
+    /// (its session left this instance, say).
+    static let staleAfter: Int64 = 300_000_000_000
+    private let pending = Mutex<(changes: [String: [Pending]], count: Int, nextPurge: Int64)>(([:], 0, 0))
     let store: String
 
     init(store: String) { self.store = store }
 
     /// A traced intent changed `session` at `since` (not recorded when ``maxPending`` wait).
     func changed(_ session: String, by trace: IntentTrace, at since: Int64) {
-        guard count.load(ordering: .relaxed) < Self.maxPending else { return }
-        count.add(1, ordering: .relaxed)
-        pending.withLock { $0[session, default: []].append(Pending(trace: trace, since: since)) }
+        let change = Pending(tracer: trace.tracer, parent: trace.span.context, since: since)
+        pending.withLock { pending in
+            guard pending.count < Self.maxPending else { return }
+            pending.count += 1
+            pending.changes[session, default: []].append(change)
+        }
     }
 
-    /// The store has `sessions` as they are now: their waiting changes are persisted. (Or, with
-    /// `failure`, will never have them: their partition is another instance's now.)
-    func written(_ sessions: some Sequence<String>, at now: Int64, failure: String? = nil) {
-        guard count.load(ordering: .relaxed) > 0 else { return }
-        let (done, stale): ([Pending], [Pending]) = pending.withLock { pending in
-            var done: [Pending] = []
+    /// Takes the changes waiting for `sessions`, before the store is handed their records: the
+    /// changes made after this are the next write's.
+    func take(_ sessions: some Sequence<String>) -> [String: [Pending]] {
+        pending.withLock { pending in
+            guard pending.count > 0 else { return [:] }
+            var taken: [String: [Pending]] = [:]
             for session in sessions {
-                if let changes = pending.removeValue(forKey: session) { done += changes }
+                if let changes = pending.changes.removeValue(forKey: session) { taken[session] = changes }
             }
-            // Changes of sessions that left without being written (handed to another instance,
-            // forgotten) would hold their places for good: past ``staleAfter`` they go.
-            var stale: [Pending] = []
-            if count.load(ordering: .relaxed) - done.count > Self.maxPending / 2 {
-                let cutoff = now - Self.staleAfter
-                for (session, changes) in pending where changes.contains(where: { $0.since < cutoff }) {
-                    let (old, recent) = (changes.filter { $0.since < cutoff }, changes.filter { $0.since >= cutoff })
-                    stale += old
-                    pending[session] = recent.isEmpty ? nil : recent
-                }
-            }
-            if pending.isEmpty { pending = [:] }
-            return (done, stale)
+            pending.count -= taken.values.reduce(0) { $0 + $1.count }
+            if pending.changes.isEmpty { pending.changes = [:] }
+            return taken
         }
-        guard !done.isEmpty || !stale.isEmpty else { return }
-        count.subtract(done.count + stale.count, ordering: .relaxed)
-        for change in done {
-            change.trace.child(
-                "navigator.persist", from: change.since, to: now, ["navigator.store": .string(store)], failure: failure)
+    }
+
+    /// The write failed and will be tried again: the changes wait for it.
+    func putBack(_ taken: [String: [Pending]]) {
+        guard !taken.isEmpty else { return }
+        pending.withLock { pending in
+            for (session, changes) in taken {
+                pending.changes[session, default: []].insert(contentsOf: changes, at: 0)
+                pending.count += changes.count
+            }
+        }
+    }
+
+    /// Records the persist spans of `taken`: written at `now` (or not, for `failure`), and of
+    /// changes that waited longer than ``staleAfter`` (looked for once a minute).
+    func record(_ taken: [String: [Pending]], at now: Int64, failure: String? = nil) {
+        for changes in taken.values {
+            for change in changes { persisted(change, at: now, failure: failure) }
+        }
+        let stale: [Pending] = pending.withLock { pending in
+            guard pending.count > 0, now >= pending.nextPurge else { return [] }
+            pending.nextPurge = now + 60_000_000_000
+            var stale: [Pending] = []
+            for (session, changes) in pending.changes
+            where changes.contains(where: { $0.since < now - Self.staleAfter }) {
+                stale += changes.filter { $0.since < now - Self.staleAfter }
+                let recent = changes.filter { $0.since >= now - Self.staleAfter }
+                pending.changes[session] = recent.isEmpty ? nil : recent
+            }
+            pending.count -= stale.count
+            return stale
         }
         for change in stale {
-            change.trace.child(
-                "navigator.persist", from: change.since, to: now, ["navigator.store": .string(store)],
+            persisted(
+                change, at: now,
                 failure: "not written within \(Self.staleAfter / 1_000_000_000) s: the session left this instance")
         }
     }
 
-    /// How long a change may wait to be written before its persist span is ended as not written.
-    static let staleAfter: Int64 = 300_000_000_000
+    private func persisted(_ change: Pending, at now: Int64, failure: String?) {
+        let span = change.tracer.startSpan(
+            "navigator.persist", context: change.parent, ofKind: .internal, at: UnixInstant(change.since))
+        span.attributes["navigator.store"] = store
+        if let failure { span.setStatus(SpanStatus(code: .error, message: failure)) }
+        span.end(at: UnixInstant(now))
+    }
 }
 
 extension IntentTrace {
@@ -220,4 +311,15 @@ extension IntentTrace {
 /// Reads a `traceparent` out of a dictionary for the tracer's propagator.
 struct HeaderExtractor: Extractor {
     func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
+}
+
+extension Intent {
+    /// Whether its `traceparent` (checked already: W3C's form or empty) says its producer
+    /// sampled it: the flags' lowest bit.
+    var traceparentSaysSampled: Bool {
+        guard let last = traceparent.utf8.last, let digit = Int(String(UnicodeScalar(last)), radix: 16) else {
+            return false
+        }
+        return digit & 1 == 1
+    }
 }

@@ -63,6 +63,18 @@ struct LandingBook {
         sessions[session]![index].trace = trace
     }
 
+    /// Settles every open trace (the worker stops); the batches stay booked.
+    mutating func settleTraces(at now: Int64) {
+        for (session, pending) in sessions where pending.contains(where: { $0.trace != nil }) {
+            for index in pending.indices {
+                sessions[session]![index].trace?.settle(
+                    at: now, landed: false, outcome: "shutdown",
+                    failure: "navigatord stopped before a shell acknowledged it")
+                sessions[session]![index].trace = nil
+            }
+        }
+    }
+
     /// A shell of `session` applied the batches up to `seq`.
     mutating func acknowledged(session: String, seq: UInt64, now: Int64, metrics: RouteMetrics) {
         guard var pending = sessions[session] else { return }

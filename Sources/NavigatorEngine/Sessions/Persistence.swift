@@ -153,6 +153,8 @@ final class Persistence: Sendable {
     /// next flush retries) and returns false. Called under `writing`.
     private func write(_ names: Set<String>, of shard: SessionStore.Shard, now: Int64) -> Bool {
         guard !names.isEmpty else { return true }
+        // Traced changes made from here on are the next write's.
+        let traces = traced?.take(names) ?? [:]
         let records = shard.records.withLock { records in
             names.compactMap { name in records[name].map { (name, $0) } }
         }
@@ -164,7 +166,7 @@ final class Persistence: Sendable {
             }
             let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
             try database.write(rows)
-            traced?.written(names, at: WallClock.now())
+            traced?.record(traces, at: WallClock.now())
             // The parked lists' encodings, for the next flush of sessions that keep them.
             parkedEncodings.withLock { cache in
                 for (name, _, stored) in encoded {
@@ -183,14 +185,16 @@ final class Persistence: Sendable {
             // Partitions another instance has claimed: their sessions are its to write now (the
             // lease thread drops them here); the others were written.
             fencedWrites.add(UInt64(fenced.sessions.count), ordering: .relaxed)
-            traced?.written(names.subtracting(fenced.sessions), at: WallClock.now())
-            traced?.written(fenced.sessions, at: WallClock.now(), failure: "\(fenced)")
+            let lost = Set(fenced.sessions)
+            traced?.record(traces.filter { !lost.contains($0.key) }, at: WallClock.now())
+            traced?.record(traces.filter { lost.contains($0.key) }, at: WallClock.now(), failure: "\(fenced)")
             logger.warning(
                 "changes of sessions whose partitions another instance has claimed were not written",
                 metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
             return true
         } catch {
             shard.dirty.withLock { $0.formUnion(names) }
+            traced?.putBack(traces)
             logger.error(
                 "writing \(records.count) sessions to \(database.kind) failed; will retry",
                 metadata: ["error": "\(error)"])
@@ -453,6 +457,7 @@ final class Persistence: Sendable {
                 throw EngineError(
                     .notDurable, "the state file \(database.location) is gone and could not be written again yet")
             }
+            let traces = traced?.take(sessions) ?? [:]
             var rows: [(String, UInt64, [UInt8])] = []
             for session in sessions {
                 let shard = store.shards[store.shardIndex(of: session)]
@@ -460,14 +465,20 @@ final class Persistence: Sendable {
                     // Several instances: its partition was handed over or lost between the
                     // change and this write; the change is not durable here.
                     if let reason = store.notServed(session) {
+                        traced?.record(traces, at: WallClock.now(), failure: "not written: \(reason)")
                         throw EngineError(.notDurable, "the change was not written: \(reason)")
                     }
                     continue
                 }
                 rows.append((session, record.seq, try record.stored()))
             }
-            try database.write(rows)
-            traced?.written(sessions, at: WallClock.now())
+            do {
+                try database.write(rows)
+            } catch {
+                traced?.putBack(traces)
+                throw error
+            }
+            traced?.record(traces, at: WallClock.now())
         }
     }
 

@@ -22,8 +22,11 @@ extension WorkerLoop {
         _ intent: Intent, client: String, taken: Int64? = nil, _ state: inout WorkerState, _ sockets: Sockets
     ) throws -> Resolved {
         let started = WallClock.now()
-        let trace = tracer.flatMap {
-            IntentTrace.begin(intent, session: intent.session, taken: taken ?? started, tracer: $0)
+        var trace: IntentTrace?
+        // A producer's sampled flag is followed within the budget: producers cannot make
+        // navigatord trace every intent.
+        if let tracer, !intent.traceparentSaysSampled || state.traceBudget.take(at: started) {
+            trace = IntentTrace.begin(intent, session: intent.session, taken: taken ?? started, tracer: tracer)
         }
         if let trace, let taken { trace.child("navigator.receive", from: taken, to: started) }
         let resolver = state.resolver
@@ -80,7 +83,10 @@ extension WorkerLoop {
                     ])
             }
             trace.wait("navigator.park", from: now, ["navigator.park.reason": .string(reason.description)])
-            if !state.parkedTraces.keep(trace, session: session, intent: resolution.intent, at: now) {
+            if !state.parkedTraces.keep(
+                trace, session: session, intent: resolution.intent,
+                expiresAt: change.expiresAt > 0 ? change.expiresAt : .max / 2, at: now)
+            {
                 trace.span.attributes["navigator.trace.truncated"] = true
                 trace.settle(at: now, landed: false, outcome: "parked")
             }
@@ -103,21 +109,22 @@ extension WorkerLoop {
         for (resolution, batch) in zip(released, batches) {
             let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
             let source = counters.routes.source(of: resolution.intent)
-            let trace = releasedTrace(resolution.intent, session: session, at: now, &state)
+            // Released when the change was made, before its batches went out.
+            let trace = releasedTrace(resolution.intent, session: session, at: published.lowerBound, &state)
             if case .rejected(let error) = resolution.outcome {
                 // Counted once as parked when it came; now refused, not rejected a second time.
                 counters.routes.count(.refused, route: route, source: source, code: error.code.rawValue)
                 counters.routes.notLanded(route: route)
                 let code = Navigator_V1_RejectCode(error.code)
                 counters.refused(code, intent: false)  // counted as parked when it came
-                trace?.settle(at: now, landed: false, outcome: "refused", failure: error.message)
+                trace?.settle(at: published.lowerBound, landed: false, outcome: "refused", failure: error.message)
                 try sockets.publisher.rejection(
                     session: session, intentID: resolution.intent.id, source: resolution.intent.source, code: code,
                     message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
             } else {
                 counters.released.add()  // its own outcome was counted when it parked
                 counters.routes.count(.released, route: route, source: source)
-                trace?.endWaiting(at: now, ["navigator.park.result": "released"])
+                trace?.endWaiting(at: published.lowerBound, ["navigator.park.result": "released"])
                 if let batch {
                     let origin = Self.origin(resolution.intent.sentAt, now: now)
                     counters.routes.published(route: route, after: now - origin)
@@ -136,7 +143,7 @@ extension WorkerLoop {
                     trace?.settle(at: now, landed: false, outcome: "released")
                 }
             }
-            if let trace { persistence.traced?.changed(session, by: trace, at: now) }
+            if let trace { persistence.traced?.changed(session, by: trace, at: published.lowerBound) }
             try sockets.publisher.audit(
                 Self.audit(resolution, .release, batch, client: client), sentAt: resolution.intent.sentAt)
         }
@@ -147,10 +154,15 @@ extension WorkerLoop {
     func releasedTrace(_ intent: Intent, session: String, at now: Int64, _ state: inout WorkerState) -> IntentTrace? {
         guard let tracer else { return nil }
         if let kept = state.parkedTraces.take(session: session, intent: intent) { return kept }
-        guard !intent.traceparent.isEmpty,
+        // Only an intent taken by an earlier run (not one this run chose not to trace, or could
+        // not keep: the budget, the sampler, a full book).
+        guard !intent.traceparent.isEmpty, intent.sentAt > 0, intent.sentAt < state.startedAt,
+            !intent.traceparentSaysSampled || state.traceBudget.take(at: now),
             let trace = IntentTrace.begin(intent, session: session, taken: now, tracer: tracer)
         else { return nil }
         trace.span.attributes["navigator.resumed"] = true
+        trace.span.attributes["navigator.route"] = RouteMetrics.route(of: intent, map: state.resolver.map)
+        trace.span.attributes["navigator.outcome"] = "parked"
         return trace
     }
 

@@ -25,6 +25,9 @@ struct WorkerLoop: SocketLoop {
     let intake: Intake?
     /// Where spans of traced intents go (``IntentTrace``); nil: none are traced.
     let tracer: (any Tracer)?
+    /// Intents traced a second for their producer's sampled flag, on all workers together.
+    let maxTracedIntentsPerSecond: Int
+    let workers: Int
     let supervisor: Supervisor
     let logger: Logger
     /// Stop markers to wait for: from the intake (worker 0's own, counted when it stops) and
@@ -61,7 +64,9 @@ struct WorkerLoop: SocketLoop {
 
     func run(_ sockets: Sockets) throws {
         let initial = resolvers.snapshot
-        var state = WorkerState(resolver: initial.resolver, generation: initial.generation)
+        var state = WorkerState(
+            resolver: initial.resolver, generation: initial.generation,
+            traceBudget: TraceBudget(perSecond: max(1, maxTracedIntentsPerSecond / max(1, workers))))
         // Sessions of this shard with parked intents, for the expiry pass (due at once: their
         // times are read when the pass unpacks them).
         state.parkedSessions = store.shards[index].records.withLock { records in
@@ -143,10 +148,14 @@ struct WorkerLoop: SocketLoop {
                 if WallClock.now() >= nextExpiry {
                     try expire(&state, sockets)
                     state.landings.sweep(now: WallClock.now(), metrics: counters.routes)
+                    if tracer != nil { state.parkedTraces.sweep(now: WallClock.now()) }
                     nextExpiry = WallClock.now() + Self.expiryInterval
                 }
                 try sockets.publisher.flush()  // nothing more to read: hand over what waits
             }
+            // What is still open is settled, so that no trace is left without its intent span.
+            state.parkedTraces.settleAll(at: WallClock.now())
+            state.landings.settleTraces(at: WallClock.now())
             try sockets.publisher.stop()
             try sockets.replies.send(Internal.stop)
             logger.debug("worker stopped", metadata: ["worker": "\(index)"])
@@ -167,6 +176,10 @@ struct WorkerLoop: SocketLoop {
         var landings = LandingBook()
         /// The open traces of parked intents.
         var parkedTraces = ParkedTraces()
+        /// Intents traced for their producer's sampled flag, at most so many a second.
+        var traceBudget: TraceBudget
+        /// When this worker started: a parked intent sent before had its trace in another run.
+        let startedAt = WallClock.now()
 
         mutating func noteParked(_ session: String, _ parked: [ParkedIntent], limit: Int) {
             if parked.isEmpty {
