@@ -49,6 +49,23 @@ public final class Context: @unchecked Sendable {
         }
     }
 
+    /// A new socket of the context, or ETERM once ``terminate()`` began: libzmq frees the context
+    /// when it terminates, and a socket asked of it then (a thread started earlier that sends a
+    /// stop marker late, say) would be EFAULT or a read of freed memory. Creation and the start
+    /// of termination take turns: a socket made first is one termination waits for.
+    func makeSocket(_ type: Int32) throws(ZeroMQError) -> UnsafeMutableRawPointer {
+        let handle = self.handle
+        // As an address: a pointer is not Sendable out of the lock.
+        let socket = try terminated.withLock { (done: inout Bool) throws(ZeroMQError) -> UInt in
+            guard !done else {
+                throw ZeroMQError(
+                    code: .terminated, function: "zmq_socket", detail: "the context was terminated already")
+            }
+            return UInt(bitPattern: try ZMQ.pointer("zmq_socket") { zmq_socket(handle, type) })
+        }
+        return UnsafeMutableRawPointer(bitPattern: socket)!
+    }
+
     /// Terminates the context: waits until every socket has been closed (by the threads that own
     /// them), then releases the context. Retries `EINTR`. Further calls do nothing.
     ///

@@ -15,8 +15,7 @@ public final class Socket {
     public init(_ context: Context, type: SocketType) throws(ZeroMQError) {
         self.context = context
         self.type = type
-        let ctx = context.handle
-        handle = try ZMQ.pointer("zmq_socket") { zmq_socket(ctx, type.rawValue) }
+        handle = try context.makeSocket(type.rawValue)
         try set(.linger, Self.defaultLinger)
     }
 

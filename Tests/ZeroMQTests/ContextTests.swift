@@ -50,6 +50,16 @@ struct ContextTests {
         try context.terminate()
     }
 
+    /// The crash of a `nav-signal` thread (a trap in libswiftCore): a stop marker sent from a
+    /// thread of its own after the engine had terminated its context. libzmq had freed the
+    /// context; zmq_socket on it answered EFAULT (or read freed memory).
+    @Test("a socket asked of a terminated context fails with ETERM; libzmq is not called")
+    func afterTerminate() throws {
+        let context = try Context()
+        try context.terminate()
+        #expect { _ = try Socket(context, type: .push) } throws: { ($0 as? ZeroMQError)?.code == .terminated }
+    }
+
     @Test("library version and capabilities")
     func version() {
         let version = zeroMQVersion
