@@ -154,6 +154,13 @@ case "$command" in
     url="$(start "$dir")"
     status=0
     NAVIGATOR_TEST_POSTGRES="$url" "$@" || status=$?
+    # A failed run: what the server said of itself (a backend that died, a restart, a refusal)
+    # is part of the story.
+    if [ "$status" -ne 0 ] && [ -f "$dir/server.log" ]; then
+      echo "postgres.sh: the run failed (status $status); the shared server's log, its warnings and worse:" >&2
+      grep -E "WARNING|ERROR|FATAL|PANIC|terminated|server process|database system" "$dir/server.log" \
+        | grep -vE "duplicate key|canceling statement due to user request" | tail -40 >&2 || true
+    fi
     exit "$status"
     ;;
   start)
