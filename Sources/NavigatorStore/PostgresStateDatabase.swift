@@ -416,6 +416,9 @@ public final class PostgresStateDatabase: StateDatabase {
     public func reopen(epoch: UInt64) throws {}
 
     /// Closes the connection, which lets go of the instance lock.
+    /// Nothing to give back: libpq keeps no cache between queries.
+    public func releaseMemory() {}
+
     public func close() {
         connection.withLock { $0 = nil }
     }

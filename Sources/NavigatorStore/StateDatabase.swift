@@ -38,6 +38,9 @@ public protocol StateDatabase: AnyObject, Sendable {
     func reopen(epoch: UInt64) throws
     /// Lets go of connections and locks (at the end of a run).
     func close()
+    /// Gives back the memory its client library keeps that the next use can make again (the
+    /// SQLite page cache): called when the service comes to rest.
+    func releaseMemory()
 }
 
 /// What loading found: the sessions as `decode` made them, and those moved to quarantine with

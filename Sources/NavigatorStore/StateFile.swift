@@ -43,6 +43,10 @@ public final class StateFile: StateDatabase {
     /// hashed"); this run's, written into the file again if it is replaced.
     public let dedupKey: DedupKey
 
+    /// The page cache (up to 2 MB, filled by a restart's reads and by writes) and the cached
+    /// statements: the next write reads what it needs again.
+    public func releaseMemory() { queue.releaseMemory() }
+
     /// Opens the file at `path` (creating it) and migrates it; refuses a file it cannot read.
     private static func open(_ path: String) throws -> DatabaseQueue {
         let queue: DatabaseQueue

@@ -31,6 +31,10 @@ final class Persistence: Sendable {
     private let parkedEncodings = Locked<[String: SessionStore.Record.ParkedEncoding]>([:])
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
+    /// Whether the last write-behind round wrote or packed anything (``flushAndPack(between:)``).
+    private let wasBusy = Atomic<Bool>(false)
+    /// When the service last came to rest (monotonic ns).
+    private let lastRest = Atomic<Int64>(0)
     /// How long a session remembers intent ids and expired intents (the resolver's dedup
     /// window, which a reload may change), in nanoseconds.
     let rememberedFor: @Sendable () -> Int64
@@ -493,6 +497,7 @@ final class Persistence: Sendable {
         var round = store.shards.map { shard in
             shard.dirty.withLock { dirty in Self.take(.max, from: &dirty) }
         }
+        let wrote = round.contains { !$0.isEmpty }
         while round.contains(where: { !$0.isEmpty }) {
             guard writeChunk(Self.chunk, take: { shard, budget in Self.take(budget, from: &round[shard]) }) else {
                 // What this round did not write stays marked changed, for the next.
@@ -511,8 +516,22 @@ final class Persistence: Sendable {
         // thousand sessions were packed — in one round (after a restart's expiries) or over
         // many (a trickle of expiries packs a few each round, and RSS stayed at its peak).
         let sinceTrim = packedSinceTrim.add(packed, ordering: .relaxed).newValue
-        if sinceTrim >= 1000 {
+        // And when the service comes to rest — a round that wrote and packed nothing after one
+        // that did, at most every 10 s (a trickle of changes alternates) — whatever was packed
+        // since, with the state file's page cache (~2 MB; the next writes read their pages
+        // again).
+        let busy = wrote || packed > 0 || moved > 0
+        if busy { wasBusy.store(true, ordering: .relaxed) }
+        let cameToRest =
+            !busy && wasBusy.load(ordering: .relaxed)
+            && started - lastRest.load(ordering: .relaxed) >= 10_000_000_000
+        if cameToRest {
+            wasBusy.store(false, ordering: .relaxed)
+            lastRest.store(started, ordering: .relaxed)
+        }
+        if sinceTrim >= 1000 || cameToRest {
             packedSinceTrim.store(0, ordering: .relaxed)
+            if cameToRest { database.releaseMemory() }
             Heap.returnFreePages()
         }
         if packed > 0 || moved > 0 {
