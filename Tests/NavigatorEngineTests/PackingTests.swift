@@ -46,6 +46,29 @@ struct PackingTests {
         store.shards[store.shardIndex(of: session)].records.withLock { $0[session] }
     }
 
+    @Test("coming to rest (a round with nothing to write after one that wrote) gives memory back once")
+    func givesBackAtRest() throws {
+        try withStore { store, persistence, resolver, _ in
+            try persistence.flushAndPack()
+            #expect(persistence.rests.load(ordering: .relaxed) == 0)  // never busy yet
+            _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
+            try persistence.flushAndPack()  // writes "a"
+            #expect(persistence.rests.load(ordering: .relaxed) == 0)
+            try persistence.flushAndPack()  // nothing to write: at rest
+            #expect(persistence.rests.load(ordering: .relaxed) == 1)
+            try persistence.flushAndPack()  // still at rest: not again
+            #expect(persistence.rests.load(ordering: .relaxed) == 1)
+            // Busy and at rest again within 10 s (a trickle of changes): not again yet.
+            _ = resolve("c2", [ScreenContext("chat", ["conversationId": "43"])], session: "a", store, resolver)
+            try persistence.flushAndPack()
+            try persistence.flushAndPack()
+            #expect(persistence.rests.load(ordering: .relaxed) == 1)
+            // The state file still takes writes after its cache was given back.
+            _ = resolve("c3", [ScreenContext("chat", ["conversationId": "44"])], session: "b", store, resolver)
+            #expect(persistence.flushChanged())
+        }
+    }
+
     @Test("sessions unchanged since a flush are packed after the idle time, and read back the same")
     func packsIdle() throws {
         try withStore { store, persistence, resolver, _ in

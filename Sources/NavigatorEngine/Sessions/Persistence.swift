@@ -33,8 +33,9 @@ final class Persistence: Sendable {
     private let packedSinceTrim = Atomic<Int>(0)
     /// Whether the last write-behind round wrote or packed anything (``flushAndPack(between:)``).
     private let wasBusy = Atomic<Bool>(false)
-    /// When the service last came to rest (monotonic ns).
+    /// When the service last came to rest (monotonic ns), and how many times it did.
     private let lastRest = Atomic<Int64>(0)
+    let rests = Atomic<Int>(0)
     /// How long a session remembers intent ids and expired intents (the resolver's dedup
     /// window, which a reload may change), in nanoseconds.
     let rememberedFor: @Sendable () -> Int64
@@ -528,6 +529,8 @@ final class Persistence: Sendable {
         if cameToRest {
             wasBusy.store(false, ordering: .relaxed)
             lastRest.store(started, ordering: .relaxed)
+            rests.add(1, ordering: .relaxed)
+            logger.debug("at rest: the state file's page cache and malloc's free pages given back")
         }
         if sinceTrim >= 1000 || cameToRest {
             packedSinceTrim.store(0, ordering: .relaxed)
