@@ -140,7 +140,7 @@ let package = Package(
         .executableTarget(
             name: "navctl",
             dependencies: [
-                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorTokens", "ZeroMQ",
+                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorTokens", "NavigatorYAML", "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -231,8 +231,9 @@ let package = Package(
             dependencies: [
                 "NavigatorTestSupport", "navigatord",
                 "NavigatorEngine", "NavigatorHTTP", "NavigatorStore", "NavigatorPort", "NavigatorTokens",
-                "NavigatorWire", "NavigatorCore", "NavigatorClient", "NavigatorLoad", "Postgres", "ZeroMQ", "Yams",
-                "Locking",
+                "NavigatorWire", "NavigatorCore", "NavigatorClient", "NavigatorLoad", "NavigatorYAML", "Postgres",
+                "ZeroMQ",
+                "Yams", "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -138,6 +138,19 @@ public final class NavigatorConnection: Sendable {
         return routes
     }
 
+    /// A candidate route map checked by navigatord as a reload would load it: its problems, or
+    /// what it changes against the map in use. Nothing is loaded. Admins only in secure mode.
+    public func checkRoutes(yaml: String, source: String) async throws -> Navigator_V1_RoutesCheck {
+        let reply = try await request(
+            .routesCheck(
+                .with {
+                    $0.yaml = yaml
+                    $0.source = source
+                }))
+        guard case .routesCheck(let check)? = reply.kind else { throw Self.unexpected(reply, "the route map check") }
+        return check
+    }
+
     /// Reports what a shell did on its tree at (`epoch`, `lastSeq`); returns the session's seq
     /// afterwards and the released intents. A stale event (the tree changed since) is refused
     /// with ``ClientError/Code/rejected`` carrying STALE_EVENT: take a snapshot.

@@ -98,6 +98,22 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/routes/check": {
+              "post": {
+                "summary": "Check a candidate route map: its problems as a reload would refuse it, or what it changes against the map in use; nothing is loaded (secure mode: a client that may read stats)",
+                "operationId": "checkRoutes",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RoutesCheckRequest"}}}},
+                "responses": {
+                  "200": {"description": "a navigator.v1.Reply with routesCheck (valid false: the problems)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RoutesCheckReply"}}}},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"},
+                  "413": {"$ref": "#/components/responses/Rejected"},
+                  "415": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
             "/v1/dashboard": {
               "get": {
                 "summary": "The dashboard's data: the service's last hour, a sample every 5 s (secure mode: a client that may read stats)",
@@ -292,6 +308,33 @@ enum OpenAPIDocument {
                     "additionalProperties": false
                   }
                 ]
+              },
+              "RoutesCheckRequest": {
+                "type": "object",
+                "description": "navigator.v1.RoutesCheckRequest",
+                "properties": {
+                  "yaml": {"type": "string", "description": "the candidate route map, YAML or JSON"},
+                  "source": {"type": "string", "description": "names it in problems (a file name)"}
+                },
+                "additionalProperties": false
+              },
+              "RoutesCheckReply": {
+                "type": "object",
+                "required": ["routesCheck"],
+                "properties": {
+                  "requestId": {"type": "string"},
+                  "routesCheck": {
+                    "type": "object",
+                    "description": "navigator.v1.RoutesCheck",
+                    "properties": {
+                      "valid": {"type": "boolean"},
+                      "problems": {"type": "array", "items": {"type": "object", "properties": {"line": {"type": "integer"}, "column": {"type": "integer"}, "keyPath": {"type": "string"}, "message": {"type": "string"}}}},
+                      "changes": {"type": "array", "items": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["added", "removed", "changed"]}, "subject": {"type": "string"}, "name": {"type": "string"}, "before": {"type": "string"}, "after": {"type": "string"}}}},
+                      "currentSource": {"type": "string"},
+                      "summary": {"type": "string"}
+                    }
+                  }
+                }
               },
               "Rejected": {
                 "type": "object",

@@ -2,6 +2,7 @@ import ArgumentParser
 import NavigatorClient
 import NavigatorCore
 import NavigatorWire
+import NavigatorYAML
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -452,7 +453,20 @@ extension Stats {
 }
 
 struct Routes: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "The route map navigatord uses, as YAML.")
+    static let configuration = CommandConfiguration(
+        abstract: "Route maps: the one navigatord uses, a file's problems, what changes between two.",
+        discussion: """
+            Exit status of check and diff: 0 the map is valid (check) or both maps load (diff, with \
+            or without differences); 1 a map that cannot be read or is not valid, its problems \
+            listed one a line as FILE:LINE:COLUMN: KEY: PROBLEM.
+            """,
+        subcommands: [RoutesShow.self, RoutesCheck.self, RoutesDiff.self],
+        defaultSubcommand: RoutesShow.self)
+}
+
+struct RoutesShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "The route map navigatord uses, as YAML (the default).")
     @OptionGroup var connection: ConnectionOptions
 
     func run() async throws {
@@ -461,6 +475,109 @@ struct Routes: AsyncParsableCommand {
             print("# route map from \(routes.source)")
             print(routes.yaml, terminator: "")
         }
+    }
+}
+
+struct RoutesCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Validate a route map file exactly as navigatord would load it; every problem with its line.",
+        discussion: "Needs no navigatord. Exit status 0: valid; 1: not (each problem on a line of its own).")
+
+    @Argument(help: ArgumentHelp("The route map (YAML or JSON).", valueName: "file")) var file: String
+
+    func run() throws {
+        let map = try RoutesFiles.load(file)
+        print("\(file): valid: \(RoutesFiles.overview(map))")
+    }
+}
+
+struct RoutesDiff: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract:
+            "What changes from one route map to another: screens, tabs, info keys, guards, blocking screens, URL patterns.",
+        discussion: """
+            With two files, needs no navigatord: both are validated first, as navigatord would \
+            (exit status 1 if either is not valid). With one, navigatord checks it and compares \
+            it with the map it uses (admins only in secure mode). One change a line: + added, \
+            - removed, ~ changed (before -> after); then how many. --json: the RoutesCheck \
+            message in protobuf's JSON mapping, as POST /v1/routes/check answers.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: ArgumentHelp("The route map in use; left out: the one navigatord uses.", valueName: "old"))
+    var old: String?
+    @Argument(help: ArgumentHelp("The candidate.", valueName: "new")) var new: String?
+    @Flag(help: "One JSON object (RoutesCheck: valid, problems, changes, summary).") var json = false
+
+    func validate() throws {
+        if old == nil {
+            throw ValidationError("missing the route map: give OLD NEW, or NEW alone to compare with navigatord's")
+        }
+    }
+
+    func run() async throws {
+        let check: Navigator_V1_RoutesCheck
+        if let new {
+            let before = try RoutesFiles.load(old!)
+            let after = try RoutesFiles.load(new)
+            check = Navigator_V1_RoutesCheck(diff: RouteMapDiff(from: before, to: after), currentSource: old!)
+        } else {
+            let file = old!
+            let text: String
+            do {
+                text = try TextFile.read(file)
+            } catch {
+                print("\(file): \(error.reason)")
+                throw ExitCode(1)
+            }
+            var answer = Navigator_V1_RoutesCheck()
+            try await withConnection(connection) { client in
+                answer = try await client.checkRoutes(yaml: text, source: file)
+            }
+            check = answer
+            if !check.valid && !json {
+                for problem in check.problems {
+                    let place = problem.line == 0 ? " " : "\(problem.line):\(problem.column): "
+                    print("\(file):\(place)\(problem.keyPath.isEmpty ? "" : "\(problem.keyPath): ")\(problem.message)")
+                }
+                throw ExitCode(1)
+            }
+        }
+        if json {
+            print((try? check.jsonString()) ?? "{}")
+            if !check.valid { throw ExitCode(1) }
+        } else {
+            if new == nil { print("# against the map navigatord uses, from \(check.currentSource)") }
+            printLines(check.changeLines)
+        }
+    }
+}
+
+/// Route map files as navctl reads them: as navigatord does (``RouteMapYAML`` and the resolver's
+/// own check), problems printed one a line and exit status 1.
+enum RoutesFiles {
+    static func load(_ path: String) throws -> RouteMap {
+        do {
+            let map = try RouteMapYAML.load(contentsOfFile: path)
+            _ = try Resolver(map: map)  // what navigatord does next; a valid map passes
+            return map
+        } catch let error as RouteMapLoadError {
+            for line in error.description.split(separator: "\n", omittingEmptySubsequences: false) { print(line) }
+            throw ExitCode(1)
+        } catch {
+            print("\(path): \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// `3 tabs, 12 screens (4 with a url, 2 guarded, 1 blocking)`.
+    static func overview(_ map: RouteMap) -> String {
+        let specs = map.screens.values
+        let root = map.tabs.isEmpty ? "a single stack of \(map.rootScreen ?? "")" : "\(map.tabs.count) tabs"
+        return "\(root), \(map.screens.count) screens (\(specs.filter { $0.url != nil }.count) with a url, "
+            + "\(specs.filter { $0.guardCondition != nil }.count) guarded, \(specs.filter(\.blocking).count) blocking)"
     }
 }
 

@@ -123,6 +123,74 @@ struct NavctlTests {
         }
     }
 
+    @Test(
+        "routes check and diff: a file's problems with their lines; the changes, from two files and against navigatord's map"
+    )
+    func routesCheckAndDiff() async throws {
+        let directory = TestService.temporaryDirectory("navctl-routes")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let example = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/routes.example.yaml")
+        let text = try String(contentsOf: example, encoding: .utf8)
+        // The docs' example: a guard added to thread, mediaViewer removed, the chat's URL changed.
+        var candidate = text.replacingOccurrences(
+            of: "    url: app://chat/{conversationId}\n", with: "    url: app://c/{conversationId}\n")
+        candidate = candidate.replacingOccurrences(
+            of: "  thread:\n", with: "  thread:\n    guard: { condition: verified, redirect: login }\n")
+        let viewer = try #require(candidate.range(of: "  mediaViewer:\n"))
+        let next = try #require(candidate.range(of: "  reactions:\n"))
+        candidate.removeSubrange(viewer.lowerBound..<next.lowerBound)
+        let old = directory.appendingPathComponent("old.yaml").path
+        let new = directory.appendingPathComponent("new.yaml").path
+        let bad = directory.appendingPathComponent("bad.yaml").path
+        try text.write(toFile: old, atomically: true, encoding: .utf8)
+        try candidate.write(toFile: new, atomically: true, encoding: .utf8)
+        try candidate.replacingOccurrences(
+            of: "homeTab: chats\n    parent: chatList", with: "homeTab: chatz\n    parent: chatList"
+        )
+        .write(toFile: bad, atomically: true, encoding: .utf8)
+
+        let valid = try await navctl(["routes", "check", new])
+        #expect(valid.status == 0)
+        #expect(valid.output.contains("new.yaml: valid: 4 tabs, 16 screens (15 with a url, 3 guarded, 1 blocking)"))
+        let invalid = try await navctl(["routes", "check", bad])
+        #expect(invalid.status == 1)
+        #expect(
+            invalid.output.contains(
+                "bad.yaml:53:5: screens.chat.homeTab: tab chatz is not declared; expected one of home, search, chats, profile"
+            ),
+            "\(invalid.output)")
+        let expected = """
+            ~ url chat: app://chat/{conversationId} -> app://c/{conversationId}
+            - screen mediaViewer (was: modal (overCurrent); info mediaId (string, required))
+            - url mediaViewer (was: app://media/{mediaId})
+            + guard thread: verified, else login
+            4 changes: 1 added, 2 removed, 1 changed
+            """
+        let files = try await navctl(["routes", "diff", old, new])
+        #expect(files.status == 0)
+        #expect(files.output == expected + "\n")
+        #expect(try await navctl(["routes", "diff", old, bad]).status == 1)
+
+        // One file: navigatord checks it against the map it uses (the demo map, equal to old).
+        try await withConnection { _, server in
+            let served = try await navctl(["routes", "diff", new] + self.options(server))
+            #expect(served.status == 0)
+            #expect(served.output == "# against the map navigatord uses, from embedded demo\n" + expected + "\n")
+            let json = try await navctl(["routes", "diff", "--json", new] + self.options(server))
+            let check = try Navigator_V1_RoutesCheck(jsonString: json.output)
+            #expect(check.valid && check.changes.count == 4 && check.currentSource == "embedded demo")
+            #expect(
+                check.changes[3].kind == "added" && check.changes[3].subject == "guard"
+                    && check.changes[3].name == "thread")
+            let refused = try await navctl(["routes", "diff", bad] + self.options(server))
+            #expect(refused.status == 1)
+            #expect(refused.output.contains("bad.yaml:53:5: screens.chat.homeTab: tab chatz is not declared"))
+        }
+    }
+
     @Test("send --wait prints each outcome kind")
     func waitOutcomes() async throws {
         try await withConnection { _, server in

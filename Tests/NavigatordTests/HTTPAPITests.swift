@@ -4,6 +4,7 @@ import NavigatorCore
 import NavigatorTestSupport
 import NavigatorTokens
 import NavigatorWire
+import NavigatorYAML
 import SwiftProtobuf
 import Testing
 
@@ -74,6 +75,51 @@ struct HTTPAPITests {
                 let after = try api(address, "GET", "/v1/sessions/web-1").reply.snapshot
                 #expect(after.tree.root.tabBar.tabs.first { $0.name == "chats" }?.stack.count == 1)
             }
+        }
+    }
+
+    @Test(
+        "routes/check: a candidate's problems with their lines, or its changes against the map in use; nothing loaded")
+    func routesCheck() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                var candidate = RouteMap.demo
+                candidate.screens["thread"]!.guardCondition = .init(condition: "verified", redirect: "login")
+                candidate.screens["chat"]!.url = "app://c/{conversationId}"
+                let yaml = RouteMapYAML.encode(candidate)
+                let body = try Navigator_V1_RoutesCheckRequest.with {
+                    $0.yaml = yaml
+                    $0.source = "candidate.yaml"
+                }.jsonString()
+                let checked = try api(address, "POST", "/v1/routes/check", body: body)
+                #expect(checked.status == 200)
+                #expect(checked.reply.routesCheck.valid && checked.reply.routesCheck.currentSource == "embedded demo")
+                #expect(
+                    checked.reply.routesCheck.changeLines == [
+                        "~ url chat: app://chat/{conversationId} -> app://c/{conversationId}",
+                        "+ guard thread: verified, else login", "2 changes: 1 added, 1 changed",
+                    ])
+
+                let broken = yaml.replacingOccurrences(of: "redirect: login", with: "redirect: logn")
+                let refused = try api(
+                    address, "POST", "/v1/routes/check",
+                    body: try Navigator_V1_RoutesCheckRequest.with { $0.yaml = broken }.jsonString())
+                #expect(refused.status == 200 && !refused.reply.routesCheck.valid)
+                let problems = refused.reply.routesCheck.problems
+                #expect(problems.count == 3, "editProfile, payment and thread name the redirect: \(problems)")
+                #expect(problems.allSatisfy { $0.line > 0 && $0.message.contains("screen logn is not declared") })
+                #expect(problems.map(\.keyPath).contains("screens.thread.guard.redirect"))
+                #expect(refused.reply.routesCheck.changes.isEmpty && refused.reply.routesCheck.summary == "3 problems")
+
+                let notYAML = try api(
+                    address, "POST", "/v1/routes/check", body: #"{"yaml":"tabs: [","source":"x.yaml"}"#)
+                #expect(
+                    notYAML.status == 200
+                        && notYAML.reply.routesCheck.problems.first?.message.hasPrefix("YAML syntax") == true)
+            }
+            // Nothing was loaded: the service still resolves with the map it had.
+            #expect(server.engine.routeMap.source == "embedded demo" && server.engine.routeMap.map == .demo)
         }
     }
 
@@ -332,6 +378,17 @@ struct HTTPAPITests {
                 dashboard[1].0 == "HTTP/1.1 403 Forbidden" && dashboard[1].1.contains("FORBIDDEN"), "\(dashboard[1])")
             #expect(dashboard[2].0 == "HTTP/1.1 200 OK" && dashboard[2].1.contains(#""landingWindowSeconds":10"#))
             #expect(dashboard[3].0 == "HTTP/1.1 200 OK" && dashboard[3].1.contains("/page/dashboard.js"))
+            // Checking a route map is an admin's too.
+            let check = #"{"yaml":"root: home\nscreens:\n  home: {}\n"}"#
+            let checks = try await onThread {
+                [
+                    try call("POST", "/v1/routes/check", shell, body: check),
+                    try call("POST", "/v1/routes/check", ops, body: check),
+                ]
+            }
+            #expect(checks[0].0 == 403 && checks[0].1.rejected.code == .forbidden, "\(checks[0])")
+            #expect(checks[1].0 == 200 && checks[1].1.routesCheck.valid, "\(checks[1])")
+            #expect(checks[1].1.routesCheck.changes.first?.subject == "root", "\(checks[1])")
 
             // A stream ends when its token expires, saying why (the token rides in the query, as
             // EventSource cannot set headers).

@@ -394,6 +394,16 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     set {kind = .instances(newValue)}
   }
 
+  /// Check a candidate route map: its problems (as navigatord would refuse it), and what it
+  /// would change against the map in use. Nothing is loaded. Admins only in secure mode.
+  public var routesCheck: Navigator_V1_RoutesCheckRequest {
+    get {
+      if case .routesCheck(let v)? = kind {return v}
+      return Navigator_V1_RoutesCheckRequest()
+    }
+    set {kind = .routesCheck(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -412,8 +422,28 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     /// The live instances and their endpoints (one, with the SQLite store): shells subscribe to
     /// the commands socket of each, since a session's batches come from the instance serving it.
     case instances(Navigator_V1_InstancesRequest)
+    /// Check a candidate route map: its problems (as navigatord would refuse it), and what it
+    /// would change against the map in use. Nothing is loaded. Admins only in secure mode.
+    case routesCheck(Navigator_V1_RoutesCheckRequest)
 
   }
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_RoutesCheckRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The candidate map, as YAML (or JSON): within the requests socket's message size
+  /// (maxMessageBytes).
+  public var yaml: String = String()
+
+  /// Names it in problems (a file name); "candidate" when empty.
+  public var source: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -555,6 +585,14 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     set {_uniqueStorage()._kind = .instances(newValue)}
   }
 
+  public var routesCheck: Navigator_V1_RoutesCheck {
+    get {
+      if case .routesCheck(let v)? = _storage._kind {return v}
+      return Navigator_V1_RoutesCheck()
+    }
+    set {_uniqueStorage()._kind = .routesCheck(newValue)}
+  }
+
   /// How the decision was reached, step by step (intents and explain).
   public var explanationSteps: [Navigator_V1_ExplanationStep] {
     get {_storage._explanationSteps}
@@ -574,12 +612,88 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     case eventApplied(Navigator_V1_EventApplied)
     case routes(Navigator_V1_RouteMap)
     case instances(Navigator_V1_Instances)
+    case routesCheck(Navigator_V1_RoutesCheck)
 
   }
 
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A candidate route map checked (the reply to routes_check).
+public nonisolated struct Navigator_V1_RoutesCheck: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Whether navigatord would load it (SIGHUP with it in place of the file).
+  public var valid: Bool = false
+
+  /// Every problem, in the order of the text; empty when valid.
+  public var problems: [Navigator_V1_RouteMapProblem] = []
+
+  /// What the candidate changes against the map in use (only when valid), in a fixed order:
+  /// the root and tabs, then screen by screen, names sorted.
+  public var changes: [Navigator_V1_RouteMapChange] = []
+
+  /// The map in use: where it came from (a file path, or "embedded demo").
+  public var currentSource: String = String()
+
+  /// The changes counted: "2 changes: 1 added, 1 changed", or "no changes".
+  public var summary: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_RouteMapProblem: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1-based; 0 when the problem has no place (an empty document, a file that cannot be read).
+  public var line: UInt32 = 0
+
+  public var column: UInt32 = 0
+
+  /// The key it is about, e.g. "screens.chat.parent" (empty for the whole document).
+  public var keyPath: String = String()
+
+  /// What is wrong and what was expected.
+  public var message: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_RouteMapChange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// "added", "removed" or "changed".
+  public var kind: String = String()
+
+  /// What it is about: "root", "tab", "tab order", "initial tab", "screen", "transition",
+  /// "home tab", "parent", "identity", "info key", "unique in stack", "blocking", "guard", "url".
+  public var subject: String = String()
+
+  /// A screen ("chat"), a tab ("chats"), an info key ("chat.conversationId"); empty for the
+  /// root, the tab order and the initial tab.
+  public var name: String = String()
+
+  /// The value before and after, in words ("app://chat/{conversationId}"); empty when added
+  /// (before) or removed (after), and for a flag (blocking, unique in stack) added or removed.
+  public var before: String = String()
+
+  public var after: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// The intent resolved (outcome RESOLVED) or refreshed the screen already shown (REFRESHED).
@@ -1192,7 +1306,7 @@ nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1292,6 +1406,19 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
           self.kind = .instances(v)
         }
       }()
+      case 17: try {
+        var v: Navigator_V1_RoutesCheckRequest?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .routesCheck(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .routesCheck(v)
+        }
+      }()
       default: break
       }
     }
@@ -1334,6 +1461,10 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
       guard case .instances(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
     }()
+    case .routesCheck?: try {
+      guard case .routesCheck(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1342,6 +1473,41 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Navigator_V1_Request, rhs: Navigator_V1_Request) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RoutesCheckRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoutesCheckRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}yaml\0\u{1}source\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.yaml) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.yaml.isEmpty {
+      try visitor.visitSingularStringField(value: self.yaml, fieldNumber: 1)
+    }
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RoutesCheckRequest, rhs: Navigator_V1_RoutesCheckRequest) -> Bool {
+    if lhs.yaml != rhs.yaml {return false}
+    if lhs.source != rhs.source {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1436,7 +1602,7 @@ nonisolated extension Navigator_V1_RoutesRequest: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{4}\u{b}explanation_steps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{4}\u{a}explanation_steps\0")
 
   fileprivate class _StorageClass {
     var _requestID: String = String()
@@ -1604,6 +1770,19 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
             _storage._kind = .instances(v)
           }
         }()
+        case 20: try {
+          var v: Navigator_V1_RoutesCheck?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .routesCheck(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .routesCheck(v)
+          }
+        }()
         case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._explanationSteps) }()
         default: break
         }
@@ -1661,6 +1840,10 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
         guard case .instances(let v)? = _storage._kind else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
       }()
+      case .routesCheck?: try {
+        guard case .routesCheck(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
       case nil: break
       }
       if !_storage._explanationSteps.isEmpty {
@@ -1682,6 +1865,151 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RoutesCheck: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoutesCheck"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}valid\0\u{1}problems\0\u{1}changes\0\u{3}current_source\0\u{1}summary\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.valid) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.problems) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.changes) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.currentSource) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.summary) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.valid != false {
+      try visitor.visitSingularBoolField(value: self.valid, fieldNumber: 1)
+    }
+    if !self.problems.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.problems, fieldNumber: 2)
+    }
+    if !self.changes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.changes, fieldNumber: 3)
+    }
+    if !self.currentSource.isEmpty {
+      try visitor.visitSingularStringField(value: self.currentSource, fieldNumber: 4)
+    }
+    if !self.summary.isEmpty {
+      try visitor.visitSingularStringField(value: self.summary, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RoutesCheck, rhs: Navigator_V1_RoutesCheck) -> Bool {
+    if lhs.valid != rhs.valid {return false}
+    if lhs.problems != rhs.problems {return false}
+    if lhs.changes != rhs.changes {return false}
+    if lhs.currentSource != rhs.currentSource {return false}
+    if lhs.summary != rhs.summary {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RouteMapProblem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RouteMapProblem"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}line\0\u{1}column\0\u{3}key_path\0\u{1}message\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.line) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.column) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.keyPath) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.message) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.line != 0 {
+      try visitor.visitSingularUInt32Field(value: self.line, fieldNumber: 1)
+    }
+    if self.column != 0 {
+      try visitor.visitSingularUInt32Field(value: self.column, fieldNumber: 2)
+    }
+    if !self.keyPath.isEmpty {
+      try visitor.visitSingularStringField(value: self.keyPath, fieldNumber: 3)
+    }
+    if !self.message.isEmpty {
+      try visitor.visitSingularStringField(value: self.message, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RouteMapProblem, rhs: Navigator_V1_RouteMapProblem) -> Bool {
+    if lhs.line != rhs.line {return false}
+    if lhs.column != rhs.column {return false}
+    if lhs.keyPath != rhs.keyPath {return false}
+    if lhs.message != rhs.message {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RouteMapChange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RouteMapChange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}subject\0\u{1}name\0\u{1}before\0\u{1}after\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.kind) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.subject) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.before) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.after) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.kind.isEmpty {
+      try visitor.visitSingularStringField(value: self.kind, fieldNumber: 1)
+    }
+    if !self.subject.isEmpty {
+      try visitor.visitSingularStringField(value: self.subject, fieldNumber: 2)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 3)
+    }
+    if !self.before.isEmpty {
+      try visitor.visitSingularStringField(value: self.before, fieldNumber: 4)
+    }
+    if !self.after.isEmpty {
+      try visitor.visitSingularStringField(value: self.after, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RouteMapChange, rhs: Navigator_V1_RouteMapChange) -> Bool {
+    if lhs.kind != rhs.kind {return false}
+    if lhs.subject != rhs.subject {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.before != rhs.before {return false}
+    if lhs.after != rhs.after {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,5 +1,6 @@
 import NavigatorCore
 import NavigatorWire
+import NavigatorYAML
 
 // Queries: what the requests thread answers itself, reading the store under its shard locks —
 // snapshots, dry runs and stats (the session id was checked where the request came in).
@@ -64,6 +65,39 @@ extension RequestsLoop {
     func stats() -> Navigator_V1_Stats {
         counters.stats(workers: workers, store: store, startedAt: startedAt)
     }
+
+    /// A candidate route map checked as a reload would load it, and compared with the map in use.
+    /// Nothing is loaded.
+    func routesCheck(_ candidate: Navigator_V1_RoutesCheckRequest) -> Navigator_V1_RoutesCheck {
+        let current = resolvers.snapshot
+        let source = candidate.source.isEmpty ? "candidate" : candidate.source
+        func refused(_ problems: [Navigator_V1_RouteMapProblem]) -> Navigator_V1_RoutesCheck {
+            .with {
+                $0.currentSource = current.source
+                $0.problems = problems
+                $0.summary = "\(problems.count) problem\(problems.count == 1 ? "" : "s")"
+            }
+        }
+        let map: RouteMap
+        do {
+            map = try RouteMapYAML.load(candidate.yaml, source: source)
+        } catch {
+            return refused(error.problems.map(Navigator_V1_RouteMapProblem.init))
+        }
+        do {
+            _ = try Resolver(map: map, options: current.resolver.options)  // what a reload does next
+        } catch {
+            return refused(
+                error.errors.map { problem in
+                    .with {
+                        $0.keyPath = problem.keyPath
+                        $0.message = problem.message
+                    }
+                })
+        }
+        return Navigator_V1_RoutesCheck(
+            diff: RouteMapDiff(from: current.resolver.map, to: map), currentSource: current.source)
+    }
 }
 
 extension EngineCounters {
@@ -107,4 +141,14 @@ extension EngineCounters {
 /// The version `navigatord --version` and stats report.
 public enum NavigatorVersion {
     public static let current = "0.1.0"
+}
+
+extension Navigator_V1_RouteMapProblem {
+    init(_ problem: RouteMapLoadError.Problem) {
+        self.init()
+        line = UInt32(clamping: problem.line ?? 0)
+        column = UInt32(clamping: problem.column ?? 0)
+        keyPath = problem.keyPath
+        message = problem.message
+    }
 }

@@ -390,11 +390,14 @@ struct RequestsLoop: SocketLoop {
                 $0.yaml = RouteMapYAML.encode(current.resolver.map)
             }
             try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .routesCheck(let candidate):
+            answer.routesCheck = routesCheck(candidate)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case nil:
             counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(
                 .unknownRequest,
-                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes or instances"
+                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes, routes_check or instances"
             )
             try reply(answer, to: routingID, delimited: delimited, sockets)
         }
@@ -471,7 +474,7 @@ extension Navigator_V1_Request {
         case .intent(let intent): intent.session
         case .clientEvent(let event): event.session
         case .snapshot(let snapshot): snapshot.session
-        case .explain, .stats, .routes, .instances, nil: nil
+        case .explain, .stats, .routes, .routesCheck, .instances, nil: nil
         }
     }
 
@@ -491,7 +494,7 @@ extension Navigator_V1_Request {
         case .explain(let intent): .publish(session: intent.session)
         case .clientEvent(let event): .follow(session: event.session)
         case .snapshot(let snapshot): .follow(session: snapshot.session)
-        case .stats, .routes: .inspect
+        case .stats, .routes, .routesCheck: .inspect
         case .instances, nil: nil
         }
     }
