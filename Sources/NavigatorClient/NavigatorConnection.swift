@@ -151,6 +151,20 @@ public final class NavigatorConnection: Sendable {
         return check
     }
 
+    /// How the intents navigatord recorded would resolve under a candidate route map, against
+    /// the map in use (its flight recorder replayed; nothing changes). An invalid candidate is
+    /// answered with its problems (`check.valid` false). Admins only in secure mode.
+    public func routesImpact(yaml: String, source: String) async throws -> Navigator_V1_RoutesImpact {
+        let reply = try await request(
+            .routesImpact(
+                .with {
+                    $0.yaml = yaml
+                    $0.source = source
+                }))
+        guard case .routesImpact(let impact)? = reply.kind else { throw Self.unexpected(reply, "the impact report") }
+        return impact
+    }
+
     /// Reports what a shell did on its tree at (`epoch`, `lastSeq`); returns the session's seq
     /// afterwards and the released intents. A stale event (the tree changed since) is refused
     /// with ``ClientError/Code/rejected`` carrying STALE_EVENT: take a snapshot.

@@ -131,7 +131,8 @@ extension Engine {
                         maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
                         tracer: tracer, maxTracedIntentsPerSecond: configuration.maxTracedIntentsPerSecond,
-                        workers: configuration.workers, supervisor: supervisor, logger: logger),
+                        recorder: recorders[index], workers: configuration.workers, supervisor: supervisor,
+                        logger: logger),
                     stop: reader ? stopIntake : nil))
         }
         // Stopping requests stops intake too: the requests thread ends only once every worker
@@ -146,6 +147,7 @@ extension Engine {
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
                     clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
                     instances: { [self] in instances }, instanceID: configuration.instanceID, desk: desk,
+                    recorders: recorders, impacts: impacts,
                     follows: follows, supervisor: supervisor, logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)
@@ -241,7 +243,11 @@ extension Engine {
         }
         let context = self.context
         commands.close()  // egress closes it when it ends; not if it never ran
-        _ = try? await DedicatedThread.run(name: "nav-terminate") { try context.terminate() }
+        let impacts = self.impacts
+        _ = try? await DedicatedThread.run(name: "nav-terminate") {
+            impacts.join()  // a report being made ends by itself; its socket must close first
+            try context.terminate()
+        }
         persistence.database.close()
         directoryLock?.release()
         if let failure = supervisor.failure {

@@ -104,6 +104,10 @@ public struct EngineConfiguration: Hashable, Sendable {
     /// producer's `traceparent` says sampled; beyond, they are not traced. Producers cannot make
     /// navigatord trace, and pay for, every intent.
     public var maxTracedIntentsPerSecond = 1_000
+    /// The flight recorder: how many of the last intents the instance keeps, each with its
+    /// session's tree as it was before, for `routes_impact` to replay against a candidate route
+    /// map (split evenly between the workers; 0: none kept, no impact reports).
+    public var flightRecorderIntents = 4_096
     /// How long a graceful shutdown may take before sockets are closed regardless.
     public var shutdownTimeoutSeconds = 10
 

@@ -57,6 +57,7 @@ final class HTTPAPI: Sendable {
         ("/v1/intents", "POST"), ("/v1/explain", "POST"), ("/v1/sessions/{id}", "GET"),
         ("/v1/sessions/{id}/events", "POST"), ("/v1/sessions/{id}/stream", "GET"), ("/v1/openapi.json", "GET"),
         ("/v1/dashboard", "GET"), ("/v1/routes/check", "POST"),
+        ("/v1/routes/impact", "POST"),
     ]
 
     /// The method a path is served with, if it is one of the API's.
@@ -146,6 +147,12 @@ final class HTTPAPI: Sendable {
             try await handle(request) { caller, body in
                 let candidate = try Self.decode(Navigator_V1_RoutesCheckRequest.self, body)
                 return (200, await self.port.ask(.with { $0.routesCheck = candidate }, as: caller))
+            }
+        }
+        router.post("/v1/routes/impact") { [self] request, _ in
+            try await handle(request) { caller, body in
+                let candidate = try Self.decode(Navigator_V1_RoutesImpactRequest.self, body)
+                return (200, await self.port.ask(.with { $0.routesImpact = candidate }, as: caller))
             }
         }
         router.get("/v1/sessions/:id") { [self] request, context in
@@ -343,7 +350,7 @@ final class HTTPAPI: Sendable {
         switch M.protoMessageName {
         case Navigator_V1_Intent.protoMessageName:
             #"{"id":"n1","session":"alice","path":[{"screen":"chat","info":{"conversationId":"42"}}]}"#
-        case Navigator_V1_RoutesCheckRequest.protoMessageName:
+        case Navigator_V1_RoutesCheckRequest.protoMessageName, Navigator_V1_RoutesImpactRequest.protoMessageName:
             #"{"yaml":"tabs: ...\nscreens: ...","source":"routes.yaml"}"#
         default:
             #"{"lastSeq":"3","poppedTo":{"screenId":"2"}}"#

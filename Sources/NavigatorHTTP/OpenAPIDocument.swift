@@ -114,6 +114,23 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/routes/impact": {
+              "post": {
+                "summary": "Replay the instance's recorded intents (its flight recorder) against a candidate route map and the map in use: how outcomes would change, by route; nothing changes (secure mode: a client that may read stats)",
+                "operationId": "routesImpact",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RoutesCheckRequest"}}}},
+                "responses": {
+                  "200": {"description": "a navigator.v1.Reply with routesImpact (check.valid false: the candidate's problems, nothing replayed)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RoutesImpactReply"}}}},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"},
+                  "413": {"$ref": "#/components/responses/Rejected"},
+                  "415": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
             "/v1/dashboard": {
               "get": {
                 "summary": "The dashboard's data: the service's last hour, a sample every 5 s (secure mode: a client that may read stats)",
@@ -332,6 +349,27 @@ enum OpenAPIDocument {
                       "changes": {"type": "array", "items": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["added", "removed", "changed"]}, "subject": {"type": "string"}, "name": {"type": "string"}, "before": {"type": "string"}, "after": {"type": "string"}}}},
                       "currentSource": {"type": "string"},
                       "summary": {"type": "string"}
+                    }
+                  }
+                }
+              },
+              "RoutesImpactReply": {
+                "type": "object",
+                "required": ["routesImpact"],
+                "properties": {
+                  "requestId": {"type": "string"},
+                  "routesImpact": {
+                    "type": "object",
+                    "description": "navigator.v1.RoutesImpact",
+                    "properties": {
+                      "check": {"type": "object"},
+                      "intents": {"type": "integer"},
+                      "oldestUnixNanos": {"type": "string"},
+                      "newestUnixNanos": {"type": "string"},
+                      "changed": {"type": "integer"},
+                      "routes": {"type": "array", "items": {"type": "object", "properties": {"route": {"type": "string"}, "intents": {"type": "integer"}, "same": {"type": "integer"}, "changes": {"type": "array", "items": {"type": "object"}}}}},
+                      "summary": {"type": "string"},
+                      "recorderCapacity": {"type": "integer"}
                     }
                   }
                 }

@@ -460,7 +460,7 @@ struct Routes: AsyncParsableCommand {
             or without differences); 1 a map that cannot be read or is not valid, its problems \
             listed one a line as FILE:LINE:COLUMN: KEY: PROBLEM.
             """,
-        subcommands: [RoutesShow.self, RoutesCheck.self, RoutesDiff.self],
+        subcommands: [RoutesShow.self, RoutesCheck.self, RoutesDiff.self, RoutesImpact.self],
         defaultSubcommand: RoutesShow.self)
 }
 
@@ -525,23 +525,14 @@ struct RoutesDiff: AsyncParsableCommand {
             check = Navigator_V1_RoutesCheck(diff: RouteMapDiff(from: before, to: after), currentSource: old!)
         } else {
             let file = old!
-            let text: String
-            do {
-                text = try TextFile.read(file)
-            } catch {
-                print("\(file): \(error.reason)")
-                throw ExitCode(1)
-            }
+            let text = try RoutesFiles.text(file)
             var answer = Navigator_V1_RoutesCheck()
             try await withConnection(connection) { client in
                 answer = try await client.checkRoutes(yaml: text, source: file)
             }
             check = answer
             if !check.valid && !json {
-                for problem in check.problems {
-                    let place = problem.line == 0 ? " " : "\(problem.line):\(problem.column): "
-                    print("\(file):\(place)\(problem.keyPath.isEmpty ? "" : "\(problem.keyPath): ")\(problem.message)")
-                }
+                RoutesFiles.printProblems(check, file: file)
                 throw ExitCode(1)
             }
         }
@@ -552,6 +543,40 @@ struct RoutesDiff: AsyncParsableCommand {
             if new == nil { print("# against the map navigatord uses, from \(check.currentSource)") }
             printLines(check.changeLines)
         }
+    }
+}
+
+struct RoutesImpact: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "impact",
+        abstract: "How the intents navigatord recorded would resolve under a candidate route map.",
+        discussion: """
+            navigatord replays its flight recorder (the last flightRecorderIntents intents, each \
+            from its session's tree as it was) against the candidate and the map it uses; nothing \
+            changes. Printed by route: how many would change, by kind (other commands, now \
+            rejected with the code, now accepted, rejected differently, parked differently, other \
+            outcome), each with an example. Admins only in secure mode. Exit status 1 if the \
+            candidate is not valid (its problems are printed); --json: the RoutesImpact message.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: ArgumentHelp("The candidate route map.", valueName: "new")) var file: String
+    @Flag(help: "One JSON object (RoutesImpact).") var json = false
+
+    func run() async throws {
+        let text = try RoutesFiles.text(file)
+        var answer = Navigator_V1_RoutesImpact()
+        try await withConnection(connection) { client in
+            answer = try await client.routesImpact(yaml: text, source: file)
+        }
+        if json {
+            print((try? answer.jsonString()) ?? "{}")
+        } else if answer.check.valid {
+            printLines(answer.lines)
+        } else {
+            RoutesFiles.printProblems(answer.check, file: file)
+        }
+        if !answer.check.valid { throw ExitCode(1) }
     }
 }
 
@@ -569,6 +594,24 @@ enum RoutesFiles {
         } catch {
             print("\(path): \(error)")
             throw ExitCode(1)
+        }
+    }
+
+    /// A file's text to send to navigatord; a file that cannot be read: its reason, exit 1.
+    static func text(_ path: String) throws -> String {
+        do {
+            return try TextFile.read(path)
+        } catch {
+            print("\(path): \(error.reason)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// A check's problems as navctl prints a file's: `FILE:LINE:COLUMN: KEY: PROBLEM`.
+    static func printProblems(_ check: Navigator_V1_RoutesCheck, file: String) {
+        for problem in check.problems {
+            let place = problem.line == 0 ? " " : "\(problem.line):\(problem.column): "
+            print("\(file):\(place)\(problem.keyPath.isEmpty ? "" : "\(problem.keyPath): ")\(problem.message)")
         }
     }
 

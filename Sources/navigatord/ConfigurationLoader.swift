@@ -213,6 +213,13 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.maxTracedIntentsPerSecond = try integer(values[0], "maxTracedIntentsPerSecond", 1...1_000_000)
         },
+        Setting(
+            key: "flightRecorderIntents", help: "recent intents kept to replay against a candidate route map",
+            isList: false
+        ) {
+            config, values throws(ConfigurationError) in
+            config.engine.flightRecorderIntents = try integer(values[0], "flightRecorderIntents", 0...1_000_000)
+        },
         Setting(key: "security.secretKeyFile", help: "the server's CURVE secret key (secure mode)", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.secretKeyFile = values[0].isEmpty ? nil : values[0]

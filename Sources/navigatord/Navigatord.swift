@@ -22,7 +22,8 @@ struct Navigatord: AsyncParsableCommand {
         abstract: "The Navigator service: resolves routing intents into navigation commands for client shells.",
         discussion: """
             Producers PUSH intents to the intents socket; clients send requests (acknowledged \
-            intents, client events, snapshots, explain, stats, routes) to the requests socket; \
+            intents, client events, snapshots, explain, stats, routes, route map checks and impact \
+            reports) to the requests socket; \
             client shells SUB to their session's command batches on the commands socket. The \
             wire protocol is in docs/wire-protocol.md and proto/navigator/v1.
 
@@ -258,6 +259,13 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "flightRecorderIntents",
+            "The last intents kept with their sessions' trees, for navctl routes impact to replay against a candidate map (0: none) [default: 4096]"
+        ))
+    var flightRecorderIntents: String?
+
+    @Option(
+        help: help(
             "security.secretKeyFile",
             "Secure mode: file with the server's CURVE secret key (40 Z85 characters, mode 0600; navctl keygen makes one); with --access-file"
         ))
@@ -318,6 +326,7 @@ struct Navigatord: AsyncParsableCommand {
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "landingWindowSeconds": one(landingWindowSeconds),
             "maxTracedIntentsPerSecond": one(maxTracedIntentsPerSecond),
+            "flightRecorderIntents": one(flightRecorderIntents),
             "shutdownTimeoutSeconds": one(shutdownTimeoutSeconds),
             "security.secretKeyFile": one(secretKeyFile),
             "security.accessFile": one(accessFile),

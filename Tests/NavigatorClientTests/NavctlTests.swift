@@ -175,7 +175,7 @@ struct NavctlTests {
         #expect(try await navctl(["routes", "diff", old, bad]).status == 1)
 
         // One file: navigatord checks it against the map it uses (the demo map, equal to old).
-        try await withConnection { _, server in
+        try await withConnection { connection, server in
             let served = try await navctl(["routes", "diff", new] + self.options(server))
             #expect(served.status == 0)
             #expect(served.output == "# against the map navigatord uses, from embedded demo\n" + expected + "\n")
@@ -188,6 +188,42 @@ struct NavctlTests {
             let refused = try await navctl(["routes", "diff", bad] + self.options(server))
             #expect(refused.status == 1)
             #expect(refused.output.contains("bad.yaml:53:5: screens.chat.homeTab: tab chatz is not declared"))
+
+            // Impact: recorded traffic replayed against the candidate. Signed-in users open 5
+            // threads, 3 media viewers, 4 chat links and 6 settings screens.
+            func send(_ id: String, _ session: String, _ target: Intent.Target) async throws {
+                let intent = Intent(
+                    id: id, session: session, target: target, setConditions: ["authenticated": true])
+                _ = try await connection.acknowledged(intent)
+            }
+            for n in 1...5 {
+                try await send(
+                    "t\(n)", "u\(n)", .path([ScreenContext("thread", ["conversationId": "\(n)", "threadId": "7"])]))
+            }
+            for n in 1...3 { try await send("m\(n)", "u\(n)", .path([ScreenContext("mediaViewer", ["mediaId": "x"])])) }
+            for n in 1...4 { try await send("c\(n)", "v\(n)", .url("app://chat/4\(n)")) }
+            for n in 1...6 { try await send("s\(n)", "w\(n)", .path([ScreenContext("settings")])) }
+            let impact = try await navctl(["routes", "impact", new] + self.options(server))
+            #expect(impact.status == 0, "\(impact.output)")
+            let lines = impact.output.split(separator: "\n").map(String.init)
+            #expect(lines.first == "thread: 5 of 5 intents would change", "\(impact.output)")
+            #expect(lines.contains("  5 parked differently, e.g. t1 of session u1"))
+            #expect(lines.contains("chat: 4 of 4 intents would change"))
+            #expect(lines.contains("  4 now rejected (unknown_url), e.g. c1 of session v1"))
+            #expect(lines.contains("mediaViewer: 3 of 3 intents would change"))
+            #expect(lines.contains("  3 now rejected (unknown_screen), e.g. m1 of session u1"))
+            #expect(lines.contains("unchanged: settings (6)"))
+            #expect(lines.last == "12 of 18 recorded intents would change, on 3 of 4 routes")
+            let reported = try await navctl(["routes", "impact", "--json", new] + self.options(server))
+            let report = try Navigator_V1_RoutesImpact(jsonString: reported.output)
+            #expect(report.intents == 18 && report.changed == 12 && report.recorderCapacity >= 4096)
+            #expect(report.check.valid && report.check.changes.count == 4)
+            #expect(
+                report.routes.first?.changes.first?.before.hasPrefix("resolved: transition: pushing thread") == true)
+            let invalid = try await navctl(["routes", "impact", bad] + self.options(server))
+            #expect(invalid.status == 1 && invalid.output.contains("bad.yaml:53:5: screens.chat.homeTab"))
+            // Nothing changed: the sessions are as the intents left them.
+            #expect(try await connection.snapshot("u1").seq == 2)
         }
     }
 

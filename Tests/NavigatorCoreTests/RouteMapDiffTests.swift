@@ -83,3 +83,92 @@ struct RouteMapDiffTests {
             ])
     }
 }
+
+@Suite("Route impact")
+struct RouteImpactTests {
+    /// Signed-in sessions, each intent resolved for real first (as the recorder saw it).
+    static func recorded(_ intents: [Intent]) throws -> [RecordedIntent] {
+        let resolver = try Resolver(map: .demo)
+        var states: [String: SessionState] = [:]
+        var now: Int64 = 1_700_000_000_000_000_000
+        return intents.map { intent in
+            var state =
+                states[intent.session]
+                ?? {
+                    var state = resolver.initialState()
+                    _ = resolver.apply(.conditions(["authenticated": true]), to: &state, now: 0)
+                    return state
+                }()
+            now += 1_000_000
+            let entry = RecordedIntent(intent: intent, before: state, at: now)
+            _ = resolver.resolve(intent, into: &state, now: now)
+            states[intent.session] = state
+            return entry
+        }
+    }
+
+    static func intent(_ id: String, _ session: String, _ target: Intent.Target) -> Intent {
+        Intent(id: id, session: session, target: target)
+    }
+
+    @Test("a guard added, a screen removed, a URL pattern changed: exact counts by route, an example each")
+    func docsExample() throws {
+        var intents: [Intent] = []
+        for n in 1...5 {
+            intents.append(
+                Self.intent(
+                    "t\(n)", "u\(n)", .path([ScreenContext("thread", ["conversationId": "\(n)", "threadId": "7"])])))
+        }
+        for n in 1...3 {
+            intents.append(Self.intent("m\(n)", "u\(n)", .path([ScreenContext("mediaViewer", ["mediaId": "x\(n)"])])))
+        }
+        for n in 1...4 { intents.append(Self.intent("c\(n)", "v\(n)", .url("app://chat/4\(n)"))) }
+        for n in 1...6 { intents.append(Self.intent("s\(n)", "w\(n)", .path([ScreenContext("settings")]))) }
+        intents.append(Self.intent("bad", "w1", .path([ScreenContext("nowhere")])))
+        let recorded = try Self.recorded(intents)
+        let impact = RouteImpact(
+            replaying: recorded, current: try Resolver(map: .demo), candidate: try Resolver(map: demoCandidate()))
+        #expect(impact.intents == 19 && impact.changed == 12)
+        #expect(impact.routes.map(\.route) == ["thread", "chat", "mediaViewer", "nowhere", "settings"])
+        let byRoute = Dictionary(uniqueKeysWithValues: impact.routes.map { ($0.route, $0) })
+        #expect(byRoute["thread"]?.changes.map(\.change) == [.parkedDifferently])
+        #expect(byRoute["thread"]?.changes.first?.count == 5)
+        #expect(byRoute["thread"]?.changes.first?.example.intentID == "t1")
+        #expect(
+            byRoute["thread"]?.changes.first?.example.after.hasPrefix("parked: guard: thread needs verified") == true)
+        #expect(byRoute["chat"]?.changes.map(\.change) == [.nowRejected(.unknownURL)])
+        #expect(byRoute["chat"]?.changes.first?.count == 4)
+        #expect(byRoute["mediaViewer"]?.changes.map(\.change) == [.nowRejected(.unknownScreen)])
+        #expect(byRoute["mediaViewer"]?.changes.first?.count == 3)
+        #expect(byRoute["settings"]?.same == 6 && byRoute["settings"]?.changes.isEmpty == true)
+        #expect(byRoute["nowhere"]?.same == 1, "rejected both ways, with the same code")
+        #expect(impact.summary == "12 of 19 recorded intents would change, on 3 of 5 routes")
+
+        // The map against itself: nothing changes.
+        let none = RouteImpact(
+            replaying: recorded, current: try Resolver(map: .demo), candidate: try Resolver(map: .demo))
+        #expect(none.changed == 0 && none.routes.allSatisfy { $0.changes.isEmpty })
+    }
+
+    @Test(
+        "a screen moved to another tab lands elsewhere; a screen added accepts what was refused; ignored both ways is the same"
+    )
+    func kinds() throws {
+        // chat moves to the profile tab (without its parent); a screen `nowhere` appears.
+        var candidate = RouteMap.demo
+        candidate.screens["chat"]!.homeTab = "profile"
+        candidate.screens["chat"]!.parent = nil
+        candidate.screens["nowhere"] = ScreenSpec()
+        let recorded = try Self.recorded([
+            Self.intent("a", "s1", .path([ScreenContext("chat", ["conversationId": "1"])])),
+            Self.intent("b", "s2", .path([ScreenContext("nowhere")])),
+            Self.intent("c", "s3", .path([ScreenContext("home")])),
+        ])
+        let impact = RouteImpact(
+            replaying: recorded, current: try Resolver(map: .demo), candidate: try Resolver(map: candidate))
+        let changes = Dictionary(uniqueKeysWithValues: impact.routes.map { ($0.route, $0.changes.map(\.change)) })
+        #expect(changes["chat"] == [.otherCommands])
+        #expect(changes["nowhere"] == [.nowAccepted])
+        #expect(changes["home"] == [])
+    }
+}

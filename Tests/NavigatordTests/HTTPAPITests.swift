@@ -112,6 +112,20 @@ struct HTTPAPITests {
                 #expect(problems.map(\.keyPath).contains("screens.thread.guard.redirect"))
                 #expect(refused.reply.routesCheck.changes.isEmpty && refused.reply.routesCheck.summary == "3 problems")
 
+                // Impact: a deep link that the candidate's pattern no longer matches.
+                let link = #"{"id":"l1","session":"web-2","url":"app://chat/42"}"#
+                #expect(try api(address, "POST", "/v1/intents?wait=true", body: link).status == 200)
+                let impact = try api(address, "POST", "/v1/routes/impact", body: body)
+                #expect(impact.status == 200 && impact.reply.routesImpact.intents == 1, "\(impact.reply)")
+                let change = impact.reply.routesImpact.routes.first?.changes.first
+                #expect(
+                    change?.kind == "now rejected" && change?.code == .unknownURL && change?.exampleIntentID == "l1")
+                #expect(impact.reply.routesImpact.summary == "1 of 1 recorded intents would change, on 1 of 1 routes")
+                let notValid = try api(
+                    address, "POST", "/v1/routes/impact",
+                    body: try Navigator_V1_RoutesImpactRequest.with { $0.yaml = broken }.jsonString())
+                #expect(notValid.status == 200 && notValid.reply.routesImpact.check.problems.count == 3)
+
                 let notYAML = try api(
                     address, "POST", "/v1/routes/check", body: #"{"yaml":"tabs: [","source":"x.yaml"}"#)
                 #expect(

@@ -404,6 +404,18 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     set {kind = .routesCheck(newValue)}
   }
 
+  /// Replay the instance's recorded intents (its flight recorder: the last
+  /// flightRecorderIntents, each with its session's tree as it was) against a candidate route
+  /// map and the map in use, and say how outcomes would change, by route. Nothing changes.
+  /// Admins only in secure mode.
+  public var routesImpact: Navigator_V1_RoutesImpactRequest {
+    get {
+      if case .routesImpact(let v)? = kind {return v}
+      return Navigator_V1_RoutesImpactRequest()
+    }
+    set {kind = .routesImpact(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -425,8 +437,28 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     /// Check a candidate route map: its problems (as navigatord would refuse it), and what it
     /// would change against the map in use. Nothing is loaded. Admins only in secure mode.
     case routesCheck(Navigator_V1_RoutesCheckRequest)
+    /// Replay the instance's recorded intents (its flight recorder: the last
+    /// flightRecorderIntents, each with its session's tree as it was) against a candidate route
+    /// map and the map in use, and say how outcomes would change, by route. Nothing changes.
+    /// Admins only in secure mode.
+    case routesImpact(Navigator_V1_RoutesImpactRequest)
 
   }
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_RoutesImpactRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The candidate map, as YAML (or JSON), as in RoutesCheckRequest.
+  public var yaml: String = String()
+
+  public var source: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -593,6 +625,14 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     set {_uniqueStorage()._kind = .routesCheck(newValue)}
   }
 
+  public var routesImpact: Navigator_V1_RoutesImpact {
+    get {
+      if case .routesImpact(let v)? = _storage._kind {return v}
+      return Navigator_V1_RoutesImpact()
+    }
+    set {_uniqueStorage()._kind = .routesImpact(newValue)}
+  }
+
   /// How the decision was reached, step by step (intents and explain).
   public var explanationSteps: [Navigator_V1_ExplanationStep] {
     get {_storage._explanationSteps}
@@ -613,6 +653,7 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     case routes(Navigator_V1_RouteMap)
     case instances(Navigator_V1_Instances)
     case routesCheck(Navigator_V1_RoutesCheck)
+    case routesImpact(Navigator_V1_RoutesImpact)
 
   }
 
@@ -642,6 +683,98 @@ public nonisolated struct Navigator_V1_RoutesCheck: Sendable {
 
   /// The changes counted: "2 changes: 1 added, 1 changed", or "no changes".
   public var summary: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// How recorded intents would resolve under a candidate map (the reply to routes_impact).
+public nonisolated struct Navigator_V1_RoutesImpact: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The candidate checked as routes_check does; when it is not valid, nothing was replayed.
+  public var check: Navigator_V1_RoutesCheck {
+    get {_check ?? Navigator_V1_RoutesCheck()}
+    set {_check = newValue}
+  }
+  /// Returns true if `check` has been explicitly set.
+  public var hasCheck: Bool {self._check != nil}
+  /// Clears the value of `check`. Subsequent reads from it will return its default value.
+  public mutating func clearCheck() {self._check = nil}
+
+  /// The recorded intents replayed, and when the oldest and newest were resolved (unix ns).
+  public var intents: UInt32 = 0
+
+  public var oldestUnixNanos: Int64 = 0
+
+  public var newestUnixNanos: Int64 = 0
+
+  /// How many would resolve otherwise.
+  public var changed: UInt32 = 0
+
+  /// By route (the intent's target screen): those with a change first, the most changed first.
+  public var routes: [Navigator_V1_RouteImpact] = []
+
+  /// "12 of 40 recorded intents would change, on 3 of 7 routes".
+  public var summary: String = String()
+
+  /// How many intents the instance records at most (flightRecorderIntents; 0: none).
+  public var recorderCapacity: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _check: Navigator_V1_RoutesCheck? = nil
+}
+
+public nonisolated struct Navigator_V1_RouteImpact: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var route: String = String()
+
+  public var intents: UInt32 = 0
+
+  /// Resolved the same way: the same outcome and the same commands.
+  public var same: UInt32 = 0
+
+  /// The others, by kind of change, the most first.
+  public var changes: [Navigator_V1_ImpactChange] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_ImpactChange: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// "other commands" (resolved both ways, lands elsewhere), "now rejected" (with `code`), "now
+  /// accepted" (rejected in use, not with the candidate), "rejected differently", "parked
+  /// differently" (parked one way only, or for another reason), "other outcome".
+  public var kind: String = String()
+
+  /// With "now rejected": why.
+  public var code: Navigator_V1_RejectCode = .unspecified
+
+  public var count: UInt32 = 0
+
+  /// The first intent of this kind: its session, its id, and its outcome in use and with the
+  /// candidate, each in one line. (Admins only read impact reports, so no session is hidden.)
+  public var exampleSession: String = String()
+
+  public var exampleIntentID: String = String()
+
+  public var before: String = String()
+
+  public var after: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1306,7 +1439,7 @@ nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{3}routes_impact\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1419,6 +1552,19 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
           self.kind = .routesCheck(v)
         }
       }()
+      case 18: try {
+        var v: Navigator_V1_RoutesImpactRequest?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .routesImpact(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .routesImpact(v)
+        }
+      }()
       default: break
       }
     }
@@ -1465,6 +1611,10 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
       guard case .routesCheck(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 17)
     }()
+    case .routesImpact?: try {
+      guard case .routesImpact(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1473,6 +1623,41 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Navigator_V1_Request, rhs: Navigator_V1_Request) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RoutesImpactRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoutesImpactRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}yaml\0\u{1}source\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.yaml) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.yaml.isEmpty {
+      try visitor.visitSingularStringField(value: self.yaml, fieldNumber: 1)
+    }
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RoutesImpactRequest, rhs: Navigator_V1_RoutesImpactRequest) -> Bool {
+    if lhs.yaml != rhs.yaml {return false}
+    if lhs.source != rhs.source {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1602,7 +1787,7 @@ nonisolated extension Navigator_V1_RoutesRequest: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{4}\u{a}explanation_steps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{3}routes_impact\0\u{4}\u{9}explanation_steps\0")
 
   fileprivate class _StorageClass {
     var _requestID: String = String()
@@ -1783,6 +1968,19 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
             _storage._kind = .routesCheck(v)
           }
         }()
+        case 21: try {
+          var v: Navigator_V1_RoutesImpact?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .routesImpact(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .routesImpact(v)
+          }
+        }()
         case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._explanationSteps) }()
         default: break
         }
@@ -1843,6 +2041,10 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
       case .routesCheck?: try {
         guard case .routesCheck(let v)? = _storage._kind else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      }()
+      case .routesImpact?: try {
+        guard case .routesImpact(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
       }()
       case nil: break
       }
@@ -1915,6 +2117,180 @@ nonisolated extension Navigator_V1_RoutesCheck: SwiftProtobuf.Message, SwiftProt
     if lhs.changes != rhs.changes {return false}
     if lhs.currentSource != rhs.currentSource {return false}
     if lhs.summary != rhs.summary {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RoutesImpact: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoutesImpact"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}check\0\u{1}intents\0\u{3}oldest_unix_nanos\0\u{3}newest_unix_nanos\0\u{1}changed\0\u{1}routes\0\u{1}summary\0\u{3}recorder_capacity\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._check) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.intents) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.oldestUnixNanos) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.newestUnixNanos) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.changed) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.routes) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.summary) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.recorderCapacity) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._check {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.intents != 0 {
+      try visitor.visitSingularUInt32Field(value: self.intents, fieldNumber: 2)
+    }
+    if self.oldestUnixNanos != 0 {
+      try visitor.visitSingularInt64Field(value: self.oldestUnixNanos, fieldNumber: 3)
+    }
+    if self.newestUnixNanos != 0 {
+      try visitor.visitSingularInt64Field(value: self.newestUnixNanos, fieldNumber: 4)
+    }
+    if self.changed != 0 {
+      try visitor.visitSingularUInt32Field(value: self.changed, fieldNumber: 5)
+    }
+    if !self.routes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.routes, fieldNumber: 6)
+    }
+    if !self.summary.isEmpty {
+      try visitor.visitSingularStringField(value: self.summary, fieldNumber: 7)
+    }
+    if self.recorderCapacity != 0 {
+      try visitor.visitSingularUInt32Field(value: self.recorderCapacity, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RoutesImpact, rhs: Navigator_V1_RoutesImpact) -> Bool {
+    if lhs._check != rhs._check {return false}
+    if lhs.intents != rhs.intents {return false}
+    if lhs.oldestUnixNanos != rhs.oldestUnixNanos {return false}
+    if lhs.newestUnixNanos != rhs.newestUnixNanos {return false}
+    if lhs.changed != rhs.changed {return false}
+    if lhs.routes != rhs.routes {return false}
+    if lhs.summary != rhs.summary {return false}
+    if lhs.recorderCapacity != rhs.recorderCapacity {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RouteImpact: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RouteImpact"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}route\0\u{1}intents\0\u{1}same\0\u{1}changes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.route) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.intents) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.same) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.changes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.route.isEmpty {
+      try visitor.visitSingularStringField(value: self.route, fieldNumber: 1)
+    }
+    if self.intents != 0 {
+      try visitor.visitSingularUInt32Field(value: self.intents, fieldNumber: 2)
+    }
+    if self.same != 0 {
+      try visitor.visitSingularUInt32Field(value: self.same, fieldNumber: 3)
+    }
+    if !self.changes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.changes, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RouteImpact, rhs: Navigator_V1_RouteImpact) -> Bool {
+    if lhs.route != rhs.route {return false}
+    if lhs.intents != rhs.intents {return false}
+    if lhs.same != rhs.same {return false}
+    if lhs.changes != rhs.changes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_ImpactChange: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ImpactChange"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}code\0\u{1}count\0\u{3}example_session\0\u{3}example_intent_id\0\u{1}before\0\u{1}after\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.kind) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.code) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.exampleSession) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.exampleIntentID) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.before) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.after) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.kind.isEmpty {
+      try visitor.visitSingularStringField(value: self.kind, fieldNumber: 1)
+    }
+    if self.code != .unspecified {
+      try visitor.visitSingularEnumField(value: self.code, fieldNumber: 2)
+    }
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 3)
+    }
+    if !self.exampleSession.isEmpty {
+      try visitor.visitSingularStringField(value: self.exampleSession, fieldNumber: 4)
+    }
+    if !self.exampleIntentID.isEmpty {
+      try visitor.visitSingularStringField(value: self.exampleIntentID, fieldNumber: 5)
+    }
+    if !self.before.isEmpty {
+      try visitor.visitSingularStringField(value: self.before, fieldNumber: 6)
+    }
+    if !self.after.isEmpty {
+      try visitor.visitSingularStringField(value: self.after, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_ImpactChange, rhs: Navigator_V1_ImpactChange) -> Bool {
+    if lhs.kind != rhs.kind {return false}
+    if lhs.code != rhs.code {return false}
+    if lhs.count != rhs.count {return false}
+    if lhs.exampleSession != rhs.exampleSession {return false}
+    if lhs.exampleIntentID != rhs.exampleIntentID {return false}
+    if lhs.before != rhs.before {return false}
+    if lhs.after != rhs.after {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,6 +1,7 @@
 import NavigatorCore
 import NavigatorWire
 import NavigatorYAML
+import ZeroMQ
 
 // Queries: what the requests thread answers itself, reading the store under its shard locks —
 // snapshots, dry runs and stats (the session id was checked where the request came in).
@@ -64,6 +65,59 @@ extension RequestsLoop {
 
     func stats() -> Navigator_V1_Stats {
         counters.stats(workers: workers, store: store, startedAt: startedAt)
+    }
+
+    /// Replays the flight recorder against a candidate map on the impact thread (one report at a
+    /// time: another request meanwhile is refused OVERLOADED); the reply goes back through the
+    /// replies socket. An invalid candidate is answered at once, with its problems.
+    func impact(
+        _ candidate: Navigator_V1_RoutesImpactRequest, requestID: String, _ routingID: ZeroMQ.Message,
+        delimited: Bool, _ sockets: Sockets
+    ) throws {
+        var answer = Navigator_V1_Reply()
+        answer.requestID = requestID
+        let check = routesCheck(
+            .with {
+                $0.yaml = candidate.yaml
+                $0.source = candidate.source
+            })
+        let capacity = recorders.reduce(0) { $0 + $1.capacity }
+        guard check.valid, capacity > 0 else {
+            if check.valid {
+                counters.refused(.unavailable, intent: false)
+                answer.rejected = .rejection(
+                    .unavailable,
+                    "the flight recorder is off (flightRecorderIntents 0), so there are no intents to replay; expected a setting above 0"
+                )
+            } else {
+                answer.routesImpact = .with { $0.check = check }
+            }
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        // Loaded again here: the check proved it loads (the text is the request's own copy).
+        let current = resolvers.snapshot.resolver
+        guard let map = try? RouteMapYAML.load(candidate.yaml),
+            let next = try? Resolver(map: map, options: current.options)
+        else {
+            answer.rejected = .rejection(.internal, "the candidate map passed its check but did not load again")
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
+        let recorders = self.recorders
+        let started = impacts.start(routingID: routingID.bytes, delimiter: [delimited ? 1 : 0]) {
+            let recorded = FlightRecorder.merged(recorders)
+            let impact = RouteImpact(replaying: recorded, current: current, candidate: next)
+            var answer = Navigator_V1_Reply()
+            answer.requestID = requestID
+            answer.routesImpact = Navigator_V1_RoutesImpact(
+                impact, check: check, recorded: recorded, capacity: capacity)
+            return (try? answer.serializedBytes()) ?? []
+        }
+        guard started else {
+            counters.refused(.overloaded, intent: false)
+            answer.rejected = .rejection(
+                .overloaded, "an impact report is being made; one is made at a time: retry when it is answered")
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
+        }
     }
 
     /// A candidate route map checked as a reload would load it, and compared with the map in use.

@@ -37,6 +37,9 @@ struct RequestsLoop: SocketLoop {
     /// Calls made in process: their messages come on ``Internal/calls``, their replies go back
     /// to it.
     let desk: CallDesk
+    /// The flight recorder (routes_impact replays it), and the thread that makes the reports.
+    let recorders: [FlightRecorder]
+    let impacts: ImpactDesk
     /// Rejections of forwarded intents that cannot be taken here go to the session's followers.
     let follows: SessionFollows
     let supervisor: Supervisor
@@ -393,11 +396,13 @@ struct RequestsLoop: SocketLoop {
         case .routesCheck(let candidate):
             answer.routesCheck = routesCheck(candidate)
             try reply(answer, to: routingID, delimited: delimited, sockets)
+        case .routesImpact(let candidate):
+            try impact(candidate, requestID: request.requestID, routingID, delimited: delimited, sockets)
         case nil:
             counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(
                 .unknownRequest,
-                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes, routes_check or instances"
+                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes, routes_check, routes_impact or instances"
             )
             try reply(answer, to: routingID, delimited: delimited, sockets)
         }
@@ -474,7 +479,7 @@ extension Navigator_V1_Request {
         case .intent(let intent): intent.session
         case .clientEvent(let event): event.session
         case .snapshot(let snapshot): snapshot.session
-        case .explain, .stats, .routes, .routesCheck, .instances, nil: nil
+        case .explain, .stats, .routes, .routesCheck, .routesImpact, .instances, nil: nil
         }
     }
 
@@ -494,7 +499,7 @@ extension Navigator_V1_Request {
         case .explain(let intent): .publish(session: intent.session)
         case .clientEvent(let event): .follow(session: event.session)
         case .snapshot(let snapshot): .follow(session: snapshot.session)
-        case .stats, .routes, .routesCheck: .inspect
+        case .stats, .routes, .routesCheck, .routesImpact: .inspect
         case .instances, nil: nil
         }
     }

@@ -20,6 +20,9 @@ enum SessionWork {
         var parked: [ParkedIntent]
         /// When the intent expires, if it parked.
         var expiresAt: Int64
+        /// The session as the resolver found it (tree, conditions, parked intents, readiness),
+        /// when asked for (`recording`): what the flight recorder keeps.
+        var before: SessionState? = nil
     }
 
     /// What a client event did.
@@ -41,7 +44,8 @@ enum SessionWork {
     /// Resolves an intent into its session (refused if it would create a session beyond
     /// `maxSessions`).
     static func resolve(
-        _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64
+        _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64,
+        recording: Bool = false
     ) -> IntentChange {
         let refusal = store.notServed(intent.session).map { ResolveError(.moved, $0) }
         if let refusal = refusal ?? (store.admits(intent.session, limit: maxSessions) ? nil : sessionLimit(store)) {
@@ -52,6 +56,12 @@ enum SessionWork {
         let epoch = store.epoch(of: intent.session)
         return store.update(intent.session) { record in
             let before = record.state.tree
+            // Not the remembered intent ids: sharing them would make the resolver copy them.
+            let found =
+                recording
+                ? SessionState(
+                    tree: before, conditions: record.state.conditions, parked: record.state.parked,
+                    shellReady: record.state.shellReady) : nil
             let resolution = resolver.resolve(intent, into: &record.state, now: now)
             let (batches, own, released) = Self.batches(
                 session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
@@ -59,7 +69,7 @@ enum SessionWork {
             let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
             return IntentChange(
                 resolution: resolution, batches: batches, own: own, releasedBatches: released,
-                parked: record.state.parked, expiresAt: expiresAt)
+                parked: record.state.parked, expiresAt: expiresAt, before: found)
         }
     }
 

@@ -31,8 +31,10 @@ extension WorkerLoop {
         if let trace, let taken { trace.child("navigator.receive", from: taken, to: started) }
         let resolver = state.resolver
         let change = SessionWork.resolve(
-            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started)
+            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started,
+            recording: recorder.capacity > 0)
         let resolvedAt = WallClock.now()
+        if let before = change.before { recorder.record(intent, before: before, at: started) }
         counters.recordLatency(nanoseconds: resolvedAt - started)
         state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))

@@ -27,6 +27,8 @@ struct WorkerLoop: SocketLoop {
     let tracer: (any Tracer)?
     /// Intents traced a second for their producer's sampled flag, on all workers together.
     let maxTracedIntentsPerSecond: Int
+    /// This worker's part of the flight recorder (routes_impact replays it).
+    let recorder: FlightRecorder
     let workers: Int
     let supervisor: Supervisor
     let logger: Logger
