@@ -147,7 +147,7 @@ extension Engine {
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
                     clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
                     instances: { [self] in instances }, instanceID: configuration.instanceID, desk: desk,
-                    recorders: recorders, impacts: impacts,
+                    recorders: recorders, routeMapDesk: routeMapDesk,
                     follows: follows, supervisor: supervisor, logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)
@@ -243,9 +243,9 @@ extension Engine {
         }
         let context = self.context
         commands.close()  // egress closes it when it ends; not if it never ran
-        let impacts = self.impacts
+        let routeMapDesk = self.routeMapDesk
         _ = try? await DedicatedThread.run(name: "nav-terminate") {
-            impacts.join()  // a report being made ends by itself; its socket must close first
+            routeMapDesk.join()  // an answer being made ends by itself; its socket must close first
             try context.terminate()
         }
         persistence.database.close()

@@ -43,10 +43,10 @@ public final class Engine: Service, Sendable {
     let bound: BindingRecord
     /// Calls made in process (``NavigatorPort``), admitted by the requests thread.
     let desk: CallDesk
-    /// The flight recorder, one part a worker (``FlightRecorder``), and the impact reports
-    /// made from it.
+    /// The flight recorder, one part a worker (``FlightRecorder``); the thread that checks
+    /// candidate route maps and replays the recorder against them.
     let recorders: [FlightRecorder]
-    let impacts: ImpactDesk
+    let routeMapDesk: RouteMapDesk
     /// Follows made in process (``NavigatorPort/follow(_:as:_:)``).
     let follows: SessionFollows
     let callCounter = Atomic<UInt64>(0)
@@ -211,7 +211,7 @@ public final class Engine: Service, Sendable {
         desk = try CallDesk(context: context, highWaterMark: configuration.handoffHighWaterMark)
         let share = (configuration.flightRecorderIntents + configuration.workers - 1) / max(1, configuration.workers)
         recorders = (0..<configuration.workers).map { _ in FlightRecorder(capacity: share) }
-        impacts = ImpactDesk(context: context)
+        routeMapDesk = RouteMapDesk(context: context, logger: logger)
 
         // ZAP (secure mode), flush, egress, each worker, requests.
         partsReady = PartsReady(expected: (security == nil ? 0 : 1) + 3 + configuration.workers)

@@ -363,7 +363,7 @@ final class HTTPAPI: Sendable {
         case .tooLarge: 413
         case .forbidden: 403
         case .overloaded: 429
-        case .staleEvent, .limitExceeded: 409
+        case .staleEvent, .limitExceeded, .appTooOld: 409
         case .shuttingDown, .unavailable, .moved: 503
         case .internal: 500
         case .unspecified, .malformed, .badFrames, .invalidSession, .sessionMismatch, .emptyPath, .unknownScreen,

@@ -221,7 +221,7 @@ enum OpenAPIDocument {
                       "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
-                      "ready": {"type": "object", "additionalProperties": false}
+                      "ready": {"type": "object", "properties": {"appVersion": {"type": "string", "description": "the app's version, 1 to 4 numbers separated by dots (2.10.1); screens the route map marks since: a later one show their fallback"}}, "additionalProperties": false}
                     },
                     "additionalProperties": false
                   },

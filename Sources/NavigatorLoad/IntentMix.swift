@@ -107,7 +107,7 @@ public struct IntentMix: Sendable {
             case 0, 1, 2: return .event(.dismissedTo(nil))
             case 3: return .event(.tabSelected(map.tabs.randomElement(using: &random)?.name ?? ""))
             case 4: return .event(.conditions(["authenticated": random.next() % 10 != 0]))
-            default: return .event(.ready)
+            default: return .event(.ready())
             }
         }
         return .intent(Intent(id: id, session: session, target: target, source: "mix", sentAt: sentAt))

@@ -61,7 +61,9 @@ public enum CompactSession {
         let tree = state.tree
         var flags: UInt64 = state.shellReady ? 1 : 0
         if case .tabs = tree.root { flags |= 2 }
+        if state.appVersion != nil { flags |= 4 }
         writer.varint(flags)
+        if let version = state.appVersion { writer.name(version.text) }
         writer.varint(UInt64(state.conditions.count))
         // In the dictionaries' own order: decoding makes dictionaries again, nothing compares
         // the bytes.
@@ -101,6 +103,12 @@ public enum CompactSession {
         let seq = try reader.varint()
         let lastServiceSeq = try reader.varint()
         let flags = try reader.varint()
+        var appVersion: AppVersion? = nil
+        if flags & 4 != 0 {
+            let text = try reader.name()
+            guard let version = AppVersion(text) else { throw reader.failure("holds app version \(text)") }
+            appVersion = version
+        }
         var conditions: [String: Bool] = [:]
         for _ in 0..<(try reader.count()) {
             let name = try reader.name()
@@ -139,7 +147,8 @@ public enum CompactSession {
             throw reader.failure("holds a tree that breaks the invariant: \(error.message)")
         }
         let state = SessionState(
-            tree: tree, conditions: conditions, lastServiceSeq: lastServiceSeq, shellReady: flags & 1 != 0)
+            tree: tree, conditions: conditions, lastServiceSeq: lastServiceSeq, shellReady: flags & 1 != 0,
+            appVersion: appVersion)
         return (state, seq)
     }
 }

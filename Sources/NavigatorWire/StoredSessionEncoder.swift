@@ -27,6 +27,7 @@ extension Navigator_V1_StoredSession {
         }
         writer.packedFixed64(9, ids)
         writer.int64(10, state.recentIntentIDs.base)
+        if let version = state.appVersion { writer.string(11, version.text) }
         return writer.bytes
     }
 }

@@ -69,7 +69,7 @@ extension Navigator_V1_ClientEvent {
         self.lastSeq = lastSeq
         self.epoch = epoch
         switch event {
-        case .ready: ready = .init()
+        case .ready(let version): ready = .with { $0.appVersion = version?.text ?? "" }
         case .suspended: suspended = .init()
         case .poppedTo(let id): poppedTo = .with { $0.screenID = id.rawValue }
         case .dismissedTo(let id): dismissedTo = .with { $0.modalID = id?.rawValue ?? 0 }
@@ -98,7 +98,12 @@ extension Navigator_V1_ClientEvent {
 
     private func decoded() throws(WireError) -> ClientEvent {
         switch kind {
-        case .ready: return .ready
+        case .ready(let value):
+            guard !value.appVersion.isEmpty else { return .ready() }
+            guard let version = AppVersion(value.appVersion) else {
+                throw WireError(.invalidEvent, "ready.app_version \(AppVersion.problem(with: value.appVersion)!)")
+            }
+            return .ready(appVersion: version)
         case .suspended: return .suspended
         case .poppedTo(let value): return .poppedTo(NodeID(rawValue: value.screenID))
         case .dismissedTo(let value): return .dismissedTo(value.modalID == 0 ? nil : NodeID(rawValue: value.modalID))
@@ -136,6 +141,7 @@ extension Navigator_V1_RejectCode {
         case .limitExceeded: self = .limitExceeded
         case .staleEvent: self = .staleEvent
         case .moved: self = .moved
+        case .appTooOld: self = .appTooOld
         case .internalError: self = .internal
         }
     }
@@ -177,6 +183,7 @@ extension Navigator_V1_RejectCode {
         case .overloaded: "overloaded"
         case .forbidden: "forbidden"
         case .moved: "moved"
+        case .appTooOld: "app_too_old"
         case .UNRECOGNIZED(let value): "unrecognized_\(value)"
         }
     }

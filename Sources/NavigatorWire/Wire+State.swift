@@ -13,6 +13,7 @@ extension Navigator_V1_StoredSession {
         recentIdsBaseUnixNanos = state.recentIntentIDs.base
         lastServiceSeq = state.lastServiceSeq
         shellReady = state.shellReady
+        appVersion = state.appVersion?.text ?? ""
         recentlyExpired = state.recentlyExpired.map { expired in
             .with {
                 $0.intentID = expired.intentID
@@ -58,13 +59,20 @@ extension Navigator_V1_StoredSession {
                 "recent_intent_ids holds \(recentIntentIds.count) ids; expected none (the migration \"recent intent ids hashed\" moves them to recent_ids)"
             )
         }
+        var version: AppVersion? = nil
+        if !appVersion.isEmpty {
+            guard let parsed = AppVersion(appVersion) else {
+                throw WireError(.malformed, "app_version \(AppVersion.problem(with: appVersion)!)")
+            }
+            version = parsed
+        }
         let state = SessionState(
             tree: try tree.core("tree"), conditions: conditions, parked: list,
             recentIntentIDs: RecentIntentIDs(base: recentIdsBaseUnixNanos, entries: recentIds),
             lastServiceSeq: lastServiceSeq, shellReady: shellReady,
             recentlyExpired: try recentlyExpired.enumerated().map { (index, expired) throws(WireError) in
                 try expired.core("recently_expired[\(index)]")
-            })
+            }, appVersion: version)
         return (state, seq)
     }
 }

@@ -7,7 +7,11 @@ import Yams
 /// mistyped keys, and everything ``RouteMap/validate()`` finds, all at once.
 public enum RouteMapYAML {
     /// Parses and validates a route map. `source` names it in messages (a file path).
-    public static func load(_ text: String, source: String = "route map") throws(RouteMapLoadError) -> RouteMap {
+    /// `maxNodes`: the most YAML nodes the document may make, aliases expanded (a candidate sent
+    /// by a client: its decoding time grows with them, and an alias can multiply them).
+    public static func load(_ text: String, source: String = "route map", maxNodes: Int = .max)
+        throws(RouteMapLoadError) -> RouteMap
+    {
         let node: Node
         do {
             guard let root = try Yams.compose(yaml: text) else {
@@ -20,6 +24,9 @@ public enum RouteMapYAML {
                     ])
             }
             node = root
+            if maxNodes < .max, let problem = tooLarge(root, maxNodes: maxNodes) {
+                throw RouteMapLoadError(source: source, [.init(line: nil, column: nil, keyPath: "", message: problem)])
+            }
         } catch let error as RouteMapLoadError {
             throw error
         } catch {
@@ -44,6 +51,38 @@ public enum RouteMapYAML {
         }
         guard problems.isEmpty else { throw RouteMapLoadError(source: source, problems) }
         return map
+    }
+
+    /// The most keys one mapping of a candidate may have (decoding a mapping's keys one by one
+    /// takes time that grows with the square of its size).
+    public static let maxKeysPerMapping = 2_000
+
+    /// Why a document is too large to decode, if it is: more than `maxNodes` nodes, aliases
+    /// expanded (counting stops there), or a mapping of more than ``maxKeysPerMapping`` keys.
+    static func tooLarge(_ root: Node, maxNodes: Int) -> String? {
+        var count = 0
+        var pending = [root]
+        while let node = pending.popLast() {
+            count += 1
+            if count > maxNodes {
+                return
+                    "the document makes more than \(maxNodes) YAML nodes (aliases expanded); expected at most \(maxNodes)"
+            }
+            switch node {
+            case .mapping(let mapping):
+                if mapping.count > maxKeysPerMapping {
+                    let line = mapping.first?.key.mark.map { " (line \($0.line))" } ?? ""
+                    return "a mapping\(line) has \(mapping.count) keys; expected at most \(maxKeysPerMapping)"
+                }
+                for pair in mapping {
+                    pending.append(pair.key)
+                    pending.append(pair.value)
+                }
+            case .sequence(let sequence): pending.append(contentsOf: sequence)
+            default: break
+            }
+        }
+        return nil
     }
 
     /// Reads a route map file.

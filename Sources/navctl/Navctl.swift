@@ -506,9 +506,11 @@ struct RoutesDiff: AsyncParsableCommand {
             """)
 
     @OptionGroup var connection: ConnectionOptions
-    @Argument(help: ArgumentHelp("The route map in use; left out: the one navigatord uses.", valueName: "old"))
+    @Argument(
+        help: ArgumentHelp(
+            "OLD NEW: the map in use and the candidate; NEW alone: against navigatord's map.", valueName: "old-or-new"))
     var old: String?
-    @Argument(help: ArgumentHelp("The candidate.", valueName: "new")) var new: String?
+    @Argument(help: ArgumentHelp("The candidate, after OLD.", valueName: "new")) var new: String?
     @Flag(help: "One JSON object (RoutesCheck: valid, problems, changes, summary).") var json = false
 
     func validate() throws {

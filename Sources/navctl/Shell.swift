@@ -14,11 +14,22 @@ struct Shell: AsyncParsableCommand {
             tree and acknowledged; each key is applied locally and reported as a client event. Every \
             few seconds the tree is compared with a fresh snapshot and a warning shows if they differ. \
             Once it shows its first tree the shell reports Ready (intents sent with --wait-for-ready \
-            go then), and Suspended when it quits.
+            go then), with --app-version if given, and Suspended when it quits.
             """)
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var target: SessionOption
+    @Option(
+        help: ArgumentHelp(
+            "The app version this shell says in its Ready (screens the route map marks since: a later one show their fallback).",
+            valueName: "version"))
+    var appVersion: String?
+
+    func validate() throws {
+        if let appVersion, let problem = AppVersion.problem(with: appVersion) {
+            throw ValidationError("--app-version \(problem)")
+        }
+    }
 
     enum Input: Sendable {
         case key(Key)
@@ -153,7 +164,9 @@ struct Shell: AsyncParsableCommand {
                     connected = .connected
                     let first = model.mirror == nil
                     await act(model.handle(event))
-                    if first && model.mirror != nil { await report(.ready) }
+                    if first && model.mirror != nil {
+                        await report(.ready(appVersion: appVersion.flatMap(AppVersion.init)))
+                    }
                     if case .batch = event, let snapshot = try? await client.snapshot(session) {
                         model.update(from: snapshot)  // conditions and parked intents
                     }

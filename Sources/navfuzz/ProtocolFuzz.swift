@@ -173,7 +173,7 @@ enum ProtocolFuzz {
                             Modal(
                                 id: .client(2), style: .sheet, stack: [Screen(id: .client(3), ScreenContext("login"))]))
                     ),
-                event(.sync(RouteMap.demo.initialTree())) + event(.ready) + intent("w", [chat]),
+                event(.sync(RouteMap.demo.initialTree())) + event(.ready()) + intent("w", [chat]),
                 intent("a", [call]) + intent("c", [chat], priority: .critical),
             ]
             for (index, seed) in seeds.enumerated() {

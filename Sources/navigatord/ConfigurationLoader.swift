@@ -218,7 +218,7 @@ public enum ConfigurationLoader {
             isList: false
         ) {
             config, values throws(ConfigurationError) in
-            config.engine.flightRecorderIntents = try integer(values[0], "flightRecorderIntents", 0...1_000_000)
+            config.engine.flightRecorderIntents = try integer(values[0], "flightRecorderIntents", 0...100_000)
         },
         Setting(key: "security.secretKeyFile", help: "the server's CURVE secret key (secure mode)", isList: false) {
             config, values throws(ConfigurationError) in

@@ -159,7 +159,7 @@ struct NavctlTests {
         #expect(invalid.status == 1)
         #expect(
             invalid.output.contains(
-                "bad.yaml:53:5: screens.chat.homeTab: tab chatz is not declared; expected one of home, search, chats, profile"
+                "bad.yaml:58:5: screens.chat.homeTab: tab chatz is not declared; expected one of home, search, chats, profile"
             ),
             "\(invalid.output)")
         let expected = """
@@ -187,7 +187,7 @@ struct NavctlTests {
                     && check.changes[3].name == "thread")
             let refused = try await navctl(["routes", "diff", bad] + self.options(server))
             #expect(refused.status == 1)
-            #expect(refused.output.contains("bad.yaml:53:5: screens.chat.homeTab: tab chatz is not declared"))
+            #expect(refused.output.contains("bad.yaml:58:5: screens.chat.homeTab: tab chatz is not declared"))
 
             // Impact: recorded traffic replayed against the candidate. Signed-in users open 5
             // threads, 3 media viewers, 4 chat links and 6 settings screens.
@@ -221,7 +221,7 @@ struct NavctlTests {
             #expect(
                 report.routes.first?.changes.first?.before.hasPrefix("resolved: transition: pushing thread") == true)
             let invalid = try await navctl(["routes", "impact", bad] + self.options(server))
-            #expect(invalid.status == 1 && invalid.output.contains("bad.yaml:53:5: screens.chat.homeTab"))
+            #expect(invalid.status == 1 && invalid.output.contains("bad.yaml:58:5: screens.chat.homeTab"))
             // Nothing changed: the sessions are as the intents left them.
             #expect(try await connection.snapshot("u1").seq == 2)
         }

@@ -266,7 +266,7 @@ struct SessionLimitTests {
             (.poppedTo(1), 9, 0, true),  // ahead: another epoch's seq
             (.poppedTo(1), 5, 8, true),  // another epoch
             (.poppedTo(1), 5, 7, false),  // this epoch
-            (.ready, 0, 0, false), (.ack(1), 0, 8, false), (.conditions(["a": true]), 0, 0, false),
+            (.ready(), 0, 0, false), (.ack(1), 0, 8, false), (.conditions(["a": true]), 0, 0, false),
             (.sync(RouteMap.demo.initialTree()), 0, 0, false),  // an app's authoritative tree
             (.sync(RouteMap.demo.initialTree()), 2, 0, true),
         ])
@@ -299,7 +299,7 @@ struct ReadyTests {
         let held = session.send(deepLink("d1"))
         #expect(held.outcome == .parked(.notReady, redirect: []))
         #expect(session.state.tree == RouteMap.demo.initialTree())
-        let ready = session.event(.ready)
+        let ready = session.event(.ready())
         #expect(ready.released.map(\.intent.id) == ["d1"])
         #expect(session.state.tree.top.context == ScreenContext("chat", ["conversationId": "42"]))
         // Ready already: nothing waits.
@@ -314,15 +314,15 @@ struct ReadyTests {
     @Test("an app that starts over (authoritative sync) or suspends is not ready until its next Ready")
     func startingOver() throws {
         var session = Harness()
-        _ = session.event(.ready)
+        _ = session.event(.ready())
         let result = session.resolver.apply(
             .sync(RouteMap.demo.initialTree()), to: &session.state, now: session.now, authoritative: true)
         #expect(result.error == nil)
         #expect(session.send(deepLink("s1")).outcome == .parked(.notReady, redirect: []))
-        #expect(session.event(.ready).released.map(\.intent.id) == ["s1"])
+        #expect(session.event(.ready()).released.map(\.intent.id) == ["s1"])
         _ = session.event(.suspended)
         #expect(session.send(deepLink("s2")).outcome == .parked(.notReady, redirect: []))
-        #expect(session.event(.ready).released.map(\.intent.id) == ["s2"])
+        #expect(session.event(.ready()).released.map(\.intent.id) == ["s2"])
     }
 
     @Test("a held intent expires after its time to live if no shell gets ready")

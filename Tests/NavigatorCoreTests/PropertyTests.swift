@@ -56,7 +56,7 @@ struct Generator {
         case 4:
             counter += 1
             return .pushed(Screen(id: .client(UInt64(counter)), context()), onto: tree.topStack)
-        default: return .ready
+        default: return .ready()
         }
     }
 }

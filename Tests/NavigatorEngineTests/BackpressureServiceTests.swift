@@ -71,7 +71,7 @@ struct BackpressureServiceTests {
                     for index in 0..<(4 * Int(Self.handoff) + 4) {
                         let request = Navigator_V1_Request.with {
                             $0.requestID = "ack\(index)"
-                            $0.clientEvent = Navigator_V1_ClientEvent(.ready, session: ackSession)
+                            $0.clientEvent = Navigator_V1_ClientEvent(.ready(), session: ackSession)
                         }
                         try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
                     }

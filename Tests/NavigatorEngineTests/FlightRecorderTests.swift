@@ -45,6 +45,13 @@ struct FlightRecorderTests {
                     .routesImpact(.with { $0.yaml = "root: home\nscreens:\n  home: {}\n" }))
                 #expect(refused.rejected.code == .unavailable)
                 #expect(refused.rejected.message.contains("flightRecorderIntents 0"))
+                // Many problems: the first 100 listed, each naming at most 20 screens.
+                var many = "root: home\nscreens:\n  home: {}\n"
+                for n in 0..<150 { many += "  s\(n): { parent: nowhere }\n" }
+                let capped = try client.request(.routesCheck(.with { $0.yaml = many }))
+                #expect(capped.routesCheck.problems.count == 100)
+                #expect(capped.routesCheck.summary == "150 problems (the first 100 listed)")
+                #expect(capped.routesCheck.problems[0].message.hasSuffix(", … (151 in all)"))
                 let invalid = try client.request(.routesImpact(.with { $0.yaml = "root: home\n" }))
                 #expect(!invalid.routesImpact.check.valid && invalid.routesImpact.intents == 0)
                 #expect(invalid.routesImpact.check.problems.first?.message.contains("screens") == true)

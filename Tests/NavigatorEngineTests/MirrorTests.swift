@@ -218,7 +218,7 @@ struct ReadyWireTests {
                 var intent = wireIntent("deep", [ScreenContext("chat", ["conversationId": "42"])], session: "app")
                 intent.waitForReady = true
                 let parked = try client.request(.intent(intent))
-                let applied = try client.request(.clientEvent(.init(.ready, session: "app")))
+                let applied = try client.request(.clientEvent(.init(.ready(), session: "app")))
                 return (parked, applied, try sub.nextPublished().batch)
             }
             #expect(parked.parked.reason == "waiting for the shell to be ready")

@@ -33,6 +33,16 @@ struct RejectCodeTests {
         // MOVED needs several instances (PostgreSQL): without the test server it is left out.
         if TestPostgres.enabled { codes[.moved] = try await Self.moved() } else { codes[.moved] = "not checked" }
         if let error = resolution.rejection { codes[Navigator_V1_RejectCode(error.code)] = error.message }
+        // APP_TOO_OLD needs a route map with `since:` and no fallback (the service's own path is
+        // AppVersionServiceTests'): a shell of 1.0 and a screen since 9.0.
+        var versioned = RouteMap.demo
+        versioned.screens["settings"]!.since = AppVersion("9.0")
+        let old = try Resolver(map: versioned)
+        var oldShell = old.initialState()
+        _ = old.apply(.ready(appVersion: AppVersion("1.0")), to: &oldShell, now: 1)
+        if let error = old.resolve(.show(ScreenContext("settings"), id: "old"), into: &oldShell, now: 2).rejection {
+            codes[Navigator_V1_RejectCode(error.code)] = error.message
+        }
         for code in Navigator_V1_RejectCode.allCases where code != .unspecified {
             #expect(codes[code] != nil, "\(code.label) was never sent")
         }
@@ -140,14 +150,14 @@ struct RejectCodeTests {
                     try flood.connect(endpoints.requests[0])
                     let event: [UInt8] = try Navigator_V1_Request.with {
                         $0.requestID = "o"
-                        $0.clientEvent = .init(.ready, session: "e")
+                        $0.clientEvent = .init(.ready(), session: "e")
                     }.serializedBytes()
                     for _ in 0..<1_000 { try flood.send(multipart: [empty, event]) }
                     note(try Navigator_V1_Reply(serializedBytes: try flood.receiveMultipart().last!.bytes))
                 }
                 // Behind the flood's queued requests in the same queues: once this is answered,
                 // they are all done (and written), before the state file is locked below.
-                _ = try client.request(.clientEvent(.init(.ready, session: "e")))
+                _ = try client.request(.clientEvent(.init(.ready(), session: "e")))
                 // UNAVAILABLE: the state file is locked by another process's transaction.
                 var holderConfiguration = Configuration()
                 holderConfiguration.busyMode = .timeout(10)

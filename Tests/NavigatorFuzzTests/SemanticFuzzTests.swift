@@ -235,7 +235,7 @@ struct FuzzWorld {
                     stack: [Screen(id: .client(fresh.rawValue & ~NodeID.clientBit + 1), ScreenContext("login"))]))
         case 5, 6: event = .sync(syncedTree(from: tree))
         case 7: event = .conditions(["authenticated": Bool.random(using: &random), "k\(random.below(6))": true])
-        case 8: event = random.chance(2) ? .ready : .suspended
+        case 8: event = random.chance(2) ? .ready() : .suspended
         case 9: event = .ack(record.seq)
         default: event = .sync(tree)
         }

@@ -11,7 +11,7 @@ struct CompactSessionTests {
         let full = try StoredSessionEncoderTests.state(&random)
         return SessionState(
             tree: full.tree, conditions: full.conditions, lastServiceSeq: full.lastServiceSeq,
-            shellReady: full.shellReady)
+            shellReady: full.shellReady, appVersion: full.appVersion)
     }
 
     /// The names of `state`'s tree and conditions, as a route map would hold them.

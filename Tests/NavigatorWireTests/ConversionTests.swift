@@ -127,7 +127,8 @@ struct ConversionTests {
     @Test(
         "client events survive the wire",
         arguments: [
-            ClientEvent.ready, .poppedTo(5), .dismissedTo(nil), .dismissedTo(8), .tabSelected("chats"),
+            ClientEvent.ready(), .ready(appVersion: AppVersion("1.10.2")), .poppedTo(5), .dismissedTo(nil),
+            .dismissedTo(8), .tabSelected("chats"),
             .pushed(Screen(id: .client(2), ScreenContext("x")), onto: .tab("home")),
             .presented(Modal(id: .client(3), style: .fullScreen, stack: [Screen(id: .client(4), ScreenContext("y"))])),
             .ack(12), .conditions(["authenticated": false]),

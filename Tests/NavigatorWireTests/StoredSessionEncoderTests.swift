@@ -55,7 +55,8 @@ struct StoredSessionEncoderTests {
             tree: try tree(&random), conditions: conditions,
             recentIntentIDs: RecentIntentIDs(base: random.chance(10) ? 0 : Int64(random.next() >> 2), entries: ids),
             lastServiceSeq: random.chance(20) ? 0 : random.next() >> 8, shellReady: random.chance(50),
-            recentlyExpired: expired)
+            recentlyExpired: expired,
+            appVersion: random.chance(50) ? nil : AppVersion("\(random.below(20)).\(random.below(200))"))
     }
 
     @Test("writes exactly SwiftProtobuf's bytes (deterministic ordering) for 2,000 random sessions")

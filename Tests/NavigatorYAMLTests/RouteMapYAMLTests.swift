@@ -133,4 +133,33 @@ struct RouteMapYAMLTests {
                 "/nonexistent/routes.yaml: cannot open it: No such file or directory")
         }
     }
+
+    @Test("a candidate's nodes are counted, aliases expanded, before it is decoded: an alias bomb is refused at once")
+    func nodeLimit() throws {
+        // 300 screens, each an alias of one screen with 300 info keys: 90,000 keys once expanded.
+        var text = "root: s0\nscreens:\n  s0: &S\n    info:\n"
+        for key in 0..<300 { text += "      k\(key): { type: string, required: false }\n" }
+        for screen in 1...300 { text += "  s\(screen): *S\n" }
+        let clock = ContinuousClock()
+        let started = clock.now
+        #expect {
+            try RouteMapYAML.load(text, source: "bomb.yaml", maxNodes: 50_000)
+        } throws: {
+            "\($0)"
+                == "bomb.yaml: the document makes more than 50000 YAML nodes (aliases expanded); expected at most 50000"
+        }
+        // Not a timing assertion: the refusal is printed with what it took, for the record.
+        print("alias bomb refused in \(clock.now - started)")
+        // A mapping of more keys than a candidate may have.
+        var wide = "root: s0\nscreens:\n"
+        for screen in 0...RouteMapYAML.maxKeysPerMapping { wide += "  s\(screen): {}\n" }
+        #expect {
+            try RouteMapYAML.load(wide, source: "wide.yaml", maxNodes: 50_000)
+        } throws: {
+            "\($0)" == "wide.yaml: a mapping (line 3) has 2001 keys; expected at most 2000"
+        }
+        // The example map is well within it.
+        let example = try String(contentsOfFile: Self.exampleFile, encoding: .utf8)
+        #expect(try RouteMapYAML.load(example, maxNodes: 2_000) == .demo)
+    }
 }

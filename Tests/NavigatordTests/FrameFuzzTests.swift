@@ -247,7 +247,8 @@ final class FrameFuzzer {
         let ids: [UInt64] = [0, 1, 2, 3, 5, 1 << 63, (1 << 63) + 1, UInt64.max, (1 << 63) - 1]
         let id = NodeID(rawValue: random.chance(4) ? random.next() : random.pick(ids))
         let events: [ClientEvent] = [
-            .ready, .suspended, .poppedTo(id), .dismissedTo(random.chance(2) ? nil : id),
+            .ready(), .ready(appVersion: AppVersion("2.1")), .suspended, .poppedTo(id),
+            .dismissedTo(random.chance(2) ? nil : id),
             .tabSelected(random.pick(["home", "search", "chats", "profile", "nope"])),
             .pushed(
                 Screen(id: .client(UInt64(random.below(40) + 1)), ScreenContext("chat", ["conversationId": "3"])),

@@ -64,8 +64,9 @@ public struct Intent: Hashable, Sendable, Codable {
 
 /// What a client shell reports about its own tree.
 public enum ClientEvent: Hashable, Sendable, Codable {
-    /// The shell is up: intents waiting for a ready shell go.
-    case ready
+    /// The shell is up: intents waiting for a ready shell go. `appVersion`: the app's version,
+    /// for the route map's `since:` (nil: not said, every screen taken to be there).
+    case ready(appVersion: AppVersion? = nil)
     /// The shell goes away or starts over: intents that wait for a ready shell wait again.
     case suspended
     /// The user went back to this screen.

@@ -15,6 +15,9 @@ public struct ResolveError: Error, Hashable, Sendable, Codable, CustomStringConv
         case staleEvent = "stale_event"
         /// The session is served by another instance (or its partition is changing hands).
         case moved = "moved"
+        /// The session's shell runs an app version without the screen, and the route map gives
+        /// no fallback for it.
+        case appTooOld = "app_too_old"
         case internalError = "internal"
     }
 
@@ -87,6 +90,9 @@ public struct Resolution: Hashable, Sendable {
     public var explanation: [ExplanationStep]
     /// Parked intents this one released, in the order their batches are published.
     public var released: [Resolution]
+    /// When the session's shell was too old for a screen of the path: what was shown instead, and
+    /// why (also a step of the explanation).
+    public var fallback: String? = nil
 
     /// The commands to publish for this intent itself.
     public var commands: [Command] {

@@ -72,7 +72,7 @@ public struct Resolver: Sendable {
     public func resolve(_ intent: Intent, into state: inout SessionState, now: Int64) -> Resolution {
         var steps: [ExplanationStep] = []
         steps.reserveCapacity(4)  // validate, a plan, perhaps a back stack or a path note: one allocation
-        let path: [ScreenContext]
+        var path: [ScreenContext]
         do {
             path = try validate(intent)
         } catch {
@@ -80,6 +80,18 @@ public struct Resolver: Sendable {
             return Resolution(intent: intent, outcome: .rejected(error), explanation: steps, released: [])
         }
         steps.append(.init(.validate, "path \(list: path, separator: " > ") is valid"))
+        var fallback: String? = nil
+        if state.appVersion != nil {
+            do {
+                let adapted = try adapted(path, for: state)
+                path = adapted.path
+                for reason in adapted.reasons { steps.append(.init(.validate, Detail(reason))) }
+                if !adapted.reasons.isEmpty { fallback = adapted.reasons.joined(separator: "; ") }
+            } catch {
+                steps.append(.init(.validate, Detail(error.message), decisive: true))
+                return Resolution(intent: intent, outcome: .rejected(error), explanation: steps, released: [])
+            }
+        }
 
         let idHash = options.dedupKey.intentIDHash(intent.id)
         if let seen = state.recentIntentIDs.seen(idHash, within: options.dedupWindow, now: now) {
@@ -102,6 +114,7 @@ public struct Resolver: Sendable {
         }
         let version = state.tree.version
         var resolution = decide(normalized, path: path, state: &state, now: now, steps: consume steps, releasing: nil)
+        resolution.fallback = fallback
         if case .rejected = resolution.outcome {
             if let previousConditions { state.conditions = previousConditions }
             return resolution

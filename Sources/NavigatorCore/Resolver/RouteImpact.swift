@@ -32,6 +32,8 @@ public struct RouteImpact: Hashable, Sendable {
         case parkedDifferently
         /// Any other difference of outcome (ignored one way, resolved the other).
         case otherOutcome
+        /// The same outcome, but other parked intents released by it (or released otherwise).
+        case releasedDifferently
 
         /// `now rejected (unknown_screen)`.
         public var label: String {
@@ -42,6 +44,7 @@ public struct RouteImpact: Hashable, Sendable {
             case .rejectedDifferently: "rejected differently"
             case .parkedDifferently: "parked differently"
             case .otherOutcome: "other outcome"
+            case .releasedDifferently: "released differently"
             }
         }
 
@@ -123,8 +126,19 @@ public struct RouteImpact: Hashable, Sendable {
         }
     }
 
-    /// How `after` differs from `before`; nil when they are the same (outcome and commands).
+    /// How `after` differs from `before`; nil when they are the same (outcome and commands, and
+    /// the parked intents released with theirs).
     static func change(from before: Resolution, to after: Resolution) -> Change? {
+        if let change = outcomeChange(from: before, to: after) { return change }
+        guard before.released.count == after.released.count else { return .releasedDifferently }
+        for (old, new) in zip(before.released, after.released)
+        where old.intent.id != new.intent.id || outcomeChange(from: old, to: new) != nil {
+            return .releasedDifferently
+        }
+        return nil
+    }
+
+    static func outcomeChange(from before: Resolution, to after: Resolution) -> Change? {
         switch (before.outcome, after.outcome) {
         case (.rejected(let old), .rejected(let new)):
             return old.code == new.code ? nil : .rejectedDifferently

@@ -18,12 +18,16 @@ public struct SessionState: Hashable, Sendable, Codable {
     /// for the dedup window after it expired): shells that were not there when they expired can
     /// see them.
     public internal(set) var recentlyExpired: [ExpiredIntent]
+    /// The app version the session's shell said in its last `ready` (nil: not said): screens
+    /// the route map marks `since:` a later version are not shown to it (their fallback is).
+    public internal(set) var appVersion: AppVersion?
 
     public init(
         tree: ScreenTree, conditions: [String: Bool] = [:], parked: [ParkedIntent] = [],
         recentIntentIDs: RecentIntentIDs = RecentIntentIDs(), lastServiceSeq: UInt64 = 0, shellReady: Bool = false,
-        recentlyExpired: [ExpiredIntent] = []
+        recentlyExpired: [ExpiredIntent] = [], appVersion: AppVersion? = nil
     ) {
+        self.appVersion = appVersion
         self.recentlyExpired = recentlyExpired
         self.shellReady = shellReady
         self.tree = tree

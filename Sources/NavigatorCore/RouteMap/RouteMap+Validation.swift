@@ -4,7 +4,11 @@ extension RouteMap {
         var errors: [RouteMapError] = []
         func fail(_ path: [String], _ message: String) { errors.append(RouteMapError(path, message)) }
         let names = screens.keys.sorted()
-        let declared = names.joined(separator: ", ")
+        // At most 20 names in a message: a map of thousands of screens must not make every
+        // problem a list of all of them.
+        let declared =
+            names.count <= 20
+            ? names.joined(separator: ", ") : names.prefix(20).joined(separator: ", ") + ", … (\(names.count) in all)"
         let tabList = tabs.map(\.name).joined(separator: ", ")
         func known(_ name: String) -> Bool { screens[name] != nil }
 
@@ -104,6 +108,59 @@ extension RouteMap {
                         "screen \(guardSpec.redirect) is not declared; expected one of \(declared)")
                 }
             }
+            if let fallback = spec.fallback {
+                if spec.since == nil {
+                    fail(
+                        path + ["fallback"],
+                        "fallback is given without since; expected since: <the first app version with \(name)>")
+                }
+                let requiredHere = Set(spec.requiredInfo)
+                func needsOnly(_ other: String, _ extra: Set<String>) {
+                    guard let otherSpec = screens[other] else {
+                        return fail(
+                            path + ["fallback"], "screen \(other) is not declared; expected one of \(declared)")
+                    }
+                    for key in otherSpec.requiredInfo where !requiredHere.contains(key) && !extra.contains(key) {
+                        fail(
+                            path + ["fallback"],
+                            "fallback \(other) requires info \(key), which \(name) does not require; expected a fallback that needs only info \(name) carries"
+                        )
+                    }
+                }
+                switch fallback {
+                case .parent:
+                    if spec.parent == nil {
+                        fail(
+                            path + ["fallback"],
+                            "fallback is parent, but \(name) has no parent; expected a parent, or another fallback")
+                    }
+                case .screen(let other):
+                    needsOnly(other, [])
+                case .webView(let other, let template):
+                    needsOnly(other, ["url"])
+                    if let otherSpec = screens[other], otherSpec.info["url"] == nil {
+                        fail(
+                            path + ["fallback", "url"],
+                            "screen \(other) does not declare info url; expected the web-view screen to take the page's URL as its info url"
+                        )
+                    }
+                    for key in URLTemplate.placeholders(template) where !requiredHere.contains(key) {
+                        fail(
+                            path + ["fallback", "url"],
+                            "the url's {\(key)} is not required info of \(name); expected placeholders among \(spec.requiredInfo.joined(separator: ", "))"
+                        )
+                    }
+                }
+                var seen: Set<String> = [name]
+                var next = fallbackScreen(of: name)
+                while let current = next {
+                    if !seen.insert(current).inserted {
+                        fail(path + ["fallback"], "fallbacks loop back to \(current); expected a chain that ends")
+                        break
+                    }
+                    next = screens[current]?.since == nil ? nil : fallbackScreen(of: current)
+                }
+            }
             if let url = spec.url {
                 do {
                     let pattern = try URLPattern(url)
@@ -128,6 +185,16 @@ extension RouteMap {
             }
         }
         return errors
+    }
+
+    /// The screen a screen falls back to, if it has a fallback.
+    func fallbackScreen(of name: String) -> String? {
+        guard let spec = screens[name] else { return nil }
+        switch spec.fallback {
+        case .parent: return spec.parent
+        case .screen(let other), .webView(let other, _): return other
+        case nil: return nil
+        }
     }
 
     /// The map if it is valid, else every problem at once.

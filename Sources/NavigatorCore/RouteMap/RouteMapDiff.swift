@@ -35,6 +35,9 @@ public struct RouteMapDiff: Hashable, Sendable, CustomStringConvertible {
         case blocking
         case `guard`
         case url
+        /// The first app version with the screen.
+        case since
+        case fallback
     }
 
     public struct Change: Hashable, Sendable, CustomStringConvertible {
@@ -185,6 +188,8 @@ public struct RouteMapDiff: Hashable, Sendable, CustomStringConvertible {
         if before.blocking != after.blocking { note(after.blocking ? .added : .removed, .blocking, name) }
         optional(.guard, before.guardCondition?.summary, after.guardCondition?.summary)
         optional(.url, before.url, after.url)
+        optional(.since, before.since?.text, after.since?.text)
+        optional(.fallback, before.fallback?.description, after.fallback?.description)
     }
 
     static func list(_ keys: [String]) -> String { keys.isEmpty ? "none" : keys.joined(separator: ", ") }
@@ -231,6 +236,7 @@ extension ScreenSpec {
         var parts = [transition.summary]
         if let homeTab { parts.append("home tab \(homeTab)") }
         if let parent { parts.append("parent \(parent)") }
+        if let since { parts.append("since \(since)") }
         if !info.isEmpty {
             parts.append("info \(info.keys.sorted().map { "\($0) (\(info[$0]!.summary))" }.joined(separator: ", "))")
         }

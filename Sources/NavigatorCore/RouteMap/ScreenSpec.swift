@@ -33,6 +33,58 @@ public struct ScreenSpec: Hashable, Sendable, Codable {
         }
     }
 
+    /// What is shown instead of a screen that a session's shell is too old for (``since``).
+    public enum Fallback: Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The screen's parent, its info taken from the target's.
+        case parent
+        /// Another screen, its info taken from the target's where it declares it.
+        case screen(String)
+        /// A screen that shows a web page (a web view), given the URL made from `url`: its
+        /// `{key}` placeholders are the target's info values, percent-encoded, and the result is
+        /// the screen's info `url`.
+        case webView(screen: String, url: String)
+
+        public var description: String {
+            switch self {
+            case .parent: "parent"
+            case .screen(let name): name
+            case .webView(let screen, let url): "\(screen) with url \(url)"
+            }
+        }
+
+        /// `fallback: parent`, `fallback: chatList` (or `{screen: chatList}`), or
+        /// `fallback: {screen: web, url: "https://example.com/chat/{conversationId}"}`.
+        public init(from decoder: any Decoder) throws {
+            if let name = try? decoder.singleValueContainer().decode(String.self) {
+                self = name == "parent" ? .parent : .screen(name)
+                return
+            }
+            let container = try decoder.container(keyedBy: AnyKey.self)
+            try container.rejectUnknownKeys(["screen", "url"], in: "a fallback")
+            let screen = try container.decode(String.self, forKey: AnyKey("screen"))
+            if let url = try container.optional(String.self, "url") {
+                self = .webView(screen: screen, url: url)
+            } else {
+                self = .screen(screen)
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .parent:
+                var container = encoder.singleValueContainer()
+                try container.encode("parent")
+            case .screen(let name):
+                var container = encoder.container(keyedBy: AnyKey.self)
+                try container.encode(name, forKey: AnyKey("screen"))
+            case .webView(let screen, let url):
+                var container = encoder.container(keyedBy: AnyKey.self)
+                try container.encode(screen, forKey: AnyKey("screen"))
+                try container.encode(url, forKey: AnyKey("url"))
+            }
+        }
+    }
+
     public var transition: Transition
     /// The tab a pushed screen belongs to.
     public var homeTab: String?
@@ -49,12 +101,19 @@ public struct ScreenSpec: Hashable, Sendable, Codable {
     public var guardCondition: Guard?
     /// A deep-link pattern such as `app://chat/{conversationId}`.
     public var url: String?
+    /// The first app version whose shells have this screen: a session whose shell said (in its
+    /// `ready` event) it runs an older one gets ``fallback`` instead, or the intent is refused
+    /// (`app_too_old`). Shells that never said their version are taken to have every screen.
+    public var since: AppVersion?
+    public var fallback: Fallback?
 
     public init(
         transition: Transition = .push, homeTab: String? = nil, parent: String? = nil, identity: [String] = [],
         info: [String: InfoSpec] = [:], uniqueInStack: Bool = false, blocking: Bool = false,
-        guard guardCondition: Guard? = nil, url: String? = nil
+        guard guardCondition: Guard? = nil, url: String? = nil, since: AppVersion? = nil, fallback: Fallback? = nil
     ) {
+        self.since = since
+        self.fallback = fallback
         self.transition = transition
         self.homeTab = homeTab
         self.parent = parent
@@ -68,6 +127,7 @@ public struct ScreenSpec: Hashable, Sendable, Codable {
 
     static let keys = [
         "transition", "style", "homeTab", "parent", "identity", "info", "uniqueInStack", "blocking", "guard", "url",
+        "since", "fallback",
     ]
 
     public init(from decoder: any Decoder) throws {
@@ -105,6 +165,8 @@ public struct ScreenSpec: Hashable, Sendable, Codable {
         blocking = try container.optional(Bool.self, "blocking") ?? false
         guardCondition = try container.optional(Guard.self, "guard")
         url = try container.optional(String.self, "url")
+        since = try container.optional(AppVersion.self, "since")
+        fallback = try container.optional(Fallback.self, "fallback")
     }
 
     /// Writes only what differs from the defaults, so an encoded map reads like a written one.
@@ -126,6 +188,8 @@ public struct ScreenSpec: Hashable, Sendable, Codable {
         if blocking { try container.encode(true, forKey: AnyKey("blocking")) }
         try container.encodeIfPresent(guardCondition, forKey: AnyKey("guard"))
         try container.encodeIfPresent(url, forKey: AnyKey("url"))
+        try container.encodeIfPresent(since, forKey: AnyKey("since"))
+        try container.encodeIfPresent(fallback, forKey: AnyKey("fallback"))
     }
 
     /// The keys that must be present.

@@ -141,6 +141,12 @@ public nonisolated struct Navigator_V1_ClientEvent: Sendable {
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
     // methods supported on all messages.
 
+    /// The app's version, e.g. "2.10.1": 1 to 4 numbers separated by dots (at most 39 bytes).
+    /// Screens the route map marks `since:` a later version are not shown to this session: their
+    /// fallback is, or such intents are refused with APP_TOO_OLD. Empty: not said (every screen
+    /// is taken to be there). Kept until the next Ready.
+    public var appVersion: String = String()
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public init() {}
@@ -526,18 +532,29 @@ nonisolated extension Navigator_V1_ClientEvent: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Navigator_V1_ClientEvent.Ready: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Navigator_V1_ClientEvent.protoMessageName + ".Ready"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_version\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    // Load everything into unknown fields
-    while try decoder.nextFieldNumber() != nil {}
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appVersion) }()
+      default: break
+      }
+    }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appVersion.isEmpty {
+      try visitor.visitSingularStringField(value: self.appVersion, fieldNumber: 1)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Navigator_V1_ClientEvent.Ready, rhs: Navigator_V1_ClientEvent.Ready) -> Bool {
+    if lhs.appVersion != rhs.appVersion {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

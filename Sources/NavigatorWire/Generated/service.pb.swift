@@ -169,6 +169,10 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
 
   /// file) may not do this to this session; nothing was changed
   case moved // = 23
+
+  /// is served by another instance, named in the message, or is
+  /// changing hands; nothing was changed: retry
+  case appTooOld // = 24
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -201,6 +205,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 21: self = .unavailable
     case 22: self = .forbidden
     case 23: self = .moved
+    case 24: self = .appTooOld
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -231,6 +236,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .unavailable: return 21
     case .forbidden: return 22
     case .moved: return 23
+    case .appTooOld: return 24
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -261,6 +267,7 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .unavailable,
     .forbidden,
     .moved,
+    .appTooOld,
   ]
 
 }
@@ -811,7 +818,8 @@ public nonisolated struct Navigator_V1_RouteMapChange: Sendable {
   public var kind: String = String()
 
   /// What it is about: "root", "tab", "tab order", "initial tab", "screen", "transition",
-  /// "home tab", "parent", "identity", "info key", "unique in stack", "blocking", "guard", "url".
+  /// "home tab", "parent", "identity", "info key", "unique in stack", "blocking", "guard", "url",
+  /// "since", "fallback".
   public var subject: String = String()
 
   /// A screen ("chat"), a tab ("chats"), an info key ("chat.conversationId"); empty for the
@@ -1222,6 +1230,11 @@ public nonisolated struct Navigator_V1_AuditRecord: Sendable {
   /// The intent's W3C traceparent, if it came with a valid one (Intent.traceparent).
   public var traceparent: String = String()
 
+  /// When the session's shell was too old for a screen of the intent (the route map's `since:`):
+  /// the fallback shown instead, and why ("thread needs app version 2.3 or later and the
+  /// session's shell runs 2.1: its fallback chat(conversationId=7) is shown instead").
+  public var fallback: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1430,7 +1443,7 @@ nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
 }
 
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0\u{1}REJECT_CODE_MOVED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0\u{1}REJECT_CODE_MOVED\0\u{1}REJECT_CODE_APP_TOO_OLD\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {
@@ -3023,7 +3036,7 @@ nonisolated extension Navigator_V1_RouteMap: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AuditRecord"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0\u{1}traceparent\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0\u{1}traceparent\0\u{1}fallback\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3043,6 +3056,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
       case 10: try { try decoder.decodeSingularInt64Field(value: &self.atUnixNanos) }()
       case 11: try { try decoder.decodeSingularStringField(value: &self.client) }()
       case 12: try { try decoder.decodeSingularStringField(value: &self.traceparent) }()
+      case 13: try { try decoder.decodeSingularStringField(value: &self.fallback) }()
       default: break
       }
     }
@@ -3085,6 +3099,9 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if !self.traceparent.isEmpty {
       try visitor.visitSingularStringField(value: self.traceparent, fieldNumber: 12)
     }
+    if !self.fallback.isEmpty {
+      try visitor.visitSingularStringField(value: self.fallback, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3101,6 +3118,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if lhs.atUnixNanos != rhs.atUnixNanos {return false}
     if lhs.client != rhs.client {return false}
     if lhs.traceparent != rhs.traceparent {return false}
+    if lhs.fallback != rhs.fallback {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -68,6 +68,10 @@ public nonisolated struct Navigator_V1_StoredSession: Sendable {
 
   public var recentIdsBaseUnixNanos: Int64 = 0
 
+  /// The app version the session's shell said in its last Ready (ClientEvent.Ready.app_version);
+  /// empty: not said.
+  public var appVersion: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -249,7 +253,7 @@ fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
 nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredSession"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0\u{3}shell_ready\0\u{3}recently_expired\0\u{3}recent_ids\0\u{3}recent_ids_base_unix_nanos\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{3}recent_intent_ids\0\u{3}last_service_seq\0\u{3}shell_ready\0\u{3}recently_expired\0\u{3}recent_ids\0\u{3}recent_ids_base_unix_nanos\0\u{3}app_version\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -267,6 +271,7 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
       case 8: try { try decoder.decodeRepeatedMessageField(value: &self.recentlyExpired) }()
       case 9: try { try decoder.decodeRepeatedFixed64Field(value: &self.recentIds) }()
       case 10: try { try decoder.decodeSingularInt64Field(value: &self.recentIdsBaseUnixNanos) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.appVersion) }()
       default: break
       }
     }
@@ -307,6 +312,9 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if self.recentIdsBaseUnixNanos != 0 {
       try visitor.visitSingularInt64Field(value: self.recentIdsBaseUnixNanos, fieldNumber: 10)
     }
+    if !self.appVersion.isEmpty {
+      try visitor.visitSingularStringField(value: self.appVersion, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -321,6 +329,7 @@ nonisolated extension Navigator_V1_StoredSession: SwiftProtobuf.Message, SwiftPr
     if lhs.recentlyExpired != rhs.recentlyExpired {return false}
     if lhs.recentIds != rhs.recentIds {return false}
     if lhs.recentIdsBaseUnixNanos != rhs.recentIdsBaseUnixNanos {return false}
+    if lhs.appVersion != rhs.appVersion {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -67,79 +67,84 @@ extension RequestsLoop {
         counters.stats(workers: workers, store: store, startedAt: startedAt)
     }
 
-    /// Replays the flight recorder against a candidate map on the impact thread (one report at a
-    /// time: another request meanwhile is refused OVERLOADED); the reply goes back through the
-    /// replies socket. An invalid candidate is answered at once, with its problems.
-    func impact(
-        _ candidate: Navigator_V1_RoutesImpactRequest, requestID: String, _ routingID: ZeroMQ.Message,
-        delimited: Bool, _ sockets: Sockets
+    /// Answers a route map request on the route map desk's thread (one at a time: another
+    /// meanwhile is refused OVERLOADED at once); `make` fills the reply there.
+    func onRouteMapDesk(
+        requestID: String, _ routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets,
+        _ make: @escaping @Sendable (inout Navigator_V1_Reply) -> Void
     ) throws {
-        var answer = Navigator_V1_Reply()
-        answer.requestID = requestID
-        let check = routesCheck(
-            .with {
-                $0.yaml = candidate.yaml
-                $0.source = candidate.source
-            })
-        let capacity = recorders.reduce(0) { $0 + $1.capacity }
-        guard check.valid, capacity > 0 else {
-            if check.valid {
-                counters.refused(.unavailable, intent: false)
-                answer.rejected = .rejection(
-                    .unavailable,
-                    "the flight recorder is off (flightRecorderIntents 0), so there are no intents to replay; expected a setting above 0"
-                )
-            } else {
-                answer.routesImpact = .with { $0.check = check }
-            }
-            return try reply(answer, to: routingID, delimited: delimited, sockets)
-        }
-        // Loaded again here: the check proved it loads (the text is the request's own copy).
-        let current = resolvers.snapshot.resolver
-        guard let map = try? RouteMapYAML.load(candidate.yaml),
-            let next = try? Resolver(map: map, options: current.options)
-        else {
-            answer.rejected = .rejection(.internal, "the candidate map passed its check but did not load again")
-            return try reply(answer, to: routingID, delimited: delimited, sockets)
-        }
-        let recorders = self.recorders
-        let started = impacts.start(routingID: routingID.bytes, delimiter: [delimited ? 1 : 0]) {
-            let recorded = FlightRecorder.merged(recorders)
-            let impact = RouteImpact(replaying: recorded, current: current, candidate: next)
+        let started = routeMapDesk.start(
+            routingID: routingID.bytes, delimiter: [delimited ? 1 : 0], requestID: requestID
+        ) {
             var answer = Navigator_V1_Reply()
             answer.requestID = requestID
-            answer.routesImpact = Navigator_V1_RoutesImpact(
-                impact, check: check, recorded: recorded, capacity: capacity)
-            return (try? answer.serializedBytes()) ?? []
+            make(&answer)
+            return answer
         }
         guard started else {
             counters.refused(.overloaded, intent: false)
+            var answer = Navigator_V1_Reply()
+            answer.requestID = requestID
             answer.rejected = .rejection(
-                .overloaded, "an impact report is being made; one is made at a time: retry when it is answered")
+                .overloaded,
+                "a route map check or impact report is being made; one is made at a time: retry when it is answered")
             return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
     }
 
-    /// A candidate route map checked as a reload would load it, and compared with the map in use.
-    /// Nothing is loaded.
-    func routesCheck(_ candidate: Navigator_V1_RoutesCheckRequest) -> Navigator_V1_RoutesCheck {
+    /// The most YAML nodes a candidate map may make (aliases expanded), and the most problems
+    /// an answer lists: what a client sends bounds the work and the answer.
+    static let candidateNodes = 50_000
+    static let listedProblems = 100
+
+    /// Replays the flight recorder against a candidate map (on the route map desk's thread).
+    /// An invalid candidate is answered with its problems; with the recorder off, UNAVAILABLE.
+    func impact(_ candidate: Navigator_V1_RoutesImpactRequest, into answer: inout Navigator_V1_Reply) {
+        let (check, next) = routesCheck(yaml: candidate.yaml, source: candidate.source)
+        let capacity = recorders.reduce(0) { $0 + $1.capacity }
+        guard let next else {
+            answer.routesImpact = .with { $0.check = check }
+            return
+        }
+        guard capacity > 0 else {
+            counters.refused(.unavailable, intent: false)
+            answer.rejected = .rejection(
+                .unavailable,
+                "the flight recorder is off (flightRecorderIntents 0), so there are no intents to replay; expected a setting above 0"
+            )
+            return
+        }
+        let recorded = FlightRecorder.merged(recorders)
+        let impact = RouteImpact(replaying: recorded, current: resolvers.snapshot.resolver, candidate: next)
+        answer.routesImpact = Navigator_V1_RoutesImpact(impact, check: check, recorded: recorded, capacity: capacity)
+    }
+
+    /// A candidate route map checked as a reload would load it (within ``candidateNodes``), and
+    /// compared with the map in use; its resolver when it is valid. Nothing is loaded.
+    func routesCheck(yaml: String, source candidateSource: String) -> (
+        check: Navigator_V1_RoutesCheck, resolver: Resolver?
+    ) {
         let current = resolvers.snapshot
-        let source = candidate.source.isEmpty ? "candidate" : candidate.source
-        func refused(_ problems: [Navigator_V1_RouteMapProblem]) -> Navigator_V1_RoutesCheck {
-            .with {
+        let source = candidateSource.isEmpty ? "candidate" : candidateSource
+        func refused(_ problems: [Navigator_V1_RouteMapProblem]) -> (Navigator_V1_RoutesCheck, Resolver?) {
+            let check = Navigator_V1_RoutesCheck.with {
                 $0.currentSource = current.source
-                $0.problems = problems
-                $0.summary = "\(problems.count) problem\(problems.count == 1 ? "" : "s")"
+                $0.problems = Array(problems.prefix(Self.listedProblems))
+                $0.summary =
+                    "\(problems.count) problem\(problems.count == 1 ? "" : "s")"
+                    + (problems.count > Self.listedProblems ? " (the first \(Self.listedProblems) listed)" : "")
             }
+            return (check, nil)
         }
         let map: RouteMap
         do {
-            map = try RouteMapYAML.load(candidate.yaml, source: source)
+            map = try RouteMapYAML.load(yaml, source: source, maxNodes: Self.candidateNodes)
         } catch {
             return refused(error.problems.map(Navigator_V1_RouteMapProblem.init))
         }
+        let resolver: Resolver
         do {
-            _ = try Resolver(map: map, options: current.resolver.options)  // what a reload does next
+            resolver = try Resolver(map: map, options: current.resolver.options)  // what a reload does next
         } catch {
             return refused(
                 error.errors.map { problem in
@@ -149,8 +154,11 @@ extension RequestsLoop {
                     }
                 })
         }
-        return Navigator_V1_RoutesCheck(
-            diff: RouteMapDiff(from: current.resolver.map, to: map), currentSource: current.source)
+        return (
+            Navigator_V1_RoutesCheck(
+                diff: RouteMapDiff(from: current.resolver.map, to: map), currentSource: current.source),
+            resolver
+        )
     }
 }
 

@@ -37,9 +37,10 @@ struct RequestsLoop: SocketLoop {
     /// Calls made in process: their messages come on ``Internal/calls``, their replies go back
     /// to it.
     let desk: CallDesk
-    /// The flight recorder (routes_impact replays it), and the thread that makes the reports.
+    /// The flight recorder (routes_impact replays it), and the thread that answers route map
+    /// checks and impact reports.
     let recorders: [FlightRecorder]
-    let impacts: ImpactDesk
+    let routeMapDesk: RouteMapDesk
     /// Rejections of forwarded intents that cannot be taken here go to the session's followers.
     let follows: SessionFollows
     let supervisor: Supervisor
@@ -394,10 +395,13 @@ struct RequestsLoop: SocketLoop {
             }
             try reply(answer, to: routingID, delimited: delimited, sockets)
         case .routesCheck(let candidate):
-            answer.routesCheck = routesCheck(candidate)
-            try reply(answer, to: routingID, delimited: delimited, sockets)
+            try onRouteMapDesk(requestID: request.requestID, routingID, delimited: delimited, sockets) { answer in
+                answer.routesCheck = self.routesCheck(yaml: candidate.yaml, source: candidate.source).check
+            }
         case .routesImpact(let candidate):
-            try impact(candidate, requestID: request.requestID, routingID, delimited: delimited, sockets)
+            try onRouteMapDesk(requestID: request.requestID, routingID, delimited: delimited, sockets) { answer in
+                self.impact(candidate, into: &answer)
+            }
         case nil:
             counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(

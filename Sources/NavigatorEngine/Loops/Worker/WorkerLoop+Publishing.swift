@@ -34,7 +34,10 @@ extension WorkerLoop {
             intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started,
             recording: recorder.capacity > 0)
         let resolvedAt = WallClock.now()
-        if let before = change.before { recorder.record(intent, before: before, at: started) }
+        // Not duplicates: their replay would not be one (the remembered ids are not kept).
+        if let before = change.before, change.resolution.explanation.last?.step != .dedup {
+            recorder.record(intent, before: before, at: started)
+        }
         counters.recordLatency(nanoseconds: resolvedAt - started)
         state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))
@@ -239,6 +242,7 @@ extension WorkerLoop {
         record.commandCount = UInt32(resolution.commands.count)
         record.summary = resolution.summary
         record.traceparent = resolution.intent.traceparent
+        record.fallback = resolution.fallback ?? ""
         if case .rejected(let error) = resolution.outcome { record.rejectCode = Navigator_V1_RejectCode(error.code) }
         record.atUnixNanos = WallClock.now()
         return record
