@@ -221,7 +221,7 @@ enum OpenAPIDocument {
                       "session": {"type": "string", "nullable": true},
                       "lastSeq": {"$ref": "#/components/schemas/Uint64"},
                       "epoch": {"$ref": "#/components/schemas/Uint64"},
-                      "ready": {"type": "object", "properties": {"appVersion": {"type": "string", "description": "the app's version, 1 to 4 numbers separated by dots (2.10.1); screens the route map marks since: a later one show their fallback"}}, "additionalProperties": false}
+                      "ready": {"type": "object", "properties": {"appVersion": {"type": "string", "nullable": true, "description": "the app's version, 1 to 4 numbers separated by dots (2.10.1); screens the route map marks since: a later one show their fallback"}}, "additionalProperties": false}
                     },
                     "additionalProperties": false
                   },
@@ -330,8 +330,8 @@ enum OpenAPIDocument {
                 "type": "object",
                 "description": "navigator.v1.RoutesCheckRequest",
                 "properties": {
-                  "yaml": {"type": "string", "description": "the candidate route map, YAML or JSON"},
-                  "source": {"type": "string", "description": "names it in problems (a file name)"}
+                  "yaml": {"type": "string", "nullable": true, "description": "the candidate route map, YAML or JSON (null reads as empty, as protobuf's JSON mapping has it)"},
+                  "source": {"type": "string", "nullable": true, "description": "names it in problems (a file name)"}
                 },
                 "additionalProperties": false
               },

@@ -171,4 +171,27 @@ struct RouteImpactTests {
         #expect(changes["nowhere"] == [.nowAccepted])
         #expect(changes["home"] == [])
     }
+
+    @Test("a screen made newer than some shells: their sessions' intents would get the fallback, the others' not")
+    func versions() throws {
+        let resolver = try Resolver(map: .demo)
+        var old = resolver.initialState()
+        _ = resolver.apply(.ready(appVersion: AppVersion("2.1")), to: &old, now: 0)
+        var new = resolver.initialState()
+        _ = resolver.apply(.ready(appVersion: AppVersion("2.4")), to: &new, now: 0)
+        let thread = ScreenContext("thread", ["conversationId": "1", "threadId": "2"])
+        let recorded = [
+            RecordedIntent(intent: .show(thread, id: "a", session: "old"), before: old, at: 1),
+            RecordedIntent(intent: .show(thread, id: "b", session: "new"), before: new, at: 2),
+        ]
+        var candidate = RouteMap.demo
+        candidate.screens["thread"]!.since = AppVersion("2.3")
+        candidate.screens["thread"]!.fallback = .parent
+        let impact = RouteImpact(
+            replaying: recorded, current: resolver, candidate: try Resolver(map: candidate))
+        let route = try #require(impact.routes.first)
+        #expect(impact.routes.count == 1 && route.route == "thread" && route.same == 1)
+        #expect(route.changes.map(\.change) == [.otherCommands] && route.changes[0].example.session == "old")
+        #expect(route.changes[0].example.after.contains("pushing chat(conversationId=1)"))
+    }
 }

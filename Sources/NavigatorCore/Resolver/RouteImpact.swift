@@ -1,8 +1,9 @@
 /// An intent as it met its session: what the flight recorder keeps to replay it.
 public struct RecordedIntent: Sendable {
     public var intent: Intent
-    /// The session as the resolver found it: its tree, conditions, parked intents and whether its
-    /// shell was ready (not its remembered intent ids: dedup does not depend on the route map).
+    /// The session as the resolver found it: its tree, conditions, parked intents, whether its
+    /// shell was ready and its app version (not its remembered intent ids: dedup does not depend
+    /// on the route map).
     public var before: SessionState
     /// When it was resolved, unix nanoseconds.
     public var at: Int64

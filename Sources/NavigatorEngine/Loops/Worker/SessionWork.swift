@@ -20,7 +20,8 @@ enum SessionWork {
         var parked: [ParkedIntent]
         /// When the intent expires, if it parked.
         var expiresAt: Int64
-        /// The session as the resolver found it (tree, conditions, parked intents, readiness),
+        /// The session as the resolver found it (tree, conditions, parked intents, readiness, its
+        /// shell's app version),
         /// when asked for (`recording`): what the flight recorder keeps.
         var before: SessionState? = nil
     }
@@ -61,7 +62,7 @@ enum SessionWork {
                 recording
                 ? SessionState(
                     tree: before, conditions: record.state.conditions, parked: record.state.parked,
-                    shellReady: record.state.shellReady) : nil
+                    shellReady: record.state.shellReady, appVersion: record.state.appVersion) : nil
             let resolution = resolver.resolve(intent, into: &record.state, now: now)
             let (batches, own, released) = Self.batches(
                 session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
