@@ -328,7 +328,9 @@ struct Snapshot: AsyncParsableCommand {
         try await withConnection(connection) { client in
             let snapshot = try await client.snapshot(session)
             let tree = try snapshot.tree.core()
-            print("session \(snapshot.session) — seq \(snapshot.seq), tree version \(tree.version)")
+            print(
+                "session \(snapshot.session) — seq \(snapshot.seq), tree version \(tree.version)"
+                    + (snapshot.appVersion.isEmpty ? "" : ", its shell's app version \(snapshot.appVersion)"))
             printLines(TreeText.lines(tree))
             if !snapshot.conditions.isEmpty {
                 print(

@@ -32,9 +32,9 @@ enum WatchOutput {
                 "rejected \(rejection.session.isEmpty ? "(no session)" : rejection.session) \(rejection.intentID): \(rejection.code.label): \(rejection.message)"
             ]
         case .audit(let record, _):
-            return [
+            let line =
                 "audit \(record.session) \(record.intentID) \(record.outcome.label) seq \(record.seq): \(record.summary)"
-            ]
+            return record.fallback.isEmpty ? [line] : [line, "  fallback: \(record.fallback)"]
         }
     }
 

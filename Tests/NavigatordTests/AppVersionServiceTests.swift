@@ -57,6 +57,7 @@ struct AppVersionServiceTests {
                 #expect(
                     try api(address, "POST", "/v1/sessions/new/events", body: #"{"ready":{"appVersion":"2.10"}}"#)
                         .status == 200)
+                #expect(try api(address, "GET", "/v1/sessions/old").reply.snapshot.appVersion == "2.1")
                 let bad = try api(
                     address, "POST", "/v1/sessions/odd/events", body: #"{"ready":{"appVersion":"2.1-beta"}}"#)
                 #expect(bad.status == 400 && bad.reply.rejected.code == .invalidEvent)

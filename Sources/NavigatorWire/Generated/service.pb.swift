@@ -1073,6 +1073,10 @@ public nonisolated struct Navigator_V1_Snapshot: Sendable {
   /// reported just after its restart) is still seen here.
   public var recentlyExpired: [Navigator_V1_Rejection] = []
 
+  /// The app version the session's shell said in its last Ready (empty: not said): screens the
+  /// route map marks `since:` a later version show their fallback to this session.
+  public var appVersion: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2762,7 +2766,7 @@ nonisolated extension Navigator_V1_ParkedIntent: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Snapshot"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{1}epoch\0\u{3}recently_expired\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}session\0\u{1}seq\0\u{1}tree\0\u{1}conditions\0\u{1}parked\0\u{1}epoch\0\u{3}recently_expired\0\u{3}app_version\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2777,6 +2781,7 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.parked) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.epoch) }()
       case 7: try { try decoder.decodeRepeatedMessageField(value: &self.recentlyExpired) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.appVersion) }()
       default: break
       }
     }
@@ -2808,6 +2813,9 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
     if !self.recentlyExpired.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.recentlyExpired, fieldNumber: 7)
     }
+    if !self.appVersion.isEmpty {
+      try visitor.visitSingularStringField(value: self.appVersion, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2819,6 +2827,7 @@ nonisolated extension Navigator_V1_Snapshot: SwiftProtobuf.Message, SwiftProtobu
     if lhs.conditions != rhs.conditions {return false}
     if lhs.parked != rhs.parked {return false}
     if lhs.recentlyExpired != rhs.recentlyExpired {return false}
+    if lhs.appVersion != rhs.appVersion {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

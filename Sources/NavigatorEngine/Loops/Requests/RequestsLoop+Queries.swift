@@ -16,6 +16,7 @@ extension RequestsLoop {
             $0.epoch = store.epoch(of: session)
             $0.tree = .init(record.state.tree)
             $0.conditions = record.state.conditions
+            $0.appVersion = record.state.appVersion?.text ?? ""
             $0.recentlyExpired = record.state.recentlyExpired.filter { $0.expiredAt > cutoff }.map { expired in
                 .with {
                     $0.session = session
