@@ -194,4 +194,22 @@ struct RouteImpactTests {
         #expect(route.changes.map(\.change) == [.otherCommands] && route.changes[0].example.session == "old")
         #expect(route.changes[0].example.after.contains("pushing chat(conversationId=1)"))
     }
+
+    @Test("the same outcome, but a parked intent it releases ends otherwise: released differently")
+    func releases() throws {
+        let resolver = try Resolver(map: .demo)
+        var state = resolver.initialState()
+        let parked = resolver.resolve(.show(ScreenContext("editProfile"), id: "e", session: "s"), into: &state, now: 1)
+        guard case .parked = parked.outcome else {
+            Issue.record("\(parked.outcome)")
+            return
+        }
+        var login = Intent.show(ScreenContext("settings"), id: "l", session: "s")
+        login.setConditions = ["authenticated": true]
+        let recorded = [RecordedIntent(intent: login, before: state, at: 2)]
+        var candidate = RouteMap.demo
+        candidate.screens["editProfile"] = nil
+        let impact = RouteImpact(replaying: recorded, current: resolver, candidate: try Resolver(map: candidate))
+        #expect(impact.routes.first?.changes.map(\.change) == [.releasedDifferently], "\(impact)")
+    }
 }

@@ -75,4 +75,17 @@ struct FlightRecorderTests {
             }
         }
     }
+
+    @Test("a duplicate is not recorded: its replay would not be one")
+    func duplicates() async throws {
+        try await withService { server, endpoints in
+            try await onThread {
+                let client = try Client(endpoints)
+                for _ in 0..<2 {
+                    _ = try client.request(.intent(wireIntent("same", [ScreenContext("settings")], session: "d")))
+                }
+            }
+            #expect(server.recorders.flatMap { $0.entries() }.map(\.intent.id) == ["same"])
+        }
+    }
 }
