@@ -216,6 +216,13 @@ public struct RouteMapLoadError: Error, Hashable, Sendable, CustomStringConverti
         public var keyPath: String
         public var message: String
 
+        public init(line: Int?, column: Int?, keyPath: String, message: String) {
+            self.line = line
+            self.column = column
+            self.keyPath = keyPath
+            self.message = message
+        }
+
         /// `12:5: screens.chat.parent: screen chatt is not declared; ...`
         public var description: String {
             let place = line.map { "\($0):\(column ?? 1): " } ?? ""

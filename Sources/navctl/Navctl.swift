@@ -613,10 +613,12 @@ enum RoutesFiles {
 
     /// A check's problems as navctl prints a file's: `FILE:LINE:COLUMN: KEY: PROBLEM`.
     static func printProblems(_ check: Navigator_V1_RoutesCheck, file: String) {
-        for problem in check.problems {
-            let place = problem.line == 0 ? " " : "\(problem.line):\(problem.column): "
-            print("\(file):\(place)\(problem.keyPath.isEmpty ? "" : "\(problem.keyPath): ")\(problem.message)")
+        let problems = check.problems.map { problem in
+            RouteMapLoadError.Problem(
+                line: problem.line == 0 ? nil : Int(problem.line), column: Int(problem.column),
+                keyPath: problem.keyPath, message: problem.message)
         }
+        print(RouteMapLoadError(source: file, problems).description)
     }
 
     /// `3 tabs, 12 screens (4 with a url, 2 guarded, 1 blocking)`.

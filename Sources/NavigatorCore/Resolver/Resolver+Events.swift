@@ -71,7 +71,7 @@ extension Resolver {
         if conditionsChanged { state.conditions.merge(conditions) { _, new in new } }
         let readinessChanged = readiness.map { $0 != state.shellReady } ?? false
         if let readiness { state.shellReady = readiness }
-        if let appVersion, appVersion != state.appVersion { state.appVersion = appVersion }
+        if let appVersion { state.appVersion = appVersion }
         let changed = conditionsChanged || state.tree.version != version || readinessChanged
         guard changed, !state.parked.isEmpty else { return EventResolution(echo: echo, released: [], error: nil) }
         return EventResolution(echo: echo, released: release(in: &state, now: now), error: nil)

@@ -101,7 +101,7 @@ extension RequestsLoop {
     /// Replays the flight recorder against a candidate map (on the route map desk's thread).
     /// An invalid candidate is answered with its problems; with the recorder off, UNAVAILABLE.
     func impact(_ candidate: Navigator_V1_RoutesImpactRequest, into answer: inout Navigator_V1_Reply) {
-        let (check, next) = routesCheck(yaml: candidate.yaml, source: candidate.source)
+        let (check, next, current) = routesCheck(yaml: candidate.yaml, source: candidate.source)
         let capacity = recorders.reduce(0) { $0 + $1.capacity }
         guard let next else {
             answer.routesImpact = .with { $0.check = check }
@@ -116,18 +116,20 @@ extension RequestsLoop {
             return
         }
         let recorded = FlightRecorder.merged(recorders)
-        let impact = RouteImpact(replaying: recorded, current: resolvers.snapshot.resolver, candidate: next)
+        // The map the candidate was compared with, even if a reload came since.
+        let impact = RouteImpact(replaying: recorded, current: current, candidate: next)
         answer.routesImpact = Navigator_V1_RoutesImpact(impact, check: check, recorded: recorded, capacity: capacity)
     }
 
     /// A candidate route map checked as a reload would load it (within ``candidateNodes``), and
-    /// compared with the map in use; its resolver when it is valid. Nothing is loaded.
+    /// compared with the map in use; its resolver when it is valid, and the one in use. Nothing
+    /// is loaded.
     func routesCheck(yaml: String, source candidateSource: String) -> (
-        check: Navigator_V1_RoutesCheck, resolver: Resolver?
+        check: Navigator_V1_RoutesCheck, resolver: Resolver?, current: Resolver
     ) {
         let current = resolvers.snapshot
         let source = candidateSource.isEmpty ? "candidate" : candidateSource
-        func refused(_ problems: [Navigator_V1_RouteMapProblem]) -> (Navigator_V1_RoutesCheck, Resolver?) {
+        func refused(_ problems: [Navigator_V1_RouteMapProblem]) -> (Navigator_V1_RoutesCheck, Resolver?, Resolver) {
             let check = Navigator_V1_RoutesCheck.with {
                 $0.currentSource = current.source
                 $0.problems = Array(problems.prefix(Self.listedProblems))
@@ -135,7 +137,7 @@ extension RequestsLoop {
                     "\(problems.count) problem\(problems.count == 1 ? "" : "s")"
                     + (problems.count > Self.listedProblems ? " (the first \(Self.listedProblems) listed)" : "")
             }
-            return (check, nil)
+            return (check, nil, current.resolver)
         }
         let map: RouteMap
         do {
@@ -158,7 +160,7 @@ extension RequestsLoop {
         return (
             Navigator_V1_RoutesCheck(
                 diff: RouteMapDiff(from: current.resolver.map, to: map), currentSource: current.source),
-            resolver
+            resolver, current.resolver
         )
     }
 }
