@@ -165,6 +165,16 @@ public final class NavigatorConnection: Sendable {
         return impact
     }
 
+    /// The route map rollout: started (`request.action` START, with the candidate and its
+    /// share), promoted, rolled back, or as it stands (STATUS). A start with a candidate that does
+    /// not load is answered with its problems (`check.valid` false), nothing started. Admins only
+    /// in secure mode.
+    public func routesRollout(_ rollout: Navigator_V1_RoutesRolloutRequest) async throws -> Navigator_V1_Rollout {
+        let reply = try await request(.routesRollout(rollout))
+        guard case .routesRollout(let rollout)? = reply.kind else { throw Self.unexpected(reply, "the rollout") }
+        return rollout
+    }
+
     /// Reports what a shell did on its tree at (`epoch`, `lastSeq`); returns the session's seq
     /// afterwards and the released intents. A stale event (the tree changed since) is refused
     /// with ``ClientError/Code/rejected`` carrying STALE_EVENT: take a snapshot.

@@ -147,7 +147,7 @@ extension Engine {
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
                     clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
                     instances: { [self] in instances }, instanceID: configuration.instanceID, desk: desk,
-                    recorders: recorders, routeMapDesk: routeMapDesk,
+                    recorders: recorders, routeMapDesk: routeMapDesk, rolloutKeeper: rolloutKeeper,
                     follows: follows, supervisor: supervisor, logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)
@@ -208,6 +208,7 @@ extension Engine {
                 }
                 leaseKeeper.start()
             }
+            rolloutKeeper.start()
             try await group.run()
         } catch {
             ended = error
@@ -220,7 +221,8 @@ extension Engine {
             .shuttingDown,
             "the service is shutting down; a request it took may or may not have been carried out: retry the same request once it is back"
         )
-        let persistence = self.persistence
+        let (persistence, rolloutKeeper) = (self.persistence, self.rolloutKeeper)
+        _ = try? await DedicatedThread.run(name: "nav-rollout-stop") { rolloutKeeper.stop() }
         persistence.stop()
         let complete = (try? await DedicatedThread.run(name: "nav-final-flush") { persistence.flushChanged() }) ?? false
         let clean = complete && !shutdownRecord.wasCut && ended == nil && supervisor.failure == nil

@@ -12,14 +12,27 @@ import ZeroMQ
 extension Engine {
     /// Loads the route map again from its file (SIGHUP). An invalid map is refused: the error is
     /// logged and thrown, and the map in use stays.
+    /// A rollout under way (or a promoted map) ends: the file's map replaces the maps for every
+    /// session, and with several instances the others end theirs too at their next round.
     @discardableResult
     public func reloadRouteMap() throws -> String {
         do {
-            var (resolver, source) = try Self.loadResolver(configuration)
-            resolver.options.dedupKey = resolvers.resolver.options.dedupKey  // the state file's
-            resolvers.replace(with: resolver, source: source)
-            logger.info(
-                "route map reloaded", metadata: ["routes": "\(source)", "screens": "\(resolver.map.screens.count)"])
+            var (resolver, source, version) = try Self.loadResolver(configuration)
+            resolver.options.dedupKey = resolvers.file.resolver.options.dedupKey  // the state file's
+            let ended = resolvers.reload(
+                .init(resolver: resolver, source: source, version: version), now: WallClock.now(),
+                note:
+                    "ended by a reload (SIGHUP) on instance \(configuration.instanceID): every session resolves with \(source) (version \(version))"
+            )
+            var metadata: Logger.Metadata = [
+                "routes": "\(source)", "version": "\(version)", "screens": "\(resolver.map.screens.count)",
+            ]
+            if let (ended, was) = ended {
+                rolloutKeeper.reloadEnded(ended)
+                metadata["rollout"] =
+                    "the \(was == .promoted ? "promoted map" : "rollout") \(ended.version) (\(ended.source)) ended: a reload replaces the maps for every session\(leaseKeeper == nil ? "" : ", on every instance")"
+            }
+            logger.info("route map reloaded", metadata: metadata)
             return source
         } catch {
             logger.error("route map reload refused; the previous map stays", metadata: ["error": "\(error)"])
@@ -48,15 +61,19 @@ extension Engine {
 
     /// The route map and the resolver's options from the configuration (the dedup key is the
     /// state file's: the caller sets it).
-    static func loadResolver(_ configuration: EngineConfiguration) throws -> (Resolver, String) {
+    static func loadResolver(_ configuration: EngineConfiguration) throws -> (Resolver, String, String) {
         let map: RouteMap
         let source: String
+        let version: String
         if let path = configuration.routeMapPath {
-            map = try RouteMapYAML.load(contentsOfFile: path)
+            let text: String
+            (map, text) = try RouteMapYAML.loadWithText(contentsOfFile: path)
             source = path
+            version = RouteMapVersion.of(text: text)
         } else {
             map = .demo
             source = "embedded demo"
+            version = RouteMapVersion.embedded
         }
         var options = Resolver.Options()
         options.dedupWindow = Int64(configuration.dedupWindowSeconds) * 1_000_000_000
@@ -68,6 +85,6 @@ extension Engine {
             maxTextBytes: configuration.maxTextBytes)
         options.maxConditions = configuration.maxConditions
         options.maxConditionKeyBytes = configuration.maxConditionKeyBytes
-        return (try Resolver(map: map, options: options), source)
+        return (try Resolver(map: map, options: options), source, version)
     }
 }

@@ -47,6 +47,8 @@ public final class Engine: Service, Sendable {
     /// candidate route maps and replays the recorder against them.
     let recorders: [FlightRecorder]
     let routeMapDesk: RouteMapDesk
+    /// The staged rollout of a route map: kept in the store, followed by a thread of its own.
+    let rolloutKeeper: RolloutKeeper
     /// Follows made in process (``NavigatorPort/follow(_:as:_:)``).
     let follows: SessionFollows
     let callCounter = Atomic<UInt64>(0)
@@ -103,7 +105,7 @@ public final class Engine: Service, Sendable {
             security = nil
         }
         // The route map first: a map that does not load is refused before any file is touched.
-        var (resolver, source) = try Self.loadResolver(configuration)
+        var (resolver, source, version) = try Self.loadResolver(configuration)
         counters = EngineCounters(
             workers: configuration.workers, landingWindow: .seconds(configuration.landingWindowSeconds))
         let database: any StateDatabase
@@ -124,7 +126,7 @@ public final class Engine: Service, Sendable {
         // lease epoch.
         let (epoch, continued) = cluster == nil ? try database.beginRun() : (0, false)
         resolver.options.dedupKey = database.dedupKey
-        resolvers = ResolverHolder(resolver, source: source)
+        resolvers = ResolverHolder(.init(resolver: resolver, source: source, version: version))
         let holder = resolvers
         store = SessionStore(shards: configuration.workers, epoch: epoch, ownership: cluster?.ownership) {
             holder.resolver.initialState()
@@ -157,6 +159,10 @@ public final class Engine: Service, Sendable {
             remote = nil
             livePeers = LivePeers()
         }
+        rolloutKeeper = RolloutKeeper(
+            holder: holder, database: database, metrics: counters.routes, instance: configuration.instanceID,
+            shared: cluster != nil, logger: logger)
+        try rolloutKeeper.restore()  // a restart keeps the split
         let follows = SessionFollows(store: store, remote: remote, logger: logger)
         self.follows = follows
         if let cluster, case .postgresql(let url) = configuration.store {

@@ -155,6 +155,25 @@ final class HTTPAPI: Sendable {
                 return (200, await self.port.ask(.with { $0.routesImpact = candidate }, as: caller))
             }
         }
+        router.get("/v1/routes/rollout") { [self] request, _ in
+            try await handle(request, body: false) { caller, _ in
+                (200, await self.port.ask(.with { $0.routesRollout = .with { $0.action = .status } }, as: caller))
+            }
+        }
+        router.post("/v1/routes/rollout") { [self] request, _ in
+            try await handle(request) { caller, body in
+                var start = try Self.decode(Navigator_V1_RoutesRolloutRequest.self, body)
+                start.action = .start
+                return (200, await self.port.ask(.with { $0.routesRollout = start }, as: caller))
+            }
+        }
+        for (path, action) in [("promote", Navigator_V1_RolloutAction.promote), ("rollback", .rollback)] {
+            router.post("/v1/routes/rollout/\(path)") { [self] request, _ in
+                try await handle(request, body: false) { caller, _ in
+                    (200, await self.port.ask(.with { $0.routesRollout = .with { $0.action = action } }, as: caller))
+                }
+            }
+        }
         router.get("/v1/sessions/:id") { [self] request, context in
             let session = Self.session(context)
             return try await handle(request, body: false) { caller, _ in
@@ -352,6 +371,8 @@ final class HTTPAPI: Sendable {
             #"{"id":"n1","session":"alice","path":[{"screen":"chat","info":{"conversationId":"42"}}]}"#
         case Navigator_V1_RoutesCheckRequest.protoMessageName, Navigator_V1_RoutesImpactRequest.protoMessageName:
             #"{"yaml":"tabs: ...\nscreens: ...","source":"routes.yaml"}"#
+        case Navigator_V1_RoutesRolloutRequest.protoMessageName:
+            #"{"yaml":"tabs: ...\nscreens: ...","source":"routes.yaml","sharePercent":10}"#
         default:
             #"{"lastSeq":"3","poppedTo":{"screenId":"2"}}"#
         }
@@ -363,12 +384,12 @@ final class HTTPAPI: Sendable {
         case .tooLarge: 413
         case .forbidden: 403
         case .overloaded: 429
-        case .staleEvent, .limitExceeded, .appTooOld: 409
+        case .staleEvent, .limitExceeded, .appTooOld, .conflict: 409
         case .shuttingDown, .unavailable, .moved: 503
         case .internal: 500
         case .unspecified, .malformed, .badFrames, .invalidSession, .sessionMismatch, .emptyPath, .unknownScreen,
             .missingInfo, .invalidInfo, .unknownURL, .unknownRequest, .expired, .invalidEvent, .invalidID,
-            .pathTooLong, .UNRECOGNIZED:
+            .pathTooLong, .invalidRequest, .UNRECOGNIZED:
             400
         }
     }

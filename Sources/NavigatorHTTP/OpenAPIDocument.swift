@@ -131,6 +131,63 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/routes/rollout": {
+              "get": {
+                "summary": "Where the route map rollout stands, with each map version's figures on this instance (secure mode: a client that may read stats)",
+                "operationId": "rolloutStatus",
+                "responses": {
+                  "200": {"description": "a navigator.v1.Reply with routesRollout", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RolloutReply"}}}},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              },
+              "post": {
+                "summary": "Start a staged rollout: sharePercent of the sessions (by a stable hash of their id) resolve with the candidate route map, on every instance (secure mode: a client that may read stats)",
+                "operationId": "startRollout",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RolloutStartRequest"}}}},
+                "responses": {
+                  "200": {"description": "a navigator.v1.Reply with routesRollout (check.valid false: the candidate's problems, nothing started)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RolloutReply"}}}},
+                  "400": {"$ref": "#/components/responses/Rejected"},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"},
+                  "409": {"$ref": "#/components/responses/Rejected"},
+                  "413": {"$ref": "#/components/responses/Rejected"},
+                  "415": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
+            "/v1/routes/rollout/promote": {
+              "post": {
+                "summary": "Every session resolves with the rollout's candidate, until a reload (SIGHUP); 409 CONFLICT when none is under way",
+                "operationId": "promoteRollout",
+                "responses": {
+                  "200": {"description": "a navigator.v1.Reply with routesRollout", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RolloutReply"}}}},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"},
+                  "409": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
+            "/v1/routes/rollout/rollback": {
+              "post": {
+                "summary": "Every session resolves with the map in use again; 409 CONFLICT when no rollout is under way",
+                "operationId": "rollBackRollout",
+                "responses": {
+                  "200": {"description": "a navigator.v1.Reply with routesRollout", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RolloutReply"}}}},
+                  "401": {"$ref": "#/components/responses/Rejected"},
+                  "403": {"$ref": "#/components/responses/Rejected"},
+                  "409": {"$ref": "#/components/responses/Rejected"},
+                  "429": {"$ref": "#/components/responses/Rejected"},
+                  "503": {"$ref": "#/components/responses/Rejected"}
+                }
+              }
+            },
             "/v1/dashboard": {
               "get": {
                 "summary": "The dashboard's data: the service's last hour, a sample every 5 s (secure mode: a client that may read stats)",
@@ -349,6 +406,46 @@ enum OpenAPIDocument {
                       "changes": {"type": "array", "items": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["added", "removed", "changed"]}, "subject": {"type": "string"}, "name": {"type": "string"}, "before": {"type": "string"}, "after": {"type": "string"}}}},
                       "currentSource": {"type": "string"},
                       "summary": {"type": "string"}
+                    }
+                  }
+                }
+              },
+              "RolloutStartRequest": {
+                "type": "object",
+                "description": "navigator.v1.RoutesRolloutRequest (its action is START)",
+                "properties": {
+                  "yaml": {"type": "string", "nullable": true, "description": "the candidate route map, YAML or JSON"},
+                  "source": {"type": "string", "nullable": true, "description": "names it (a file name)"},
+                  "sharePercent": {"type": "number", "nullable": true, "description": "percent of sessions for the candidate: above 0, at most 100"},
+                  "rollbackMarginPercent": {"type": "number", "nullable": true, "description": "roll back automatically beyond this many percentage points of rejection rate over the map in use (0: never)"},
+                  "rollbackAfterIntents": {"type": "integer", "nullable": true, "description": "intents of the candidate before the margin is judged (0: 1,000; 10 to 10,000,000)"}
+                },
+                "additionalProperties": false
+              },
+              "RolloutReply": {
+                "type": "object",
+                "required": ["routesRollout"],
+                "properties": {
+                  "requestId": {"type": "string"},
+                  "routesRollout": {
+                    "type": "object",
+                    "description": "navigator.v1.Rollout",
+                    "properties": {
+                      "phase": {"type": "string", "enum": ["ROLLOUT_PHASE_NONE", "ROLLOUT_PHASE_ROLLING", "ROLLOUT_PHASE_PROMOTED", "ROLLOUT_PHASE_ROLLED_BACK", "ROLLOUT_PHASE_ENDED"]},
+                      "baseSource": {"type": "string"},
+                      "baseVersion": {"type": "string"},
+                      "candidateSource": {"type": "string"},
+                      "candidateVersion": {"type": "string"},
+                      "sharePercent": {"type": "number"},
+                      "rollbackMarginPercent": {"type": "number"},
+                      "rollbackAfterIntents": {"type": "integer"},
+                      "startedAtUnixNanos": {"type": "string"},
+                      "changedAtUnixNanos": {"type": "string"},
+                      "note": {"type": "string"},
+                      "maps": {"type": "array", "items": {"type": "object", "properties": {"version": {"type": "string"}, "role": {"type": "string"}, "intents": {"type": "string"}, "rejected": {"type": "string"}, "landed": {"type": "string"}, "notLanded": {"type": "string"}, "rejectionRate": {"type": "number"}, "landingRatio": {"type": "number"}}}},
+                      "check": {"type": "object"},
+                      "summary": {"type": "string"},
+                      "revision": {"type": "string"}
                     }
                   }
                 }

@@ -164,6 +164,22 @@ public final class PostgresStateDatabase: StateDatabase {
                     """)
             }
         ),
+        (
+            "route map rollout",
+            { connection in
+                // One row, shared by the instances: the rollout as StoredRollout's JSON, and its
+                // revision (each change raises it; instances follow it).
+                try connection.execute(
+                    """
+                    CREATE TABLE navigator_rollout (
+                        id integer PRIMARY KEY CHECK (id = 1),
+                        revision bigint NOT NULL,
+                        record text NOT NULL,
+                        changed_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """)
+            }
+        ),
     ]
 
     private static func migrate(_ connection: PostgresConnection, location: String, idleLimit: Duration) throws {
@@ -409,6 +425,32 @@ public final class PostgresStateDatabase: StateDatabase {
 
     public func markCleanStop() throws {
         try using { connection in try Self.setMeta(connection, "clean_stop", 1) }
+    }
+
+    public func rollout() throws -> StoredRollout? {
+        let row = try using { connection -> (Int64, String)? in
+            let rows = try connection.execute("SELECT revision, record FROM navigator_rollout WHERE id = 1")
+            return rows.count == 0 ? nil : (try rows[0, 0].int64(), try rows[0, 1].text())
+        }
+        return try row.map { try StoredRollout.decoded($0.1, revision: $0.0, location: location) }
+    }
+
+    public func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64? {
+        let record = try rollout.encoded()
+        return try using { connection in
+            // One statement: the row is written only if no other instance changed it meanwhile.
+            let rows = try connection.execute(
+                """
+                INSERT INTO navigator_rollout (id, revision, record) VALUES (1, 1, $1)
+                    ON CONFLICT (id) DO UPDATE SET revision = navigator_rollout.revision + 1,
+                        record = excluded.record, changed_at = now()
+                    WHERE navigator_rollout.revision = $2
+                    RETURNING revision
+                """, [.text(record), .int64(expected)])
+            guard rows.count == 1 else { return nil }
+            let revision = try rows[0, 0].int64()
+            return revision == expected + 1 ? revision : nil
+        }
     }
 
     public var isInPlace: Bool { true }

@@ -31,6 +31,12 @@ public protocol StateDatabase: AnyObject, Sendable {
     /// Records that every session was written: the next run continues this run's epoch.
     func markCleanStop() throws
 
+    /// The route map rollout, if one was ever started (its last revision).
+    func rollout() throws -> StoredRollout?
+    /// Stores `rollout` as the next revision, provided the stored one is still `expected` (0:
+    /// none stored yet): its revision, or nil when another change came first (nothing written).
+    func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64?
+
     /// Whether what was opened is still there (a state file can be deleted or replaced under the
     /// running service; a database cannot).
     var isInPlace: Bool { get }

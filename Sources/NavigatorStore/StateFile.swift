@@ -157,6 +157,17 @@ public final class StateFile: StateDatabase {
                 try update.execute(arguments: [Data(try stored.serializedBytes() as [UInt8]), id])
             }
         }
+        migrator.registerMigration("route map rollout") { db in
+            // One row: the rollout as StoredRollout's JSON, and its revision.
+            try db.execute(
+                sql: """
+                    CREATE TABLE rollout (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        revision INTEGER NOT NULL,
+                        record TEXT NOT NULL
+                    )
+                    """)
+        }
         return migrator
     }()
 
@@ -270,6 +281,29 @@ public final class StateFile: StateDatabase {
         let k1 = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'dedup_key_1'")
         guard let k0, let k1 else { return nil }
         return DedupKey(k0: UInt64(bitPattern: k0), k1: UInt64(bitPattern: k1))
+    }
+
+    public func rollout() throws -> StoredRollout? {
+        try queue.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT revision, record FROM rollout WHERE id = 1") else {
+                return nil
+            }
+            return try StoredRollout.decoded(row["record"], revision: row["revision"], location: path)
+        }
+    }
+
+    public func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64? {
+        let record = try rollout.encoded()
+        return try queue.write { db in
+            let stored = try Int64.fetchOne(db, sql: "SELECT revision FROM rollout WHERE id = 1") ?? 0
+            guard stored == expected else { return nil }
+            try db.execute(
+                sql: """
+                    INSERT INTO rollout (id, revision, record) VALUES (1, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET revision = excluded.revision, record = excluded.record
+                    """, arguments: [expected + 1, record])
+            return expected + 1
+        }
     }
 
     /// Records that every session was written: the next run continues this run's epoch.

@@ -184,6 +184,8 @@ extension Navigator_V1_RejectCode {
         case .forbidden: "forbidden"
         case .moved: "moved"
         case .appTooOld: "app_too_old"
+        case .conflict: "conflict"
+        case .invalidRequest: "invalid_request"
         case .UNRECOGNIZED(let value): "unrecognized_\(value)"
         }
     }

@@ -87,6 +87,14 @@ public enum RouteMapYAML {
 
     /// Reads a route map file.
     public static func load(contentsOfFile path: String) throws(RouteMapLoadError) -> RouteMap {
+        try loadWithText(contentsOfFile: path).map
+    }
+
+    /// Reads a route map file: the map, and the text it was made from (its version is the
+    /// text's).
+    public static func loadWithText(contentsOfFile path: String) throws(RouteMapLoadError) -> (
+        map: RouteMap, text: String
+    ) {
         let text: String
         do {
             text = try TextFile.read(path)
@@ -94,7 +102,7 @@ public enum RouteMapYAML {
             throw RouteMapLoadError(
                 source: path, [.init(line: nil, column: nil, keyPath: "", message: error.reason)])
         }
-        return try load(text, source: path)
+        return (try load(text, source: path), text)
     }
 
     /// The map as YAML, keys sorted, defaults left out.

@@ -456,13 +456,17 @@ extension Stats {
 
 struct Routes: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Route maps: the one navigatord uses, a file's problems, what changes between two.",
+        abstract:
+            "Route maps: the one navigatord uses, a file's problems, what changes between two, a staged rollout.",
         discussion: """
             Exit status of check and diff: 0 the map is valid (check) or both maps load (diff, with \
             or without differences); 1 a map that cannot be read or is not valid, its problems \
             listed one a line as FILE:LINE:COLUMN: KEY: PROBLEM.
             """,
-        subcommands: [RoutesShow.self, RoutesCheck.self, RoutesDiff.self, RoutesImpact.self],
+        subcommands: [
+            RoutesShow.self, RoutesCheck.self, RoutesDiff.self, RoutesImpact.self, RoutesRollout.self,
+            RoutesPromote.self, RoutesRollback.self, RoutesStatus.self,
+        ],
         defaultSubcommand: RoutesShow.self)
 }
 
@@ -581,6 +585,129 @@ struct RoutesImpact: AsyncParsableCommand {
             RoutesFiles.printProblems(answer.check, file: file)
         }
         if !answer.check.valid { throw ExitCode(1) }
+    }
+}
+
+struct RoutesRollout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rollout",
+        abstract: "Start a staged rollout: a share of sessions resolve with a candidate route map.",
+        discussion: """
+            A session is chosen by a stable hash of its id and the candidate's version: the same \
+            sessions on every instance and across restarts. The rollout is kept in the store \
+            (with several instances, PostgreSQL: every instance applies the same split within a \
+            second). Then `navctl routes promote` (every session) or `navctl routes rollback`; \
+            `navctl routes status` for the figures of each map. With --rollback-margin, navigatord \
+            rolls back by itself when the candidate's rejection rate exceeds the other map's by \
+            that many percentage points once the candidate has resolved --rollback-after intents. \
+            A reload (SIGHUP) ends any rollout. Admins only in secure mode. Exit status 1 if the \
+            candidate is not valid (its problems are printed) or a rollout is under way already.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: ArgumentHelp("The candidate route map.", valueName: "new")) var file: String
+    @Option(help: ArgumentHelp("Percent of sessions for the candidate (above 0, at most 100).", valueName: "percent"))
+    var share: Double
+    @Option(
+        help: ArgumentHelp(
+            "Roll back by itself when the candidate's rejection rate exceeds the other's by this many percentage points (0: never).",
+            valueName: "points"))
+    var rollbackMargin: Double = 0
+    @Option(help: ArgumentHelp("Intents of the candidate before the margin is judged.", valueName: "intents"))
+    var rollbackAfter: UInt32 = 1000
+    @Flag(help: "One JSON object (Rollout).") var json = false
+
+    func run() async throws {
+        let text = try RoutesFiles.text(file)
+        var answer = Navigator_V1_Rollout()
+        try await withConnection(connection) { client in
+            answer = try await client.routesRollout(
+                .with {
+                    $0.action = .start
+                    $0.yaml = text
+                    $0.source = file
+                    $0.sharePercent = share
+                    $0.rollbackMarginPercent = rollbackMargin
+                    $0.rollbackAfterIntents = rollbackAfter
+                })
+        }
+        if answer.hasCheck, !answer.check.valid {
+            if json {
+                print((try? answer.jsonString()) ?? "{}")
+            } else {
+                RoutesFiles.printProblems(answer.check, file: file)
+            }
+            throw ExitCode(1)
+        }
+        printRollout(answer, json: json)
+    }
+}
+
+struct RoutesPromote: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "promote",
+        abstract: "Every session resolves with the rollout's candidate.",
+        discussion: """
+            The candidate becomes the map in use on every instance, and stays so across restarts \
+            until a reload (SIGHUP): put it into the route map file and reload to finish. Exit \
+            status 1 when no rollout is under way.
+            """)
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "One JSON object (Rollout).") var json = false
+
+    func run() async throws { try await rolloutAction(.promote, connection, json: json) }
+}
+
+struct RoutesRollback: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rollback",
+        abstract: "Every session resolves with the map in use again; the rollout's candidate is dropped.",
+        discussion: "Exit status 1 when no rollout is under way.")
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "One JSON object (Rollout).") var json = false
+
+    func run() async throws { try await rolloutAction(.rollback, connection, json: json) }
+}
+
+struct RoutesStatus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Where the route map rollout stands, and each map's figures on the instance asked.",
+        discussion: """
+            Per map version: intents as they came, rejected, the rejection rate, landed and not \
+            landed and the landing ratio, counted on the instance that answers since it took the \
+            rollout up (the same by version, for every instance, in /metrics: \
+            navigator_map_intents_total, navigator_map_landed_total, navigator_map_not_landed_total).
+            """)
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "One JSON object (Rollout).") var json = false
+
+    func run() async throws { try await rolloutAction(.status, connection, json: json) }
+}
+
+private func rolloutAction(_ action: Navigator_V1_RolloutAction, _ connection: ConnectionOptions, json: Bool)
+    async throws
+{
+    var answer = Navigator_V1_Rollout()
+    try await withConnection(connection) { client in
+        answer = try await client.routesRollout(.with { $0.action = action })
+    }
+    printRollout(answer, json: json)
+}
+
+private func printRollout(_ rollout: Navigator_V1_Rollout, json: Bool) {
+    if json {
+        print((try? rollout.jsonString()) ?? "{}")
+        return
+    }
+    print(rollout.summary)
+    if !rollout.note.isEmpty, rollout.phase == .rolling || rollout.phase == .promoted { print(rollout.note) }
+    for map in rollout.maps {
+        let rate = String(format: "%.1f%%", map.rejectionRate * 100)
+        let landing = map.landed + map.notLanded == 0 ? "—" : String(format: "%.1f%%", map.landingRatio * 100)
+        print(
+            "\(map.role == "candidate" ? "candidate" : "in use   ") \(map.version): \(map.intents) intents, \(map.rejected) rejected (\(rate)), landed \(map.landed) of \(map.landed + map.notLanded) (\(landing))"
+        )
     }
 }
 

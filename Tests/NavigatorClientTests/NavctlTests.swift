@@ -174,6 +174,7 @@ struct NavctlTests {
         #expect(files.output == expected + "\n")
         #expect(try await navctl(["routes", "diff", old, bad]).status == 1)
 
+        let version = RouteMapVersion.of(text: candidate)
         // One file: navigatord checks it against the map it uses (the demo map, equal to old).
         try await withConnection { connection, server in
             let served = try await navctl(["routes", "diff", new] + self.options(server))
@@ -224,6 +225,34 @@ struct NavctlTests {
             #expect(invalid.status == 1 && invalid.output.contains("bad.yaml:58:5: screens.chat.homeTab"))
             // Nothing changed: the sessions are as the intents left them.
             #expect(try await connection.snapshot("u1").seq == 2)
+
+            // A staged rollout: the candidate for every session, its figures, then rolled back.
+            let rollout = try await navctl(["routes", "rollout", new, "--share", "100"] + self.options(server))
+            #expect(rollout.status == 0, "\(rollout.output)")
+            #expect(
+                rollout.output.hasPrefix(
+                    "candidate \(version) (\(new)) for 100% of sessions, the others on embedded (embedded demo)\n"),
+                "\(rollout.output)")
+            let viewer = try await connection.acknowledged(
+                Intent(id: "m9", session: "u9", target: .path([ScreenContext("mediaViewer", ["mediaId": "x"])])))
+            #expect(viewer.rejected.code == .unknownScreen, "\(viewer)")
+            let status = try await navctl(["routes", "status"] + self.options(server))
+            #expect(
+                status.output.contains("candidate \(version): 1 intents, 1 rejected (100.0%), landed 0 of 1 (0.0%)"),
+                "\(status.output)")
+            let twice = try await navctl(["routes", "rollout", new, "--share", "10"] + self.options(server))
+            #expect(twice.status != 0 && twice.output.contains("a rollout is under way already"), "\(twice.output)")
+            let back = try await navctl(["routes", "rollback"] + self.options(server))
+            #expect(back.status == 0)
+            #expect(back.output.hasPrefix("rolled back: every session resolves with embedded (embedded demo)"))
+            let nothing = try await navctl(["routes", "promote"] + self.options(server))
+            #expect(nothing.status != 0 && nothing.output.contains("no rollout is under way to promote"))
+            let refusedRollout = try await navctl(["routes", "rollout", bad, "--share", "10"] + self.options(server))
+            #expect(refusedRollout.status == 1 && refusedRollout.output.contains("bad.yaml:58:5: screens.chat.homeTab"))
+            #expect(
+                try await connection.acknowledged(
+                    Intent(id: "m10", session: "u9", target: .path([ScreenContext("mediaViewer", ["mediaId": "x"])]))
+                ).resolved.batch.seq > 0)
         }
     }
 

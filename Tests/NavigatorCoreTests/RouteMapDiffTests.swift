@@ -213,3 +213,24 @@ struct RouteImpactTests {
         #expect(impact.routes.first?.changes.map(\.change) == [.releasedDifferently], "\(impact)")
     }
 }
+
+@Suite("Route map versions and rollout buckets")
+struct RouteMapVersionTests {
+    @Test("a version is 12 hex digits of the text; buckets are stable, spread, salted, and not the workers' shards")
+    func buckets() {
+        #expect(RouteMapVersion.of(text: "tabs: []") == RouteMapVersion.of(text: "tabs: []"))
+        #expect(RouteMapVersion.of(text: "tabs: []") != RouteMapVersion.of(text: "tabs: [ ]"))
+        #expect(RouteMapVersion.of(text: "x").count == 12)
+        let sessions = (0..<10_000).map { "s\($0)" }
+        let chosen = sessions.filter { RouteMapVersion.bucket(of: $0, salt: "v1") < 1_000 }
+        // 10% within 100 either way (3.3 standard deviations), and the same again.
+        #expect(abs(chosen.count - 1_000) <= 100, "\(chosen.count)")
+        #expect(chosen == sessions.filter { RouteMapVersion.bucket(of: $0, salt: "v1") < 1_000 })
+        // Another candidate chooses other sessions (about 10% of these).
+        let again = Set(sessions.filter { RouteMapVersion.bucket(of: $0, salt: "v2") < 1_000 })
+        #expect(Set(chosen).intersection(again).count < 200)
+        // Spread over two workers' shards alike (FNV-1a modulo 2 is what shards them).
+        let shard0 = chosen.filter { StableHash.bucket(of: $0, count: 2) == 0 }.count
+        #expect(abs(shard0 - chosen.count / 2) <= 100, "\(shard0) of \(chosen.count)")
+    }
+}

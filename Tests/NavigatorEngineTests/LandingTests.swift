@@ -12,7 +12,7 @@ struct LandingTests {
         let metrics = RouteMetrics(landingWindow: .seconds(10))
         var book = LandingBook()
         for seq in 1...3 as ClosedRange<UInt64> {
-            book.published(session: "s", seq: seq, route: "chat", origin: 100 * second, metrics: metrics)
+            book.published(session: "s", seq: seq, route: "chat", map: "m1", origin: 100 * second, metrics: metrics)
         }
         book.acknowledged(session: "s", seq: 2, now: 100 * second + 20_000_000, metrics: metrics)
         #expect(book.count == 1)
@@ -34,7 +34,7 @@ struct LandingTests {
     func lateAck() {
         let metrics = RouteMetrics(landingWindow: .seconds(10))
         var book = LandingBook()
-        book.published(session: "s", seq: 7, route: "chat", origin: 0, metrics: metrics)
+        book.published(session: "s", seq: 7, route: "chat", map: "m1", origin: 0, metrics: metrics)
         book.acknowledged(session: "s", seq: 9, now: 12 * second, metrics: metrics)
         let chat = metrics.tallies["chat"]!
         #expect(chat.landed == 0 && chat.notLanded == 1)
@@ -46,7 +46,7 @@ struct LandingTests {
         let metrics = RouteMetrics(landingWindow: .seconds(10))
         var book = LandingBook()
         for seq in 1...(UInt64(LandingBook.maxPerSession) + 1) {
-            book.published(session: "one", seq: seq, route: "chat", origin: Int64(seq), metrics: metrics)
+            book.published(session: "one", seq: seq, route: "chat", map: "m1", origin: Int64(seq), metrics: metrics)
         }
         #expect(book.count == LandingBook.maxPerSession)
         #expect(metrics.tallies["chat"]!.notLanded == 1 && metrics.evictions == 1)
@@ -57,7 +57,7 @@ struct LandingTests {
         let extra = 5
         for index in 0..<(LandingBook.maxTotal + extra) {
             book.published(
-                session: "s\(index)", seq: 1, route: "home", origin: 1_000 + Int64(index), metrics: metrics)
+                session: "s\(index)", seq: 1, route: "home", map: "m1", origin: 1_000 + Int64(index), metrics: metrics)
         }
         #expect(book.count == LandingBook.maxTotal)
         // The oldest went first: session "one"'s 16, then the first of the others.

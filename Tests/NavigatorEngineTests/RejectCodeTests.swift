@@ -131,6 +131,9 @@ struct RejectCodeTests {
                 // STALE_EVENT: a back press made before the batch of seq 1.
                 _ = try client.request(.intent(wireIntent("i8", [ScreenContext("settings")], session: "c")))
                 note(try client.request(.clientEvent(.init(.tabSelected("home"), session: "c", lastSeq: 0, epoch: 1))))
+                // CONFLICT: no rollout to promote; INVALID_REQUEST: a rollout of no share.
+                note(try client.request(.routesRollout(.with { $0.action = .promote })))
+                note(try client.request(.routesRollout(.with { $0.action = .start })))
                 // Published rejections: SESSION_MISMATCH and EXPIRED.
                 let rejections = try client.subscribe("r/")
                 try client.send(wireIntent("i9", [ScreenContext("home")], session: "other"), session: "c")

@@ -398,8 +398,13 @@ struct HTTPAPITests {
                 [
                     try call("POST", "/v1/routes/check", shell, body: check),
                     try call("POST", "/v1/routes/check", ops, body: check),
+                    try call("POST", "/v1/routes/rollout/promote", shell),
+                    try call("POST", "/v1/routes/rollout/promote", ops),
                 ]
             }
+            // So is a rollout (an admin gets as far as CONFLICT: none is under way).
+            #expect(checks[2].0 == 403 && checks[2].1.rejected.code == .forbidden, "\(checks[2])")
+            #expect(checks[3].0 == 409 && checks[3].1.rejected.code == .conflict, "\(checks[3])")
             #expect(checks[0].0 == 403 && checks[0].1.rejected.code == .forbidden, "\(checks[0])")
             #expect(checks[1].0 == 200 && checks[1].1.routesCheck.valid, "\(checks[1])")
             #expect(checks[1].1.routesCheck.changes.first?.subject == "root", "\(checks[1])")

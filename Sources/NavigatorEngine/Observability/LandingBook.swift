@@ -9,6 +9,8 @@ struct LandingBook {
     struct Pending {
         var seq: UInt64
         var route: String
+        /// The version of the route map that decided.
+        var map: String
         /// When the intent was sent (or taken, when the producer did not say), unix ns.
         var origin: Int64
         /// Its trace, when it is traced: the ack (or the window's end) settles it.
@@ -16,7 +18,7 @@ struct LandingBook {
 
         /// Counts it as not landed (and settles its trace).
         func notLanded(_ metrics: RouteMetrics, evicted: Bool) {
-            metrics.notLanded(route: route, evicted: evicted)
+            metrics.notLanded(route: route, map: map, evicted: evicted)
             trace?.settle(
                 at: WallClock.now(), landed: false, outcome: "not acknowledged",
                 failure: evicted
@@ -37,13 +39,15 @@ struct LandingBook {
     private var head = 0
 
     /// A batch of `route` published for `session`.
-    mutating func published(session: String, seq: UInt64, route: String, origin: Int64, metrics: RouteMetrics) {
+    mutating func published(
+        session: String, seq: UInt64, route: String, map: String, origin: Int64, metrics: RouteMetrics
+    ) {
         var pending = sessions.removeValue(forKey: session) ?? []
         if pending.count >= Self.maxPerSession {
             pending.removeFirst().notLanded(metrics, evicted: true)
             count -= 1
         }
-        pending.append(Pending(seq: seq, route: route, origin: origin))
+        pending.append(Pending(seq: seq, route: route, map: map, origin: origin))
         sessions[session] = pending
         count += 1
         order.append((session, seq, origin))
@@ -81,7 +85,7 @@ struct LandingBook {
         let landed = pending.prefix { $0.seq <= seq }.count
         guard landed > 0 else { return }
         for entry in pending[..<landed] {
-            metrics.landed(route: entry.route, after: now - entry.origin)
+            metrics.landed(route: entry.route, map: entry.map, after: now - entry.origin)
             if let trace = entry.trace {
                 trace.endWaiting(at: now, ["navigator.ack_seq": .int64(Int64(seq))])
                 trace.settle(at: now, landed: true, outcome: "acknowledged")

@@ -63,6 +63,8 @@ final class RouteMetrics: Sendable {
         var evictions: UInt64 = 0
         var sources: Set<String> = []
         var tallies: [String: Tally] = [:]
+        /// The same by route map version (a rollout compares two).
+        var maps: [String: Tally] = [:]
         var counters: [CounterKey: Metrics.Counter] = [:]
         var timers: [TimerKey: Metrics.Timer] = [:]
         var ratios: [String: Metrics.Gauge] = [:]
@@ -75,7 +77,14 @@ final class RouteMetrics: Sendable {
         case routeRejections = "navigator_route_rejections_total"
         case landed = "navigator_route_landed_total"
         case notLanded = "navigator_route_not_landed_total"
+        case mapIntents = "navigator_map_intents_total"
+        case mapLanded = "navigator_map_landed_total"
+        case mapNotLanded = "navigator_map_not_landed_total"
     }
+
+    /// Route map versions given labels of their own (each reload or rollout may bring one);
+    /// later ones are counted as `other`.
+    static let maxMaps = 16
 
     private struct CounterKey: Hashable {
         var family: Family
@@ -134,10 +143,22 @@ final class RouteMetrics: Sendable {
 
     // MARK: Reports
 
-    /// An intent's outcome, counted by route and by source; `code` for a rejection or a refusal.
-    func count(_ outcome: Outcome, route: String, source: String, code: String? = nil) {
+    /// The label of a route map version: itself among the first ``maxMaps``, else `other`.
+    private static func mapLabel(_ map: String, _ state: inout State) -> String {
+        if state.maps[map] != nil { return map }
+        guard state.maps.count < maxMaps else { return other }
+        state.maps[map] = Tally()
+        return map
+    }
+
+    /// An intent's outcome, counted by route, by source and by the version of the route map that
+    /// decided; `code` for a rejection or a refusal.
+    func count(_ outcome: Outcome, route: String, map: String, source: String, code: String? = nil) {
         state.withLock { state in
             state.tallies[route, default: Tally()].intents[outcome, default: 0] += 1
+            let map = Self.mapLabel(map, &state)
+            state.maps[map, default: Tally()].intents[outcome, default: 0] += 1
+            counter(&state, .mapIntents, ("map", map), ("outcome", outcome.rawValue)).increment()
             counter(&state, .routeIntents, ("route", route), ("outcome", outcome.rawValue))
                 .increment()
             counter(&state, .sourceIntents, ("source", source), ("outcome", outcome.rawValue))
@@ -155,7 +176,7 @@ final class RouteMetrics: Sendable {
 
     /// The route's intent landed: acknowledged `nanoseconds` after it was sent (nil: its target
     /// was already shown, so there was nothing to acknowledge).
-    func landed(route: String, after nanoseconds: Int64?) {
+    func landed(route: String, map: String, after nanoseconds: Int64?) {
         state.withLock { state in
             let inTime: Bool
             if let nanoseconds {
@@ -174,18 +195,20 @@ final class RouteMetrics: Sendable {
                 state.tallies[route, default: Tally()].notLanded += 1
             }
             settle(&state, route, state.tallies[route]!, landed: inTime)
+            settle(&state, map: map, landed: inTime)
         }
     }
 
     /// The route's intent did not land (rejected, expired, refused on release, or not
     /// acknowledged within the window); `evicted`: its batch was dropped from a full
     /// ``LandingBook`` before the window passed.
-    func notLanded(route: String, evicted: Bool = false) {
+    func notLanded(route: String, map: String, evicted: Bool = false) {
         if evicted { self.evicted.increment() }
         state.withLock { state in
             if evicted { state.evictions += 1 }
             state.tallies[route, default: Tally()].notLanded += 1
             settle(&state, route, state.tallies[route]!, landed: false)
+            settle(&state, map: map, landed: false)
         }
     }
 
@@ -194,6 +217,9 @@ final class RouteMetrics: Sendable {
 
     /// Every route's figures so far, by route name.
     var tallies: [String: Tally] { state.withLock { $0.tallies } }
+
+    /// Every route map version's figures so far (their routes together), by version.
+    var mapTallies: [String: Tally] { state.withLock { $0.maps } }
 
     // MARK: Instruments
 
@@ -209,6 +235,16 @@ final class RouteMetrics: Sendable {
                 return made
             }()
         gauge.record(tally.landingRatio ?? 0)
+    }
+
+    private func settle(_ state: inout State, map: String, landed: Bool) {
+        let map = Self.mapLabel(map, &state)
+        if landed {
+            state.maps[map, default: Tally()].landed += 1
+        } else {
+            state.maps[map, default: Tally()].notLanded += 1
+        }
+        counter(&state, landed ? .mapLanded : .mapNotLanded, ("map", map)).increment()
     }
 
     private func counter(

@@ -32,6 +32,57 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
+/// What to do with the route map rollout.
+public nonisolated enum Navigator_V1_RolloutAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// change nothing: how it stands
+  case status // = 0
+
+  /// start one with `yaml` for `share_percent` of the sessions
+  case start // = 1
+
+  /// every session resolves with the candidate
+  case promote // = 2
+
+  /// every session resolves with the map in use again
+  case rollback // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .status
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .status
+    case 1: self = .start
+    case 2: self = .promote
+    case 3: self = .rollback
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .status: return 0
+    case .start: return 1
+    case .promote: return 2
+    case .rollback: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Navigator_V1_RolloutAction] = [
+    .status,
+    .start,
+    .promote,
+    .rollback,
+  ]
+
+}
+
 /// The outcome of resolving an intent.
 public nonisolated enum Navigator_V1_Outcome: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
@@ -89,6 +140,62 @@ public nonisolated enum Navigator_V1_Outcome: SwiftProtobuf.Enum, Swift.CaseIter
     .ignored,
     .parked,
     .rejected,
+  ]
+
+}
+
+public nonisolated enum Navigator_V1_RolloutPhase: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// no rollout since the map in use was loaded
+  case none // = 0
+
+  /// a share of sessions resolve with the candidate
+  case rolling // = 1
+
+  /// every session does: the candidate is the map in use
+  case promoted // = 2
+
+  /// none does (by request, or automatically)
+  case rolledBack // = 3
+
+  /// a reload (SIGHUP) replaced the maps
+  case ended // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .none
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .none
+    case 1: self = .rolling
+    case 2: self = .promoted
+    case 3: self = .rolledBack
+    case 4: self = .ended
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .none: return 0
+    case .rolling: return 1
+    case .promoted: return 2
+    case .rolledBack: return 3
+    case .ended: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Navigator_V1_RolloutPhase] = [
+    .none,
+    .rolling,
+    .promoted,
+    .rolledBack,
+    .ended,
   ]
 
 }
@@ -173,6 +280,14 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
   /// is served by another instance, named in the message, or is
   /// changing hands; nothing was changed: retry
   case appTooOld // = 24
+
+  /// screen's `since:` in the route map, which gives no fallback
+  /// for it; the message names both versions
+  case conflict // = 25
+
+  /// map rollout: none under way to promote or roll back, or one
+  /// under way already); the message says what it found
+  case invalidRequest // = 26
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -206,6 +321,8 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case 22: self = .forbidden
     case 23: self = .moved
     case 24: self = .appTooOld
+    case 25: self = .conflict
+    case 26: self = .invalidRequest
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -237,6 +354,8 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     case .forbidden: return 22
     case .moved: return 23
     case .appTooOld: return 24
+    case .conflict: return 25
+    case .invalidRequest: return 26
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -268,6 +387,8 @@ public nonisolated enum Navigator_V1_RejectCode: SwiftProtobuf.Enum, Swift.CaseI
     .forbidden,
     .moved,
     .appTooOld,
+    .conflict,
+    .invalidRequest,
   ]
 
 }
@@ -423,6 +544,17 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     set {kind = .routesImpact(newValue)}
   }
 
+  /// A staged rollout of a candidate route map: start one (a share of sessions resolve with
+  /// the candidate), promote it, roll it back, or ask how it stands (the default). Admins only
+  /// in secure mode.
+  public var routesRollout: Navigator_V1_RoutesRolloutRequest {
+    get {
+      if case .routesRollout(let v)? = kind {return v}
+      return Navigator_V1_RoutesRolloutRequest()
+    }
+    set {kind = .routesRollout(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -449,8 +581,41 @@ public nonisolated struct Navigator_V1_Request: Sendable {
     /// map and the map in use, and say how outcomes would change, by route. Nothing changes.
     /// Admins only in secure mode.
     case routesImpact(Navigator_V1_RoutesImpactRequest)
+    /// A staged rollout of a candidate route map: start one (a share of sessions resolve with
+    /// the candidate), promote it, roll it back, or ask how it stands (the default). Admins only
+    /// in secure mode.
+    case routesRollout(Navigator_V1_RoutesRolloutRequest)
 
   }
+
+  public init() {}
+}
+
+public nonisolated struct Navigator_V1_RoutesRolloutRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var action: Navigator_V1_RolloutAction = .status
+
+  /// START: the candidate map as YAML (or JSON), as in RoutesCheckRequest, and its name.
+  public var yaml: String = String()
+
+  public var source: String = String()
+
+  /// START: the share of sessions that resolve with the candidate, in percent: above 0, at most
+  /// 100 (to two decimals). A session is chosen by a stable hash of its id and the candidate's
+  /// version, the same on every instance and across restarts.
+  public var sharePercent: Double = 0
+
+  /// START, optional: roll back automatically when the candidate's rejection rate exceeds the
+  /// map in use's by more than this many percentage points (0: never; at most 100) once the
+  /// candidate has resolved `rollback_after_intents` intents (default 1,000; 10 to 10,000,000).
+  public var rollbackMarginPercent: Double = 0
+
+  public var rollbackAfterIntents: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -640,6 +805,14 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     set {_uniqueStorage()._kind = .routesImpact(newValue)}
   }
 
+  public var routesRollout: Navigator_V1_Rollout {
+    get {
+      if case .routesRollout(let v)? = _storage._kind {return v}
+      return Navigator_V1_Rollout()
+    }
+    set {_uniqueStorage()._kind = .routesRollout(newValue)}
+  }
+
   /// How the decision was reached, step by step (intents and explain).
   public var explanationSteps: [Navigator_V1_ExplanationStep] {
     get {_storage._explanationSteps}
@@ -661,6 +834,7 @@ public nonisolated struct Navigator_V1_Reply: @unchecked Sendable {
     case instances(Navigator_V1_Instances)
     case routesCheck(Navigator_V1_RoutesCheck)
     case routesImpact(Navigator_V1_RoutesImpact)
+    case routesRollout(Navigator_V1_Rollout)
 
   }
 
@@ -690,6 +864,136 @@ public nonisolated struct Navigator_V1_RoutesCheck: Sendable {
 
   /// The changes counted: "2 changes: 1 added, 1 changed", or "no changes".
   public var summary: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Where a route map rollout stands (the reply to routes_rollout).
+public nonisolated struct Navigator_V1_Rollout: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var phase: Navigator_V1_RolloutPhase {
+    get {_storage._phase}
+    set {_uniqueStorage()._phase = newValue}
+  }
+
+  /// The map every session not chosen resolves with: where it came from, and its version (the
+  /// first 12 hex digits of a hash of its text; "embedded" for the embedded demo).
+  public var baseSource: String {
+    get {_storage._baseSource}
+    set {_uniqueStorage()._baseSource = newValue}
+  }
+
+  public var baseVersion: String {
+    get {_storage._baseVersion}
+    set {_uniqueStorage()._baseVersion = newValue}
+  }
+
+  /// The candidate (ROLLING; for the other phases, the last one rolled out).
+  public var candidateSource: String {
+    get {_storage._candidateSource}
+    set {_uniqueStorage()._candidateSource = newValue}
+  }
+
+  public var candidateVersion: String {
+    get {_storage._candidateVersion}
+    set {_uniqueStorage()._candidateVersion = newValue}
+  }
+
+  public var sharePercent: Double {
+    get {_storage._sharePercent}
+    set {_uniqueStorage()._sharePercent = newValue}
+  }
+
+  public var rollbackMarginPercent: Double {
+    get {_storage._rollbackMarginPercent}
+    set {_uniqueStorage()._rollbackMarginPercent = newValue}
+  }
+
+  public var rollbackAfterIntents: UInt32 {
+    get {_storage._rollbackAfterIntents}
+    set {_uniqueStorage()._rollbackAfterIntents = newValue}
+  }
+
+  public var startedAtUnixNanos: Int64 {
+    get {_storage._startedAtUnixNanos}
+    set {_uniqueStorage()._startedAtUnixNanos = newValue}
+  }
+
+  public var changedAtUnixNanos: Int64 {
+    get {_storage._changedAtUnixNanos}
+    set {_uniqueStorage()._changedAtUnixNanos = newValue}
+  }
+
+  /// Why the phase is what it is: "started by navctl", "rolled back automatically: …",
+  /// "ended by SIGHUP on instance a: …".
+  public var note: String {
+    get {_storage._note}
+    set {_uniqueStorage()._note = newValue}
+  }
+
+  /// The figures of each map on the answering instance since it took the rollout up: intents
+  /// as they came, by outcome, and their landing.
+  public var maps: [Navigator_V1_MapFigures] {
+    get {_storage._maps}
+    set {_uniqueStorage()._maps = newValue}
+  }
+
+  /// START with a candidate that does not load: its problems (valid false), nothing started.
+  public var check: Navigator_V1_RoutesCheck {
+    get {_storage._check ?? Navigator_V1_RoutesCheck()}
+    set {_uniqueStorage()._check = newValue}
+  }
+  /// Returns true if `check` has been explicitly set.
+  public var hasCheck: Bool {_storage._check != nil}
+  /// Clears the value of `check`. Subsequent reads from it will return its default value.
+  public mutating func clearCheck() {_uniqueStorage()._check = nil}
+
+  /// One line: "candidate 3f2a9c0d1e4b (candidate.yaml) for 10% of sessions; …".
+  public var summary: String {
+    get {_storage._summary}
+    set {_uniqueStorage()._summary = newValue}
+  }
+
+  /// Increases with every change, on every instance alike.
+  public var revision: Int64 {
+    get {_storage._revision}
+    set {_uniqueStorage()._revision = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+public nonisolated struct Navigator_V1_MapFigures: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var version: String = String()
+
+  /// "in use" or "candidate".
+  public var role: String = String()
+
+  public var intents: UInt64 = 0
+
+  public var rejected: UInt64 = 0
+
+  public var landed: UInt64 = 0
+
+  public var notLanded: UInt64 = 0
+
+  /// rejected ÷ intents, and landed ÷ (landed + not landed): 0 before any.
+  public var rejectionRate: Double = 0
+
+  public var landingRatio: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1239,6 +1543,10 @@ public nonisolated struct Navigator_V1_AuditRecord: Sendable {
   /// session's shell runs 2.1: its fallback chat(conversationId=7) is shown instead").
   public var fallback: String = String()
 
+  /// The version of the route map that decided (Rollout.base_version or candidate_version): a
+  /// rollout splits sessions between two.
+  public var mapVersion: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1442,12 +1750,20 @@ public nonisolated struct Navigator_V1_Instance: Sendable {
 
 fileprivate nonisolated let _protobuf_package = "navigator.v1"
 
+nonisolated extension Navigator_V1_RolloutAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ROLLOUT_ACTION_STATUS\0\u{1}ROLLOUT_ACTION_START\0\u{1}ROLLOUT_ACTION_PROMOTE\0\u{1}ROLLOUT_ACTION_ROLLBACK\0")
+}
+
 nonisolated extension Navigator_V1_Outcome: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0OUTCOME_UNSPECIFIED\0\u{1}OUTCOME_RESOLVED\0\u{1}OUTCOME_REFRESHED\0\u{1}OUTCOME_IGNORED\0\u{1}OUTCOME_PARKED\0\u{1}OUTCOME_REJECTED\0")
 }
 
+nonisolated extension Navigator_V1_RolloutPhase: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ROLLOUT_PHASE_NONE\0\u{1}ROLLOUT_PHASE_ROLLING\0\u{1}ROLLOUT_PHASE_PROMOTED\0\u{1}ROLLOUT_PHASE_ROLLED_BACK\0\u{1}ROLLOUT_PHASE_ENDED\0")
+}
+
 nonisolated extension Navigator_V1_RejectCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0\u{1}REJECT_CODE_MOVED\0\u{1}REJECT_CODE_APP_TOO_OLD\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REJECT_CODE_UNSPECIFIED\0\u{1}REJECT_CODE_MALFORMED\0\u{1}REJECT_CODE_BAD_FRAMES\0\u{1}REJECT_CODE_TOO_LARGE\0\u{1}REJECT_CODE_INVALID_SESSION\0\u{1}REJECT_CODE_SESSION_MISMATCH\0\u{1}REJECT_CODE_EMPTY_PATH\0\u{1}REJECT_CODE_UNKNOWN_SCREEN\0\u{1}REJECT_CODE_MISSING_INFO\0\u{1}REJECT_CODE_INVALID_INFO\0\u{1}REJECT_CODE_UNKNOWN_URL\0\u{1}REJECT_CODE_UNKNOWN_REQUEST\0\u{1}REJECT_CODE_EXPIRED\0\u{1}REJECT_CODE_INVALID_EVENT\0\u{1}REJECT_CODE_INVALID_ID\0\u{1}REJECT_CODE_OVERLOADED\0\u{1}REJECT_CODE_SHUTTING_DOWN\0\u{1}REJECT_CODE_INTERNAL\0\u{1}REJECT_CODE_PATH_TOO_LONG\0\u{1}REJECT_CODE_LIMIT_EXCEEDED\0\u{1}REJECT_CODE_STALE_EVENT\0\u{1}REJECT_CODE_UNAVAILABLE\0\u{1}REJECT_CODE_FORBIDDEN\0\u{1}REJECT_CODE_MOVED\0\u{1}REJECT_CODE_APP_TOO_OLD\0\u{1}REJECT_CODE_CONFLICT\0\u{1}REJECT_CODE_INVALID_REQUEST\0")
 }
 
 nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding {
@@ -1456,7 +1772,7 @@ nonisolated extension Navigator_V1_AuditKind: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{3}routes_impact\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}intent\0\u{3}client_event\0\u{1}snapshot\0\u{1}explain\0\u{1}stats\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{3}routes_impact\0\u{3}routes_rollout\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1582,6 +1898,19 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
           self.kind = .routesImpact(v)
         }
       }()
+      case 19: try {
+        var v: Navigator_V1_RoutesRolloutRequest?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .routesRollout(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .routesRollout(v)
+        }
+      }()
       default: break
       }
     }
@@ -1632,6 +1961,10 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
       guard case .routesImpact(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 18)
     }()
+    case .routesRollout?: try {
+      guard case .routesRollout(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 19)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1640,6 +1973,61 @@ nonisolated extension Navigator_V1_Request: SwiftProtobuf.Message, SwiftProtobuf
   public static func ==(lhs: Navigator_V1_Request, rhs: Navigator_V1_Request) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_RoutesRolloutRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoutesRolloutRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}action\0\u{1}yaml\0\u{1}source\0\u{3}share_percent\0\u{3}rollback_margin_percent\0\u{3}rollback_after_intents\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.yaml) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.sharePercent) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.rollbackMarginPercent) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.rollbackAfterIntents) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.action != .status {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 1)
+    }
+    if !self.yaml.isEmpty {
+      try visitor.visitSingularStringField(value: self.yaml, fieldNumber: 2)
+    }
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 3)
+    }
+    if self.sharePercent.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.sharePercent, fieldNumber: 4)
+    }
+    if self.rollbackMarginPercent.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.rollbackMarginPercent, fieldNumber: 5)
+    }
+    if self.rollbackAfterIntents != 0 {
+      try visitor.visitSingularUInt32Field(value: self.rollbackAfterIntents, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_RoutesRolloutRequest, rhs: Navigator_V1_RoutesRolloutRequest) -> Bool {
+    if lhs.action != rhs.action {return false}
+    if lhs.yaml != rhs.yaml {return false}
+    if lhs.source != rhs.source {return false}
+    if lhs.sharePercent != rhs.sharePercent {return false}
+    if lhs.rollbackMarginPercent != rhs.rollbackMarginPercent {return false}
+    if lhs.rollbackAfterIntents != rhs.rollbackAfterIntents {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1804,7 +2192,7 @@ nonisolated extension Navigator_V1_RoutesRequest: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Reply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{3}routes_impact\0\u{4}\u{9}explanation_steps\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{2}\u{9}resolved\0\u{1}ignored\0\u{1}parked\0\u{1}rejected\0\u{1}snapshot\0\u{1}explanation\0\u{1}stats\0\u{3}event_applied\0\u{1}routes\0\u{1}instances\0\u{3}routes_check\0\u{3}routes_impact\0\u{3}routes_rollout\0\u{4}\u{8}explanation_steps\0")
 
   fileprivate class _StorageClass {
     var _requestID: String = String()
@@ -1998,6 +2386,19 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
             _storage._kind = .routesImpact(v)
           }
         }()
+        case 22: try {
+          var v: Navigator_V1_Rollout?
+          var hadOneofValue = false
+          if let current = _storage._kind {
+            hadOneofValue = true
+            if case .routesRollout(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._kind = .routesRollout(v)
+          }
+        }()
         case 30: try { try decoder.decodeRepeatedMessageField(value: &_storage._explanationSteps) }()
         default: break
         }
@@ -2062,6 +2463,10 @@ nonisolated extension Navigator_V1_Reply: SwiftProtobuf.Message, SwiftProtobuf._
       case .routesImpact?: try {
         guard case .routesImpact(let v)? = _storage._kind else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      }()
+      case .routesRollout?: try {
+        guard case .routesRollout(let v)? = _storage._kind else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
       }()
       case nil: break
       }
@@ -2134,6 +2539,239 @@ nonisolated extension Navigator_V1_RoutesCheck: SwiftProtobuf.Message, SwiftProt
     if lhs.changes != rhs.changes {return false}
     if lhs.currentSource != rhs.currentSource {return false}
     if lhs.summary != rhs.summary {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_Rollout: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Rollout"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}phase\0\u{3}base_source\0\u{3}base_version\0\u{3}candidate_source\0\u{3}candidate_version\0\u{3}share_percent\0\u{3}rollback_margin_percent\0\u{3}rollback_after_intents\0\u{3}started_at_unix_nanos\0\u{3}changed_at_unix_nanos\0\u{1}note\0\u{1}maps\0\u{1}check\0\u{1}summary\0\u{1}revision\0")
+
+  fileprivate class _StorageClass {
+    var _phase: Navigator_V1_RolloutPhase = .none
+    var _baseSource: String = String()
+    var _baseVersion: String = String()
+    var _candidateSource: String = String()
+    var _candidateVersion: String = String()
+    var _sharePercent: Double = 0
+    var _rollbackMarginPercent: Double = 0
+    var _rollbackAfterIntents: UInt32 = 0
+    var _startedAtUnixNanos: Int64 = 0
+    var _changedAtUnixNanos: Int64 = 0
+    var _note: String = String()
+    var _maps: [Navigator_V1_MapFigures] = []
+    var _check: Navigator_V1_RoutesCheck? = nil
+    var _summary: String = String()
+    var _revision: Int64 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _phase = source._phase
+      _baseSource = source._baseSource
+      _baseVersion = source._baseVersion
+      _candidateSource = source._candidateSource
+      _candidateVersion = source._candidateVersion
+      _sharePercent = source._sharePercent
+      _rollbackMarginPercent = source._rollbackMarginPercent
+      _rollbackAfterIntents = source._rollbackAfterIntents
+      _startedAtUnixNanos = source._startedAtUnixNanos
+      _changedAtUnixNanos = source._changedAtUnixNanos
+      _note = source._note
+      _maps = source._maps
+      _check = source._check
+      _summary = source._summary
+      _revision = source._revision
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._phase) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._baseSource) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._baseVersion) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._candidateSource) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._candidateVersion) }()
+        case 6: try { try decoder.decodeSingularDoubleField(value: &_storage._sharePercent) }()
+        case 7: try { try decoder.decodeSingularDoubleField(value: &_storage._rollbackMarginPercent) }()
+        case 8: try { try decoder.decodeSingularUInt32Field(value: &_storage._rollbackAfterIntents) }()
+        case 9: try { try decoder.decodeSingularInt64Field(value: &_storage._startedAtUnixNanos) }()
+        case 10: try { try decoder.decodeSingularInt64Field(value: &_storage._changedAtUnixNanos) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._note) }()
+        case 12: try { try decoder.decodeRepeatedMessageField(value: &_storage._maps) }()
+        case 13: try { try decoder.decodeSingularMessageField(value: &_storage._check) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._summary) }()
+        case 15: try { try decoder.decodeSingularInt64Field(value: &_storage._revision) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._phase != .none {
+        try visitor.visitSingularEnumField(value: _storage._phase, fieldNumber: 1)
+      }
+      if !_storage._baseSource.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._baseSource, fieldNumber: 2)
+      }
+      if !_storage._baseVersion.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._baseVersion, fieldNumber: 3)
+      }
+      if !_storage._candidateSource.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._candidateSource, fieldNumber: 4)
+      }
+      if !_storage._candidateVersion.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._candidateVersion, fieldNumber: 5)
+      }
+      if _storage._sharePercent.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._sharePercent, fieldNumber: 6)
+      }
+      if _storage._rollbackMarginPercent.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._rollbackMarginPercent, fieldNumber: 7)
+      }
+      if _storage._rollbackAfterIntents != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._rollbackAfterIntents, fieldNumber: 8)
+      }
+      if _storage._startedAtUnixNanos != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._startedAtUnixNanos, fieldNumber: 9)
+      }
+      if _storage._changedAtUnixNanos != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._changedAtUnixNanos, fieldNumber: 10)
+      }
+      if !_storage._note.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._note, fieldNumber: 11)
+      }
+      if !_storage._maps.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._maps, fieldNumber: 12)
+      }
+      try { if let v = _storage._check {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
+      } }()
+      if !_storage._summary.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._summary, fieldNumber: 14)
+      }
+      if _storage._revision != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._revision, fieldNumber: 15)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_Rollout, rhs: Navigator_V1_Rollout) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._phase != rhs_storage._phase {return false}
+        if _storage._baseSource != rhs_storage._baseSource {return false}
+        if _storage._baseVersion != rhs_storage._baseVersion {return false}
+        if _storage._candidateSource != rhs_storage._candidateSource {return false}
+        if _storage._candidateVersion != rhs_storage._candidateVersion {return false}
+        if _storage._sharePercent != rhs_storage._sharePercent {return false}
+        if _storage._rollbackMarginPercent != rhs_storage._rollbackMarginPercent {return false}
+        if _storage._rollbackAfterIntents != rhs_storage._rollbackAfterIntents {return false}
+        if _storage._startedAtUnixNanos != rhs_storage._startedAtUnixNanos {return false}
+        if _storage._changedAtUnixNanos != rhs_storage._changedAtUnixNanos {return false}
+        if _storage._note != rhs_storage._note {return false}
+        if _storage._maps != rhs_storage._maps {return false}
+        if _storage._check != rhs_storage._check {return false}
+        if _storage._summary != rhs_storage._summary {return false}
+        if _storage._revision != rhs_storage._revision {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Navigator_V1_MapFigures: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MapFigures"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}version\0\u{1}role\0\u{1}intents\0\u{1}rejected\0\u{1}landed\0\u{3}not_landed\0\u{3}rejection_rate\0\u{3}landing_ratio\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.version) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.role) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.intents) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.rejected) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.landed) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.notLanded) }()
+      case 7: try { try decoder.decodeSingularDoubleField(value: &self.rejectionRate) }()
+      case 8: try { try decoder.decodeSingularDoubleField(value: &self.landingRatio) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.version.isEmpty {
+      try visitor.visitSingularStringField(value: self.version, fieldNumber: 1)
+    }
+    if !self.role.isEmpty {
+      try visitor.visitSingularStringField(value: self.role, fieldNumber: 2)
+    }
+    if self.intents != 0 {
+      try visitor.visitSingularUInt64Field(value: self.intents, fieldNumber: 3)
+    }
+    if self.rejected != 0 {
+      try visitor.visitSingularUInt64Field(value: self.rejected, fieldNumber: 4)
+    }
+    if self.landed != 0 {
+      try visitor.visitSingularUInt64Field(value: self.landed, fieldNumber: 5)
+    }
+    if self.notLanded != 0 {
+      try visitor.visitSingularUInt64Field(value: self.notLanded, fieldNumber: 6)
+    }
+    if self.rejectionRate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.rejectionRate, fieldNumber: 7)
+    }
+    if self.landingRatio.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.landingRatio, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Navigator_V1_MapFigures, rhs: Navigator_V1_MapFigures) -> Bool {
+    if lhs.version != rhs.version {return false}
+    if lhs.role != rhs.role {return false}
+    if lhs.intents != rhs.intents {return false}
+    if lhs.rejected != rhs.rejected {return false}
+    if lhs.landed != rhs.landed {return false}
+    if lhs.notLanded != rhs.notLanded {return false}
+    if lhs.rejectionRate != rhs.rejectionRate {return false}
+    if lhs.landingRatio != rhs.landingRatio {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3045,7 +3683,7 @@ nonisolated extension Navigator_V1_RouteMap: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AuditRecord"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0\u{1}traceparent\0\u{1}fallback\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}session\0\u{3}intent_id\0\u{1}source\0\u{1}outcome\0\u{1}seq\0\u{3}command_count\0\u{1}summary\0\u{3}reject_code\0\u{3}at_unix_nanos\0\u{1}client\0\u{1}traceparent\0\u{1}fallback\0\u{3}map_version\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3066,6 +3704,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
       case 11: try { try decoder.decodeSingularStringField(value: &self.client) }()
       case 12: try { try decoder.decodeSingularStringField(value: &self.traceparent) }()
       case 13: try { try decoder.decodeSingularStringField(value: &self.fallback) }()
+      case 14: try { try decoder.decodeSingularStringField(value: &self.mapVersion) }()
       default: break
       }
     }
@@ -3111,6 +3750,9 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if !self.fallback.isEmpty {
       try visitor.visitSingularStringField(value: self.fallback, fieldNumber: 13)
     }
+    if !self.mapVersion.isEmpty {
+      try visitor.visitSingularStringField(value: self.mapVersion, fieldNumber: 14)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3128,6 +3770,7 @@ nonisolated extension Navigator_V1_AuditRecord: SwiftProtobuf.Message, SwiftProt
     if lhs.client != rhs.client {return false}
     if lhs.traceparent != rhs.traceparent {return false}
     if lhs.fallback != rhs.fallback {return false}
+    if lhs.mapVersion != rhs.mapVersion {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -47,7 +47,8 @@ extension RequestsLoop {
             return
         }
         let record = store.read(wire.session)
-        let resolution = resolvers.resolver.explain(intent, in: record.state, now: WallClock.now())
+        let resolution = resolvers.snapshot.pick(intent.session).resolver.explain(
+            intent, in: record.state, now: WallClock.now())
         answer.explanationSteps = resolution.explanation.map(Navigator_V1_ExplanationStep.init)
         answer.explanation = .with {
             $0.outcome = Navigator_V1_Outcome(resolution.outcome)

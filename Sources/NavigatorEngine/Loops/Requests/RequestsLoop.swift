@@ -41,6 +41,8 @@ struct RequestsLoop: SocketLoop {
     /// checks and impact reports.
     let recorders: [FlightRecorder]
     let routeMapDesk: RouteMapDesk
+    /// The staged rollout of route maps (routes_rollout).
+    let rolloutKeeper: RolloutKeeper
     /// Rejections of forwarded intents that cannot be taken here go to the session's followers.
     let follows: SessionFollows
     let supervisor: Supervisor
@@ -402,11 +404,16 @@ struct RequestsLoop: SocketLoop {
             try onRouteMapDesk(requestID: request.requestID, routingID, delimited: delimited, sockets) { answer in
                 self.impact(candidate, into: &answer)
             }
+        case .routesRollout(let rollout):
+            let by = client.map { "client \($0)" } ?? "a routes_rollout request"
+            try onRouteMapDesk(requestID: request.requestID, routingID, delimited: delimited, sockets) { answer in
+                self.rollout(rollout, by: by, into: &answer)
+            }
         case nil:
             counters.refused(.unknownRequest, intent: false)
             answer.rejected = .rejection(
                 .unknownRequest,
-                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes, routes_check, routes_impact or instances"
+                "request has no kind this service knows; expected intent, client_event, snapshot, explain, stats, routes, routes_check, routes_impact, routes_rollout or instances"
             )
             try reply(answer, to: routingID, delimited: delimited, sockets)
         }
@@ -483,7 +490,7 @@ extension Navigator_V1_Request {
         case .intent(let intent): intent.session
         case .clientEvent(let event): event.session
         case .snapshot(let snapshot): snapshot.session
-        case .explain, .stats, .routes, .routesCheck, .routesImpact, .instances, nil: nil
+        case .explain, .stats, .routes, .routesCheck, .routesImpact, .routesRollout, .instances, nil: nil
         }
     }
 
@@ -503,7 +510,7 @@ extension Navigator_V1_Request {
         case .explain(let intent): .publish(session: intent.session)
         case .clientEvent(let event): .follow(session: event.session)
         case .snapshot(let snapshot): .follow(session: snapshot.session)
-        case .stats, .routes, .routesCheck, .routesImpact: .inspect
+        case .stats, .routes, .routesCheck, .routesImpact, .routesRollout: .inspect
         case .instances, nil: nil
         }
     }

@@ -9,16 +9,17 @@ extension WorkerLoop {
         state.parkedSessions.releaseSpareRoom()
         guard !state.parkedSessions.isEmpty else { return }
         let now = WallClock.now()
-        let resolver = state.resolver
         // Only sessions with an intent due (or too many parked) are touched.
         let due = state.parkedSessions.filter { $0.value <= now }.keys
         for session in due {
+            let (resolver, version) = state.maps.pick(session)
             let (expired, parked) = SessionWork.expire(session, store: store, resolver: resolver, now: now)
             state.noteParked(session, parked, limit: resolver.options.maxParked)
             for parked in expired {
                 let route = RouteMetrics.route(of: parked.intent, map: resolver.map)
-                counters.routes.count(.expired, route: route, source: counters.routes.source(of: parked.intent))
-                counters.routes.notLanded(route: route)
+                counters.routes.count(
+                    .expired, route: route, map: version, source: counters.routes.source(of: parked.intent))
+                counters.routes.notLanded(route: route, map: version)
                 counters.expired.add()
                 counters.refused(.expired, intent: false)  // counted as parked when it came
                 try publish(expired: parked, session: session, at: now, &state, sockets)

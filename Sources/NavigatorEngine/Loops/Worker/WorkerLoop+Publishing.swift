@@ -29,7 +29,7 @@ extension WorkerLoop {
             trace = IntentTrace.begin(intent, session: intent.session, taken: taken ?? started, tracer: tracer)
         }
         if let trace, let taken { trace.child("navigator.receive", from: taken, to: started) }
-        let resolver = state.resolver
+        let (resolver, version) = state.maps.pick(intent.session)
         let change = SessionWork.resolve(
             intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started,
             recording: recorder.capacity > 0)
@@ -43,10 +43,15 @@ extension WorkerLoop {
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         let published = resolvedAt..<WallClock.now()
-        account(change.resolution, own: change.own, source: counters.routes.source(of: intent), at: started, &state)
-        if let trace { self.trace(trace, change, resolved: started..<resolvedAt, published: published, &state) }
+        account(
+            change.resolution, own: change.own, source: counters.routes.source(of: intent), map: resolver.map,
+            version: version, at: started, &state)
+        if let trace {
+            self.trace(trace, change, map: resolver.map, resolved: started..<resolvedAt, published: published, &state)
+        }
         try sockets.publisher.audit(
-            Self.audit(change.resolution, .resolution, change.own, client: client), sentAt: intent.sentAt)
+            Self.audit(change.resolution, .resolution, change.own, client: client, map: version),
+            sentAt: intent.sentAt)
         try publish(
             released: change.resolution.released, change.releasedBatches, session: intent.session, client: client,
             published: published, &state, sockets)
@@ -57,13 +62,13 @@ extension WorkerLoop {
     /// published (its ack awaited in the landing book), parked (until released or expired), or
     /// settled (ignored, rejected) — and its persisting awaited by the write-behind.
     func trace(
-        _ trace: IntentTrace, _ change: SessionWork.IntentChange, resolved: Range<Int64>, published: Range<Int64>,
-        _ state: inout WorkerState
+        _ trace: IntentTrace, _ change: SessionWork.IntentChange, map: RouteMap, resolved: Range<Int64>,
+        published: Range<Int64>, _ state: inout WorkerState
     ) {
         let resolution = change.resolution
         let session = resolution.intent.session
         trace.resolved(
-            resolution, route: RouteMetrics.route(of: resolution.intent, map: state.resolver.map),
+            resolution, route: RouteMetrics.route(of: resolution.intent, map: map),
             from: resolved.lowerBound, to: resolved.upperBound)
         let now = published.upperBound
         switch resolution.outcome {
@@ -111,15 +116,16 @@ extension WorkerLoop {
     ) throws {
         guard !released.isEmpty else { return }
         let now = WallClock.now()
+        let (resolver, version) = state.maps.pick(session)  // what released them
         for (resolution, batch) in zip(released, batches) {
-            let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
+            let route = RouteMetrics.route(of: resolution.intent, map: resolver.map)
             let source = counters.routes.source(of: resolution.intent)
             // Released when the change was made, before its batches went out.
             let trace = releasedTrace(resolution.intent, session: session, at: published.lowerBound, &state)
             if case .rejected(let error) = resolution.outcome {
                 // Counted once as parked when it came; now refused, not rejected a second time.
-                counters.routes.count(.refused, route: route, source: source, code: error.code.rawValue)
-                counters.routes.notLanded(route: route)
+                counters.routes.count(.refused, route: route, map: version, source: source, code: error.code.rawValue)
+                counters.routes.notLanded(route: route, map: version)
                 let code = Navigator_V1_RejectCode(error.code)
                 counters.refused(code, intent: false)  // counted as parked when it came
                 trace?.settle(at: published.lowerBound, landed: false, outcome: "refused", failure: error.message)
@@ -128,13 +134,14 @@ extension WorkerLoop {
                     message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
             } else {
                 counters.released.add()  // its own outcome was counted when it parked
-                counters.routes.count(.released, route: route, source: source)
+                counters.routes.count(.released, route: route, map: version, source: source)
                 trace?.endWaiting(at: published.lowerBound, ["navigator.park.result": "released"])
                 if let batch {
                     let origin = Self.origin(resolution.intent.sentAt, now: now)
                     counters.routes.published(route: route, after: now - origin)
                     state.landings.published(
-                        session: session, seq: batch.seq, route: route, origin: origin, metrics: counters.routes)
+                        session: session, seq: batch.seq, route: route, map: version, origin: origin,
+                        metrics: counters.routes)
                     if let trace {
                         trace.published(
                             seq: batch.seq, commands: batch.commands.count, from: published.lowerBound,
@@ -142,7 +149,7 @@ extension WorkerLoop {
                         state.landings.trace(trace, session: session, seq: batch.seq)
                     }
                 } else if resolution.explanation.last(where: \.decisive)?.step == .alreadyShown {
-                    counters.routes.landed(route: route, after: nil)  // released onto a screen already shown
+                    counters.routes.landed(route: route, map: version, after: nil)  // onto a screen already shown
                     trace?.settle(at: now, landed: true, outcome: "released")
                 } else {
                     trace?.settle(at: now, landed: false, outcome: "released")
@@ -150,7 +157,7 @@ extension WorkerLoop {
             }
             if let trace { persistence.traced?.changed(session, by: trace, at: published.lowerBound) }
             try sockets.publisher.audit(
-                Self.audit(resolution, .release, batch, client: client), sentAt: resolution.intent.sentAt)
+                Self.audit(resolution, .release, batch, client: client, map: version), sentAt: resolution.intent.sentAt)
         }
     }
 
@@ -166,7 +173,8 @@ extension WorkerLoop {
             let trace = IntentTrace.begin(intent, session: session, taken: now, tracer: tracer)
         else { return nil }
         trace.span.attributes["navigator.resumed"] = true
-        trace.span.attributes["navigator.route"] = RouteMetrics.route(of: intent, map: state.resolver.map)
+        trace.span.attributes["navigator.route"] = RouteMetrics.route(
+            of: intent, map: state.maps.pick(session).resolver.map)
         trace.span.attributes["navigator.outcome"] = "parked"
         return trace
     }
@@ -188,33 +196,38 @@ extension WorkerLoop {
 
     /// Counts an intent's outcome by route and source, and books its batch until a shell
     /// acknowledges it (``LandingBook``). `now`: when the intent was taken.
-    func account(_ resolution: Resolution, own: Batch?, source: String, at now: Int64, _ state: inout WorkerState) {
+    /// `map` and `version`: the route map that decided.
+    func account(
+        _ resolution: Resolution, own: Batch?, source: String, map: RouteMap, version: String, at now: Int64,
+        _ state: inout WorkerState
+    ) {
         let routes = counters.routes
-        let route = RouteMetrics.route(of: resolution.intent, map: state.resolver.map)
+        let route = RouteMetrics.route(of: resolution.intent, map: map)
         switch resolution.outcome {
         case .resolved, .refreshed:
             if case .refreshed = resolution.outcome {
-                routes.count(.refreshed, route: route, source: source)
+                routes.count(.refreshed, route: route, map: version, source: source)
             } else {
-                routes.count(.resolved, route: route, source: source)
+                routes.count(.resolved, route: route, map: version, source: source)
             }
             if let own {
                 let origin = Self.origin(resolution.intent.sentAt, now: now)
                 routes.published(route: route, after: WallClock.now() - origin)  // published just now
                 state.landings.published(
-                    session: resolution.intent.session, seq: own.seq, route: route, origin: origin, metrics: routes)
+                    session: resolution.intent.session, seq: own.seq, route: route, map: version, origin: origin,
+                    metrics: routes)
             }
         case .ignored:
-            routes.count(.ignored, route: route, source: source)
+            routes.count(.ignored, route: route, map: version, source: source)
             // Already shown: the user is there. (A duplicate was settled when it first came.)
             if resolution.explanation.last(where: \.decisive)?.step == .alreadyShown {
-                routes.landed(route: route, after: nil)
+                routes.landed(route: route, map: version, after: nil)
             }
         case .parked:
-            routes.count(.parked, route: route, source: source)  // settled when released or expired
+            routes.count(.parked, route: route, map: version, source: source)  // settled when released or expired
         case .rejected(let error):
-            routes.count(.rejected, route: route, source: source, code: error.code.rawValue)
-            routes.notLanded(route: route)
+            routes.count(.rejected, route: route, map: version, source: source, code: error.code.rawValue)
+            routes.notLanded(route: route, map: version)
         }
     }
 
@@ -229,7 +242,7 @@ extension WorkerLoop {
     /// of the intent or event that released it).
     static func audit(
         _ resolution: Resolution, _ kind: Navigator_V1_AuditKind, _ batch: Batch?,
-        client: String
+        client: String, map version: String
     ) -> Navigator_V1_AuditRecord {
         var record = Navigator_V1_AuditRecord()
         record.client = client
@@ -243,6 +256,7 @@ extension WorkerLoop {
         record.summary = resolution.summary
         record.traceparent = resolution.intent.traceparent
         record.fallback = resolution.fallback ?? ""
+        record.mapVersion = version
         if case .rejected(let error) = resolution.outcome { record.rejectCode = Navigator_V1_RejectCode(error.code) }
         record.atUnixNanos = WallClock.now()
         return record
@@ -285,6 +299,7 @@ extension WorkerLoop {
         record.rejectCode = .expired
         record.summary = message
         record.traceparent = parked.intent.traceparent
+        record.mapVersion = state.maps.pick(session).version
         record.atUnixNanos = now
         try sockets.publisher.audit(record, sentAt: parked.intent.sentAt)
         releasedTrace(parked.intent, session: session, at: now, &state)?

@@ -106,7 +106,7 @@ extension WorkerLoop {
             reply.rejected = .rejection(error)
             return
         }
-        let resolver = state.resolver
+        let resolver = state.maps.pick(wire.session).resolver
         let change = SessionWork.apply(
             event, session: wire.session, lastSeq: wire.lastSeq, epoch: wire.epoch, store: store, resolver: resolver,
             maxSessions: maxSessions, now: WallClock.now())

@@ -67,7 +67,7 @@ struct WorkerLoop: SocketLoop {
     func run(_ sockets: Sockets) throws {
         let initial = resolvers.snapshot
         var state = WorkerState(
-            resolver: initial.resolver, generation: initial.generation,
+            maps: initial,
             traceBudget: TraceBudget(perSecond: max(1, maxTracedIntentsPerSecond / max(1, workers))))
         // Sessions of this shard with parked intents, for the expiry pass (due at once: their
         // times are read when the pass unpacks them).
@@ -106,11 +106,7 @@ struct WorkerLoop: SocketLoop {
                 if backlog { wait = min(wait, 1_000_000) }  // offer the waiting bundles again soon
                 try poller.poll(timeout: .nanoseconds(wait))
                 try supervisor.checkInjected(name)
-                if resolvers.generation != state.generation {
-                    let latest = resolvers.snapshot
-                    state.resolver = latest.resolver
-                    state.generation = latest.generation
-                }
+                if resolvers.generation != state.maps.generation { state.maps = resolvers.snapshot }
                 if let intake, let open = taking {
                     func local(_ session: String, _ frame: Message, _ payload: Message, _ client: String) throws {
                         counters.handled[index].add()
@@ -169,8 +165,9 @@ struct WorkerLoop: SocketLoop {
     static let expiryInterval: Int64 = 100_000_000
 
     struct WorkerState {
-        var resolver: Resolver
-        var generation: Int
+        /// The route maps: the one in use, and a rollout's candidate for its share of sessions
+        /// (``ResolverHolder/Snapshot/pick(_:)``).
+        var maps: ResolverHolder.Snapshot
         /// Sessions with parked intents, and when the first of them is due to expire (unix ns;
         /// 0: at the next pass, for a session over its limit of parked intents).
         var parkedSessions: [String: Int64] = [:]

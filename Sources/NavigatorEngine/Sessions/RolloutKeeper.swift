@@ -1,0 +1,359 @@
+import Locking
+import Logging
+import NavigatorCore
+import NavigatorStore
+import NavigatorYAML
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A staged rollout of a route map: a candidate for a share of the sessions (chosen by
+/// ``RouteMapVersion/bucket(of:salt:)``, the same everywhere), then promoted to every session or
+/// rolled back. The rollout is one row of the store (``StoredRollout``): kept across restarts,
+/// and with several instances on PostgreSQL shared by all of them — each follows the row within
+/// a round (``interval``), so they all apply the same split.
+///
+/// Its thread (`nav-rollout`) follows the row, writes what a reload ended, and rolls back
+/// automatically when the candidate's rejection rate exceeds the map in use's by the margin.
+/// Changes asked for (``change(_:)``) are made on the route map desk's thread; one at a time on
+/// this instance (`serial`), and between instances by the row's revision.
+final class RolloutKeeper: Sendable {
+    let holder: ResolverHolder
+    let database: any StateDatabase
+    let metrics: RouteMetrics
+    let instance: String
+    /// Several instances: the row is read every round (others may change it).
+    let shared: Bool
+    let logger: Logger
+    /// Rollouts a reload ended, still to be written.
+    private let ended = Locked<StoredRollout?>(nil)
+    private let serial = Mutex(())
+    private let stopping = Atomic<Bool>(false)
+    private let thread = Locked<DedicatedThread?>(nil)
+
+    static let interval = Duration.seconds(1)
+    /// The most YAML nodes a candidate may make (aliases expanded), as for routes_check.
+    static let candidateNodes = 50_000
+    static let defaultRollbackAfter = 1_000
+
+    init(
+        holder: ResolverHolder, database: any StateDatabase, metrics: RouteMetrics, instance: String, shared: Bool,
+        logger: Logger
+    ) {
+        self.holder = holder
+        self.database = database
+        self.metrics = metrics
+        self.instance = instance
+        self.shared = shared
+        self.logger = logger
+    }
+
+    // MARK: What can be asked
+
+    enum Action {
+        case start(yaml: String, source: String, share: Int, rollbackMargin: Int, rollbackAfter: Int)
+        case promote
+        case rollback
+    }
+
+    /// A change that cannot be made, with why (a CONFLICT, or UNAVAILABLE when the store fails).
+    struct Refusal: Error {
+        enum Kind { case conflict, unavailable }
+        let kind: Kind
+        let message: String
+    }
+
+    /// Starts, promotes or rolls back the rollout: written to the store first (refused if
+    /// another change came first), then followed here at once. `by` names who asked, for the
+    /// note. The candidate of a start is checked by the caller (routes_check).
+    func change(_ action: Action, candidate: ResolverHolder.Loaded?, by: String) throws(Refusal) -> StoredRollout {
+        try serial.withLock { _ throws(Refusal) in
+            let current = try read()
+            let now = WallClock.now()
+            var next: StoredRollout
+            switch action {
+            case .start(let yaml, let source, let share, let margin, let after):
+                if let current, current.phase == .rolling {
+                    throw Refusal(
+                        kind: .conflict,
+                        message:
+                            "a rollout is under way already: \(current.version) (\(current.source)) for \(Self.percent(current.share)) of sessions since \(TimeText.iso8601(current.startedAt)); expected it promoted or rolled back first"
+                    )
+                }
+                let file = holder.file
+                if let current, current.phase == .promoted, current.version != file.version {
+                    throw Refusal(
+                        kind: .conflict,
+                        message:
+                            "the map in use is \(current.version) (\(current.source)), promoted by the last rollout, and the route map file still has \(file.version) (\(file.source)); expected the promoted map put into the file and a reload (SIGHUP) before the next rollout"
+                    )
+                }
+                guard let candidate else {
+                    throw Refusal(kind: .conflict, message: "the candidate did not load")
+                }
+                if candidate.version == file.version {
+                    throw Refusal(
+                        kind: .conflict,
+                        message:
+                            "the candidate is the map in use (version \(file.version), \(file.source)); expected a map that differs from it"
+                    )
+                }
+                next = StoredRollout(
+                    phase: .rolling, yaml: yaml, source: source, version: candidate.version,
+                    baseVersion: file.version, baseSource: file.source, share: share, rollbackMargin: margin,
+                    rollbackAfter: after, startedAt: now, changedAt: now,
+                    note: "started by \(by) on instance \(instance)")
+            case .promote, .rollback:
+                let promote = if case .promote = action { true } else { false }
+                guard var rolling = current, rolling.phase == .rolling else {
+                    throw Refusal(
+                        kind: .conflict,
+                        message:
+                            "no rollout is under way to \(promote ? "promote" : "roll back")\(current.map { " (the last one, \($0.version), is \($0.phase.rawValue))" } ?? ""); expected one started with routes_rollout START (navctl routes rollout FILE --share N)"
+                    )
+                }
+                rolling.phase = promote ? .promoted : .rolledBack
+                rolling.changedAt = now
+                rolling.note = "\(promote ? "promoted" : "rolled back") by \(by) on instance \(instance)"
+                next = rolling
+            }
+            let stored = try write(next, expected: current?.revision ?? 0)
+            take(stored, candidate: candidate)
+            return stored
+        }
+    }
+
+    /// The rollout as this instance follows it (nil: none since it started).
+    var following: ResolverHolder.Following? { holder.rollout }
+
+    // MARK: The thread
+
+    /// Takes up the stored rollout (at start, before any worker runs): a restart keeps the split.
+    func restore() throws {
+        guard let stored = try database.rollout() else { return }
+        serial.withLock { _ in take(stored, candidate: nil) }
+        settlePromoted()
+    }
+
+    func start() {
+        let thread = DedicatedThread(name: "nav-rollout") { [self] in
+            while !stopping.load(ordering: .acquiring) {
+                let next = ContinuousClock.now + Self.interval
+                round()
+                while !stopping.load(ordering: .acquiring), ContinuousClock.now < next {
+                    Self.pause(min(next - ContinuousClock.now, .milliseconds(250)))
+                }
+            }
+        }
+        self.thread.withLock { $0 = thread }
+    }
+
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        let thread = self.thread.withLock { thread in
+            defer { thread = nil }
+            return thread
+        }
+        thread?.join()
+        round()  // a reload's end, still to be written
+    }
+
+    /// A reload ended `rollout` (``ResolverHolder/reload(_:now:note:)`` marked it so here): the
+    /// store is told at the next round, off the caller's thread.
+    func reloadEnded(_ rollout: StoredRollout) { ended.withLock { $0 = rollout } }
+
+    /// One round: what a reload ended is written; the row is followed (several instances); the
+    /// candidate is rolled back if its rejection rate says so.
+    func round() {
+        serial.withLock { _ in
+            do {
+                if let end = ended.withLock({ $0 }) {
+                    // Written over whatever revision is stored: a reload replaces everywhere.
+                    let current = try database.rollout()
+                    if let current, current.phase == .rolling || current.phase == .promoted {
+                        var end = end
+                        end.revision = current.revision
+                        if let revision = try database.storeRollout(end, expected: current.revision) {
+                            end.revision = revision
+                            take(end, candidate: nil)
+                        }
+                    }
+                    ended.withLock { $0 = nil }
+                }
+                if shared, let stored = try database.rollout(), stored.revision != holder.rollout?.stored.revision {
+                    take(stored, candidate: nil)
+                }
+                try rollBackIfWorse()
+            } catch {
+                logger.error(
+                    "the route map rollout could not be read or written; trying again",
+                    metadata: ["store": "\(database.location)", "error": "\(error)"])
+            }
+        }
+        settlePromoted()
+    }
+
+    /// A promoted map that the file now has (put there, then reloaded or restarted): the
+    /// rollout is over.
+    private func settlePromoted() {
+        guard let following = holder.rollout, following.stored.phase == .promoted,
+            following.stored.version == holder.file.version
+        else { return }
+        serial.withLock { _ in
+            var end = following.stored
+            end.phase = .ended
+            end.changedAt = WallClock.now()
+            end.note = "the route map file (\(holder.file.source)) has the promoted map now"
+            if let revision = try? database.storeRollout(end, expected: following.stored.revision) {
+                end.revision = revision
+                take(end, candidate: nil)
+            }
+        }
+    }
+
+    // MARK: Automatic rollback
+
+    /// The figures of the map in use and the candidate since this instance took the rollout up.
+    func figures(_ following: ResolverHolder.Following) -> (base: RouteMetrics.Tally, candidate: RouteMetrics.Tally) {
+        let now = metrics.mapTallies
+        func since(_ version: String) -> RouteMetrics.Tally {
+            var tally = now[version] ?? RouteMetrics.Tally()
+            let before = following.baseline[version] ?? RouteMetrics.Tally()
+            for (outcome, count) in before.intents {
+                tally.intents[outcome, default: 0] -= min(count, tally.intents[outcome] ?? 0)
+            }
+            tally.landed -= min(before.landed, tally.landed)
+            tally.notLanded -= min(before.notLanded, tally.notLanded)
+            return tally
+        }
+        return (since(following.stored.baseVersion), since(following.stored.version))
+    }
+
+    /// Intents as they came (each once: released, expired and refused are later fates).
+    static func arrived(_ tally: RouteMetrics.Tally) -> UInt64 {
+        [.resolved, .refreshed, .ignored, .parked, .rejected].reduce(0) { $0 + (tally.intents[$1] ?? 0) }
+    }
+
+    static func rejectionRate(_ tally: RouteMetrics.Tally) -> Double {
+        let intents = arrived(tally)
+        return intents == 0 ? 0 : Double(tally.intents[.rejected] ?? 0) / Double(intents)
+    }
+
+    private func rollBackIfWorse() throws {
+        guard let following = holder.rollout, following.stored.phase == .rolling, following.stored.rollbackMargin > 0,
+            following.candidate != nil
+        else { return }
+        let (base, candidate) = figures(following)
+        let intents = Self.arrived(candidate)
+        guard intents >= UInt64(following.stored.rollbackAfter) else { return }
+        let (candidateRate, baseRate) = (Self.rejectionRate(candidate), Self.rejectionRate(base))
+        guard (candidateRate - baseRate) * 10_000 > Double(following.stored.rollbackMargin) else { return }
+        var rolledBack = following.stored
+        rolledBack.phase = .rolledBack
+        rolledBack.changedAt = WallClock.now()
+        rolledBack.note =
+            "rolled back automatically on instance \(instance): the candidate rejected \(Self.percent(candidateRate)) of \(intents) intents, the map in use \(Self.percent(baseRate)) of \(Self.arrived(base)), more than the margin of \(Self.percent(following.stored.rollbackMargin).dropLast()) percentage points"
+        guard let revision = try database.storeRollout(rolledBack, expected: following.stored.revision) else {
+            return  // another change came first: the next round follows it
+        }
+        rolledBack.revision = revision
+        take(rolledBack, candidate: nil, level: .warning)
+    }
+
+    // MARK: Following
+
+    /// Reads the row; a store that fails is UNAVAILABLE.
+    private func read() throws(Refusal) -> StoredRollout? {
+        do {
+            return try database.rollout()
+        } catch {
+            throw Refusal(kind: .unavailable, message: "the rollout could not be read from \(database.kind): \(error)")
+        }
+    }
+
+    private func write(_ rollout: StoredRollout, expected: Int64) throws(Refusal) -> StoredRollout {
+        let revision: Int64?
+        do {
+            revision = try database.storeRollout(rollout, expected: expected)
+        } catch {
+            throw Refusal(kind: .unavailable, message: "the rollout could not be written to \(database.kind): \(error)")
+        }
+        guard let revision else {
+            throw Refusal(
+                kind: .conflict,
+                message:
+                    "another instance changed the rollout meanwhile; expected the request made again on what it is now")
+        }
+        var written = rollout
+        written.revision = revision
+        return written
+    }
+
+    /// Follows `stored`, loading its candidate unless given (or not needed), and logs the change.
+    private func take(_ stored: StoredRollout, candidate given: ResolverHolder.Loaded?, level: Logger.Level = .notice) {
+        var candidate = given
+        var failure: String?
+        let needed = stored.phase == .rolling || stored.phase == .promoted
+        if needed, candidate == nil {
+            if let kept = holder.rollout?.candidate, kept.version == stored.version {
+                candidate = kept
+            } else {
+                do {
+                    candidate = try Self.load(stored.yaml, source: stored.source, options: holder.file.resolver.options)
+                } catch {
+                    failure = "\(error)"
+                }
+            }
+        }
+        let previous = holder.rollout?.stored
+        holder.follow(stored, candidate: needed ? candidate : nil, failure: failure, baseline: metrics.mapTallies)
+        guard previous?.revision != stored.revision else { return }
+        if let failure {
+            logger.critical(
+                "the route map rollout's candidate does not load on this instance; its sessions resolve with the map in use",
+                metadata: ["candidate": "\(stored.version)", "source": "\(stored.source)", "error": "\(failure)"])
+        } else {
+            logger.log(
+                level: level, "route map rollout \(stored.phase.rawValue)",
+                metadata: [
+                    "candidate": "\(stored.version)", "source": "\(stored.source)",
+                    "share": "\(Self.percent(stored.share))",
+                    "revision": "\(stored.revision)", "note": "\(stored.note)",
+                ])
+        }
+    }
+
+    /// A candidate map from its text, as a reload would load it (bounded as routes_check is).
+    static func load(_ yaml: String, source: String, options: Resolver.Options) throws -> ResolverHolder.Loaded {
+        let map = try RouteMapYAML.load(yaml, source: source, maxNodes: candidateNodes)
+        return ResolverHolder.Loaded(
+            resolver: try Resolver(map: map, options: options), source: source, version: RouteMapVersion.of(text: yaml))
+    }
+
+    /// Basis points as a percentage: "10%", "2.5%".
+    static func percent(_ basisPoints: Int) -> String {
+        let whole = basisPoints / 100
+        let hundredths = basisPoints % 100
+        guard hundredths != 0 else { return "\(whole)%" }
+        let decimals =
+            hundredths % 10 == 0 ? "\(hundredths / 10)" : (hundredths < 10 ? "0\(hundredths)" : "\(hundredths)")
+        return "\(whole).\(decimals)%"
+    }
+
+    /// A rate (0 to 1) as a percentage to one decimal: "34.0%".
+    static func percent(_ rate: Double) -> String {
+        let tenths = Int((rate * 1000).rounded())
+        return "\(tenths / 10).\(tenths % 10)%"
+    }
+
+    private static func pause(_ duration: Duration) {
+        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        _ = nanosleep(&request, nil)
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import NavigatorCore
+import NavigatorStore
+import NavigatorTestSupport
+import NavigatorWire
+import Testing
+import ZeroMQ
+
+@testable import NavigatorEngine
+@testable import navigatord
+
+/// Staged rollouts of a route map (issue 33): the split by a stable hash, kept across restarts
+/// and shared by instances; promote, rollback, reload; the automatic rollback.
+@Suite("Route map rollouts")
+struct RolloutTests {
+    /// deploy/routes.example.yaml as the map in use, and as the candidate without `mediaViewer`:
+    /// an intent for it tells which map decided (the candidate refuses it UNKNOWN_SCREEN).
+    static func maps(in directory: URL) throws -> (routes: String, candidate: String) {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("deploy/routes.example.yaml")
+        let text = try String(contentsOf: example, encoding: .utf8)
+        let start = try #require(text.range(of: "  mediaViewer:\n"))
+        let end = try #require(text.range(of: "  reactions:\n"))
+        let path = directory.appendingPathComponent("routes.yaml").path
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return (path, text.replacingCharacters(in: start.lowerBound..<end.lowerBound, with: ""))
+    }
+
+    static let sessions = (0..<10_000).map { "s\($0)" }
+
+    /// The sessions a rollout of `candidate` gives it at `percent` (what every instance computes).
+    static func chosen(_ candidate: String, percent: Int) -> Set<String> {
+        let version = RouteMapVersion.of(text: candidate)
+        return Set(sessions.filter { RouteMapVersion.bucket(of: $0, salt: version) < percent * 100 })
+    }
+
+    static func startBody(_ candidate: String, share: Double, extra: String = "") throws -> String {
+        let yaml = String(decoding: try JSONEncoder().encode(candidate), as: UTF8.self)
+        return #"{"yaml":\#(yaml),"source":"candidate.yaml","sharePercent":\#(share)\#(extra)}"#
+    }
+
+    static func mediaViewer(_ id: String, session: String) -> Navigator_V1_Intent {
+        wireIntent(id, [ScreenContext("mediaViewer", ["mediaId": "m"])], session: session)
+    }
+
+    /// The sessions of the rejections `subscribers` get until `count` have come (bounded by
+    /// their receive timeouts), then whatever else is there already.
+    static func rejectedSessions(_ subscribers: [Socket], count: Int) throws -> Set<String> {
+        var sessions = Set<String>()
+        var frames: [Message] = []
+        let deadline = ContinuousClock.now + .seconds(60)
+        while sessions.count < count, ContinuousClock.now < deadline {
+            var any = false
+            for subscriber in subscribers {
+                while let received = try subscriber.receiveMultipart(into: &frames, wait: false), received > 0 {
+                    any = true
+                    if let parsed = Topic.parse(frames[0].string), parsed.kind == .rejection {
+                        sessions.insert(parsed.session)
+                    }
+                }
+            }
+            if !any { Thread.sleep(forTimeInterval: 0.005) }
+        }
+        return sessions
+    }
+
+    static func status(_ address: String) throws -> Navigator_V1_Rollout {
+        try api(address, "GET", "/v1/routes/rollout").reply.routesRollout
+    }
+
+    /// Waits until the instances' figures count `total` intents in all (both maps).
+    static func waitForIntents(_ addresses: [String], total: UInt64) async throws -> [Navigator_V1_Rollout] {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let statuses = try await onThread { try addresses.map { try status($0) } }
+            let counted = statuses.flatMap(\.maps).reduce(0) { $0 + $1.intents }
+            if counted >= total { return statuses }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("the instances counted \(counted) of \(total) intents: \(statuses)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    @Test(
+        "a 10% rollout over 10,000 sessions: the share within 1%, the same sessions after a restart; promote; a reload ends it"
+    )
+    func split() async throws {
+        let directory = temporaryDirectory("navroll")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (routes, candidate) = try Self.maps(in: directory)
+        let data = directory.appendingPathComponent("data")
+        let configure: @Sendable (inout NavigatordConfiguration) -> Void = { $0.engine.routeMapPath = routes }
+        let chosen = Self.chosen(candidate, percent: 10)
+        // The hash spreads: 10% of 10,000 within 100 either way (it is 3.3 standard deviations).
+        #expect(abs(chosen.count - 1_000) <= 100, "\(chosen.count) of 10,000 sessions chosen")
+        let version = RouteMapVersion.of(text: candidate)
+
+        for run in 0..<2 {
+            try await withNavigatord(dataDirectory: data, configure) { server, endpoints in
+                let address = try #require(server.httpAddress)
+                let (rejected, status) = try await onThread {
+                    let client = try Client(endpoints)
+                    if run == 0 {
+                        // Refusals first: nothing to promote; a share out of range.
+                        let promote = try api(address, "POST", "/v1/routes/rollout/promote")
+                        #expect(promote.status == 409 && promote.reply.rejected.code == .conflict)
+                        #expect(promote.reply.rejected.message.hasPrefix("no rollout is under way to promote"))
+                        let share = try api(
+                            address, "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 0))
+                        #expect(share.status == 400 && share.reply.rejected.code == .invalidRequest)
+                        let started = try api(
+                            address, "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 10))
+                        #expect(started.status == 200, "\(started.reply)")
+                        #expect(started.reply.routesRollout.phase == .rolling)
+                        #expect(started.reply.routesRollout.candidateVersion == version)
+                        let again = try api(
+                            address, "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 20))
+                        #expect(
+                            again.status == 409
+                                && again.reply.rejected.message.hasPrefix("a rollout is under way already"))
+                    } else {
+                        #expect(try Self.status(address).phase == .rolling)  // kept across the restart
+                    }
+                    let subscriber = try client.subscribe("r/")
+                    for session in Self.sessions {
+                        try client.send(Self.mediaViewer("m\(run)-\(session)", session: session), session: session)
+                    }
+                    return (try Self.rejectedSessions([subscriber], count: chosen.count), try Self.status(address))
+                }
+                #expect(rejected == chosen, "\(rejected.symmetricDifference(chosen).count) sessions differ")
+                let figures = try await Self.waitForIntents([address], total: 10_000)[0].maps
+                #expect(figures.map(\.role) == ["in use", "candidate"])
+                #expect(figures[1].version == version && figures[1].intents == UInt64(chosen.count))
+                #expect(figures[1].rejected == UInt64(chosen.count) && figures[1].rejectionRate == 1)
+                #expect(figures[0].intents == UInt64(10_000 - chosen.count) && figures[0].rejected == 0)
+                #expect(status.summary.hasPrefix("candidate \(version) (candidate.yaml) for 10% of sessions"))
+
+                guard run == 1 else { return }
+                // Promoted: every session resolves with the candidate; a reload ends it.
+                try await onThread {
+                    let promoted = try api(address, "POST", "/v1/routes/rollout/promote")
+                    #expect(promoted.reply.routesRollout.phase == .promoted, "\(promoted.reply)")
+                    let outside = try #require(Self.sessions.first { !chosen.contains($0) })
+                    let refused = try api(
+                        address, "POST", "/v1/intents?wait=true",
+                        body:
+                            #"{"id":"p1","session":"\#(outside)","path":[{"screen":"mediaViewer","info":{"mediaId":"m"}}]}"#
+                    )
+                    #expect(refused.reply.rejected.code == .unknownScreen, "\(refused.reply)")
+                }
+                try server.engine.reloadRouteMap()
+                try await onThread {
+                    let ended = try Self.status(address)
+                    #expect(ended.phase == .ended && ended.note.hasPrefix("ended by a reload (SIGHUP)"), "\(ended)")
+                    let inside = try #require(chosen.first)
+                    let shown = try api(
+                        address, "POST", "/v1/intents?wait=true",
+                        body:
+                            #"{"id":"p2","session":"\#(inside)","path":[{"screen":"mediaViewer","info":{"mediaId":"m"}}]}"#
+                    )
+                    #expect(shown.status == 200 && shown.reply.resolved.batch.seq > 0, "\(shown.reply)")
+                }
+            }
+        }
+    }
+
+    @Test("a candidate that rejects more than the margin allows is rolled back by itself")
+    func automaticRollback() async throws {
+        let directory = temporaryDirectory("navrollback")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (routes, candidate) = try Self.maps(in: directory)
+        let configure: @Sendable (inout NavigatordConfiguration) -> Void = { $0.engine.routeMapPath = routes }
+        try await withNavigatord(configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                let started = try api(
+                    address, "POST", "/v1/routes/rollout",
+                    body: try Self.startBody(
+                        candidate, share: 50, extra: #","rollbackMarginPercent":5,"rollbackAfterIntents":50"#))
+                #expect(started.reply.routesRollout.phase == .rolling, "\(started.reply)")
+                let client = try Client(endpoints)
+                for session in Self.sessions.prefix(400) {
+                    try client.send(Self.mediaViewer("a-\(session)", session: session), session: session)
+                }
+            }
+            let deadline = ContinuousClock.now + .seconds(30)
+            var status = try await onThread { try Self.status(address) }
+            while status.phase == .rolling, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                status = try await onThread { try Self.status(address) }
+            }
+            #expect(status.phase == .rolledBack, "\(status)")
+            #expect(status.note.hasPrefix("rolled back automatically on instance"), "\(status.note)")
+            #expect(status.note.contains("more than the margin of 5 percentage points"), "\(status.note)")
+            // Every session resolves with the map in use again.
+            let inside = try #require(Self.chosen(candidate, percent: 50).first)
+            let shown = try await onThread {
+                try api(
+                    address, "POST", "/v1/intents?wait=true",
+                    body:
+                        #"{"id":"after","session":"\#(inside)","path":[{"screen":"mediaViewer","info":{"mediaId":"m"}}]}"#
+                )
+            }
+            #expect(shown.status == 200, "\(shown.reply)")
+        }
+    }
+
+    @Test(
+        "three instances on PostgreSQL apply the same split; a rollback on one reaches the others",
+        .enabled(if: TestPostgres.enabled))
+    func acrossInstances() async throws {
+        let directory = temporaryDirectory("navrollpg")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (routes, candidate) = try Self.maps(in: directory)
+        let chosen = Self.chosen(candidate, percent: 10)
+        try await TestPostgres.withDatabase { url in
+            let configure: (inout NavigatordConfiguration) -> Void = {
+                $0.engine.routeMapPath = routes
+                $0.engine.leaseSeconds = 2
+            }
+            try await withNavigatords(["a", "b", "c"], url: url, configure) { navigators in
+                let engines = navigators.map(\.engine)
+                let addresses = try navigators.map { try #require($0.httpAddress) }
+                // Every partition served, by all three.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while engines.map({ $0.store.ownership!.served.count }).reduce(0, +) != 256
+                    || engines.contains(where: { $0.store.ownership!.served.isEmpty })
+                {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the partitions were not split") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let started = try await onThread {
+                    try api(addresses[1], "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 10))
+                }
+                #expect(started.reply.routesRollout.phase == .rolling, "\(started.reply)")
+                // The others follow the row within a round.
+                while try await onThread({ try addresses.map { try Self.status($0).phase } }) != [
+                    .rolling, .rolling, .rolling,
+                ] {
+                    guard ContinuousClock.now < deadline + .seconds(10) else {
+                        throw TestFailure("not every instance took the rollout up")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                let rejected = try await onThread {
+                    let clients = try engines.map { try Client($0.endpoints) }
+                    let subscribers = try clients.map { try $0.subscribe("r/") }
+                    // Each session's intent to the instance that serves it.
+                    for session in Self.sessions {
+                        let owner = try #require(
+                            engines.firstIndex {
+                                $0.store.ownership!.serves($0.store.ownership!.partition(of: session))
+                            })
+                        try clients[owner].send(Self.mediaViewer("m-\(session)", session: session), session: session)
+                    }
+                    return try Self.rejectedSessions(subscribers, count: chosen.count)
+                }
+                #expect(rejected == chosen, "\(rejected.symmetricDifference(chosen).count) sessions differ")
+                let statuses = try await Self.waitForIntents(addresses, total: 10_000)
+                let candidateIntents = statuses.map { $0.maps[1].intents }
+                #expect(candidateIntents.reduce(0, +) == UInt64(chosen.count), "\(candidateIntents)")
+                #expect(candidateIntents.allSatisfy { $0 > 0 }, "every instance resolved some: \(candidateIntents)")
+
+                // Rolled back on the third: the first and second follow.
+                let back = try await onThread { try api(addresses[2], "POST", "/v1/routes/rollout/rollback") }
+                #expect(back.reply.routesRollout.phase == .rolledBack, "\(back.reply)")
+                while try await onThread({ try addresses.map { try Self.status($0).phase } }) != [
+                    .rolledBack, .rolledBack, .rolledBack,
+                ] {
+                    guard ContinuousClock.now < deadline + .seconds(20) else {
+                        throw TestFailure("not every instance rolled back")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+        }
+    }
+}
