@@ -12,15 +12,17 @@ import ZeroMQ
 extension Engine {
     /// Loads the route map again from its file (SIGHUP). An invalid map is refused: the error is
     /// logged and thrown, and the map in use stays.
-    /// A rollout under way (or a promoted map) ends: the file's map replaces the maps for every
-    /// session, and with several instances the others end theirs too at their next round.
+    /// When the file's map changed, a rollout under way (or a promoted map other than the file's)
+    /// ends: the file's map replaces the maps for every session, and with several instances the
+    /// others end theirs too at their next round. Blocks on the store (the rollout's end is
+    /// written): call it off Swift concurrency's pool.
     @discardableResult
     public func reloadRouteMap() throws -> String {
         do {
             var (resolver, source, version) = try Self.loadResolver(configuration)
             resolver.options.dedupKey = resolvers.file.resolver.options.dedupKey  // the state file's
-            let ended = resolvers.reload(
-                .init(resolver: resolver, source: source, version: version), now: WallClock.now(),
+            let ended = rolloutKeeper.reload(
+                .init(resolver: resolver, source: source, version: version),
                 note:
                     "ended by a reload (SIGHUP) on instance \(configuration.instanceID): every session resolves with \(source) (version \(version))"
             )
@@ -28,7 +30,6 @@ extension Engine {
                 "routes": "\(source)", "version": "\(version)", "screens": "\(resolver.map.screens.count)",
             ]
             if let (ended, was) = ended {
-                rolloutKeeper.reloadEnded(ended)
                 metadata["rollout"] =
                     "the \(was == .promoted ? "promoted map" : "rollout") \(ended.version) (\(ended.source)) ended: a reload replaces the maps for every session\(leaseKeeper == nil ? "" : ", on every instance")"
             }

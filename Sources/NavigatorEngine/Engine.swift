@@ -129,7 +129,7 @@ public final class Engine: Service, Sendable {
         resolvers = ResolverHolder(.init(resolver: resolver, source: source, version: version))
         let holder = resolvers
         store = SessionStore(shards: configuration.workers, epoch: epoch, ownership: cluster?.ownership) {
-            holder.resolver.initialState()
+            holder.snapshot.pick($0).resolver.initialState()
         }
         persistence = Persistence(
             database: database, store: store, packAfter: .seconds(configuration.packIdleAfterSeconds),
@@ -162,7 +162,7 @@ public final class Engine: Service, Sendable {
         rolloutKeeper = RolloutKeeper(
             holder: holder, database: database, metrics: counters.routes, instance: configuration.instanceID,
             shared: cluster != nil, logger: logger)
-        try rolloutKeeper.restore()  // a restart keeps the split
+        rolloutKeeper.restore()  // a restart keeps the split
         let follows = SessionFollows(store: store, remote: remote, logger: logger)
         self.follows = follows
         if let cluster, case .postgresql(let url) = configuration.store {

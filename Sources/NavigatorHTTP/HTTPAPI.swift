@@ -163,6 +163,12 @@ final class HTTPAPI: Sendable {
         router.post("/v1/routes/rollout") { [self] request, _ in
             try await handle(request) { caller, body in
                 var start = try Self.decode(Navigator_V1_RoutesRolloutRequest.self, body)
+                guard start.action == .status || start.action == .start else {
+                    throw APIError(
+                        .invalidRequest,
+                        "action is \(start.action); this path starts a rollout (expected no action, or ROLLOUT_ACTION_START): promote and roll back at /v1/routes/rollout/promote and /rollback",
+                        status: 400)
+                }
                 start.action = .start
                 return (200, await self.port.ask(.with { $0.routesRollout = start }, as: caller))
             }

@@ -435,21 +435,30 @@ public final class PostgresStateDatabase: StateDatabase {
         return try row.map { try StoredRollout.decoded($0.1, revision: $0.0, location: location) }
     }
 
+    public func rolloutRevision() throws -> Int64 {
+        try using { connection in
+            let rows = try connection.execute("SELECT revision FROM navigator_rollout WHERE id = 1")
+            return rows.count == 0 ? 0 : try rows[0, 0].int64()
+        }
+    }
+
     public func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64? {
         let record = try rollout.encoded()
         return try using { connection in
-            // One statement: the row is written only if no other instance changed it meanwhile.
-            let rows = try connection.execute(
-                """
-                INSERT INTO navigator_rollout (id, revision, record) VALUES (1, 1, $1)
-                    ON CONFLICT (id) DO UPDATE SET revision = navigator_rollout.revision + 1,
-                        record = excluded.record, changed_at = now()
-                    WHERE navigator_rollout.revision = $2
-                    RETURNING revision
-                """, [.text(record), .int64(expected)])
-            guard rows.count == 1 else { return nil }
-            let revision = try rows[0, 0].int64()
-            return revision == expected + 1 ? revision : nil
+            // One statement each: the row is written only if no other instance changed it meanwhile.
+            let rows =
+                expected == 0
+                ? try connection.execute(
+                    """
+                    INSERT INTO navigator_rollout (id, revision, record) VALUES (1, 1, $1)
+                        ON CONFLICT (id) DO NOTHING RETURNING revision
+                    """, [.text(record)])
+                : try connection.execute(
+                    """
+                    UPDATE navigator_rollout SET revision = revision + 1, record = $1, changed_at = now()
+                        WHERE id = 1 AND revision = $2 RETURNING revision
+                    """, [.text(record), .int64(expected)])
+            return rows.count == 1 ? try rows[0, 0].int64() : nil
         }
     }
 

@@ -33,6 +33,8 @@ public protocol StateDatabase: AnyObject, Sendable {
 
     /// The route map rollout, if one was ever started (its last revision).
     func rollout() throws -> StoredRollout?
+    /// Its revision alone (0: none): what instances read each second to follow it.
+    func rolloutRevision() throws -> Int64
     /// Stores `rollout` as the next revision, provided the stored one is still `expected` (0:
     /// none stored yet): its revision, or nil when another change came first (nothing written).
     func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64?

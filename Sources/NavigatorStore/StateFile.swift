@@ -292,6 +292,10 @@ public final class StateFile: StateDatabase {
         }
     }
 
+    public func rolloutRevision() throws -> Int64 {
+        try queue.read { db in try Int64.fetchOne(db, sql: "SELECT revision FROM rollout WHERE id = 1") ?? 0 }
+    }
+
     public func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64? {
         let record = try rollout.encoded()
         return try queue.write { db in

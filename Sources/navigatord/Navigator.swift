@@ -185,7 +185,9 @@ final class Navigator: Sendable {
             let hangups = await UnixSignalsSequence(trapping: .sighup)
             for await _ in hangups.cancelOnGracefulShutdown() {
                 logger.info("SIGHUP: reloading the route map\(engine.security == nil ? "" : " and the access file")")
-                _ = try? engine.reloadRouteMap()  // a refusal is logged; the service goes on
+                // Off the pool: a rollout's end is written to the store. A refusal is logged; the
+                // service goes on.
+                _ = try? await DedicatedThread.run(name: "nav-reload") { [engine] in try engine.reloadRouteMap() }
                 try? engine.reloadAccessFile()
             }
         }

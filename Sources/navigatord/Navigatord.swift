@@ -22,8 +22,8 @@ struct Navigatord: AsyncParsableCommand {
         abstract: "The Navigator service: resolves routing intents into navigation commands for client shells.",
         discussion: """
             Producers PUSH intents to the intents socket; clients send requests (acknowledged \
-            intents, client events, snapshots, explain, stats, routes, route map checks and impact \
-            reports) to the requests socket; \
+            intents, client events, snapshots, explain, stats, routes, route map checks, impact \
+            reports and rollouts) to the requests socket; \
             client shells SUB to their session's command batches on the commands socket. The \
             wire protocol is in docs/wire-protocol.md and proto/navigator/v1.
 

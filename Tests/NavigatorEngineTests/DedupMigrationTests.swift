@@ -40,7 +40,7 @@ struct DedupMigrationTests {
         var options = Resolver.Options()
         options.dedupKey = file.dedupKey
         let resolver = try Resolver(map: .demo, options: options)
-        let store = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+        let store = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
         let persistence = Persistence(database: file, store: store, logger: Logger(label: "test"))
         let (restored, quarantined) = try persistence.restore()
         #expect(restored == 1 && quarantined.isEmpty)

@@ -329,7 +329,7 @@ struct IdleExpiryTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let resolver = try Resolver(map: .demo)
         let file = try StateFile(directory: directory.path)
-        let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
+        let store = SessionStore(shards: 2, epoch: 1) { _ in resolver.initialState() }
         let persistence = Persistence(database: file, store: store, logger: TestService.logger("idle"))
         for (index, session) in ["a", "b"].enumerated() {
             for step in 0...index {
@@ -350,7 +350,7 @@ struct IdleExpiryTests {
         #expect(again.own?.seq == 4)
         // And so does a restart: the floor is in the state file.
         #expect(persistence.flushChanged())
-        let restored = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
+        let restored = SessionStore(shards: 2, epoch: 1) { _ in resolver.initialState() }
         _ = try Persistence(
             database: try StateFile(directory: directory.path), store: restored, logger: TestService.logger("idle")
         )

@@ -24,7 +24,7 @@ struct PackingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let resolver = try Resolver(map: .demo)
         PackedNames.add(resolver.map)
-        let store = SessionStore(shards: 2, epoch: 1) { resolver.initialState() }
+        let store = SessionStore(shards: 2, epoch: 1) { _ in resolver.initialState() }
         let persistence = Persistence(
             database: try StateFile(directory: directory.path), store: store, packAfter: packAfter,
             logger: Logger(label: "test"))
@@ -274,7 +274,7 @@ struct PackingTests {
             persistence.flushChanged()
             _ = resolve("c2", [ScreenContext("chat", ["conversationId": "7"])], session: "b", store, resolver)
             persistence.flushChanged()
-            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
             let restored = Persistence(
                 database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             #expect(try restored.restore().restored == 1)
@@ -321,7 +321,7 @@ struct PackingTests {
             // Looked at once: nothing is queued again.
             #expect(persistence.forgetPast(now: packedAt + 3 * Self.window, wallNow: Self.t0 + 3 * Self.window) == 0)
             // The state file keeps what it had; a restore past the window forgets it as it loads.
-            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
             let restored = Persistence(
                 database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             #expect(try restored.restore(wallNow: Self.t0 + Self.window + 3_000_000_000).restored == 1)
@@ -336,7 +336,7 @@ struct PackingTests {
                 _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: session, store, resolver)
             }
             persistence.flushChanged()
-            let restoredStore = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let restoredStore = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
             let restored = Persistence(
                 database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             let loadedAt = MonotonicClock.now()
@@ -364,7 +364,7 @@ struct PackingTests {
             // Restored once more, past the window: compact as it loads.
             persistence.flushChanged()
             restored.flushChanged()
-            let again2 = SessionStore(shards: 1, epoch: 1) { resolver.initialState() }
+            let again2 = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
             let reloaded = Persistence(
                 database: try StateFile(directory: directory.path), store: again2, logger: Logger(label: "test"))
             #expect(try reloaded.restore(wallNow: past).restored == 2)
@@ -396,7 +396,7 @@ struct PackingTests {
             store.update("c") { _ in }
             #expect(record("c", store)?.isCompact == true)
             #expect(persistence.flushChanged())
-            let reloaded = SessionStore(shards: 1, epoch: 1) { live.state }
+            let reloaded = SessionStore(shards: 1, epoch: 1) { _ in live.state }
             let restored = Persistence(
                 database: try StateFile(directory: directory.path), store: reloaded, logger: Logger(label: "test"))
             let result = try restored.restore(wallNow: Self.t0)
@@ -421,7 +421,7 @@ struct PackingTests {
             _ = resolve("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "a", store, resolver)
             _ = resolve("g1", [ScreenContext("editProfile")], session: "b", store, resolver)
             persistence.flushChanged()
-            let restoredStore = SessionStore(shards: 3, epoch: 1) { resolver.initialState() }
+            let restoredStore = SessionStore(shards: 3, epoch: 1) { _ in resolver.initialState() }
             let restored = Persistence(
                 database: try StateFile(directory: directory.path), store: restoredStore, logger: Logger(label: "test"))
             #expect(try restored.restore().restored == 2)
@@ -498,7 +498,7 @@ struct WriteBehindChunkTests {
         let file = try StateFile(directory: directory.path)
         let (epoch, _) = try file.beginRun()
         let resolver = try Resolver(map: .demo)
-        let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
+        let store = SessionStore(shards: 2, epoch: epoch) { _ in resolver.initialState() }
         let persistence = Persistence(database: file, store: store, logger: TestService.logger("chunks"))
         for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
         var betweens = 0
@@ -520,7 +520,7 @@ struct WriteBehindChunkTests {
         let file = try StateFile(directory: directory.path)
         let (epoch, _) = try file.beginRun()
         let resolver = try Resolver(map: .demo)
-        let store = SessionStore(shards: 2, epoch: epoch) { resolver.initialState() }
+        let store = SessionStore(shards: 2, epoch: epoch) { _ in resolver.initialState() }
         let persistence = Persistence(database: file, store: store, logger: TestService.logger("round"))
         for index in 0..<2_500 { store.update("s\(index)") { $0.seq = 1 } }
         // Steady load: between every chunk, 1,000 more sessions change (and the first ones again).

@@ -182,7 +182,8 @@ struct PartitionLeaseTests {
             // What a claim leaves when its sessions do not load and its release fails too.
             #expect(try leases.claim(atMost: 3) == [0: 1, 1: 1, 2: 1])
             let resolver = try Resolver(map: .demo)
-            let store = SessionStore(shards: 1, epoch: 0, ownership: database.ownership) { resolver.initialState() }
+            let store = SessionStore(shards: 1, epoch: 0, ownership: database.ownership) { _ in resolver.initialState()
+            }
             let logger = TestService.logger("leases")
             let keeper = LeaseKeeper(
                 leases: leases, database: database, store: store,

@@ -17,7 +17,7 @@ struct SessionWorkTests {
     init() throws {
         let resolver = try Resolver(map: .demo)
         self.resolver = resolver
-        store = SessionStore(shards: 2, epoch: Self.epoch) { resolver.initialState() }
+        store = SessionStore(shards: 2, epoch: Self.epoch) { _ in resolver.initialState() }
     }
 
     /// A batch as these tests compare it: (seq, cause, tree version, intent id, commands).

@@ -117,7 +117,7 @@ struct FuzzWorld {
     static func open(_ directory: URL, holder: ResolverHolder) throws -> (SessionStore, Persistence) {
         let file = try StateFile(directory: directory.path)
         let (epoch, _) = try file.beginRun()
-        let store = SessionStore(shards: 2, epoch: epoch) { holder.resolver.initialState() }
+        let store = SessionStore(shards: 2, epoch: epoch) { _ in holder.resolver.initialState() }
         var logger = Logger(label: "fuzz")
         logger.logLevel = .critical
         let persistence = Persistence(database: file, store: store, packAfter: .seconds(1), logger: logger)

@@ -84,7 +84,7 @@ struct RolloutTests {
     }
 
     @Test(
-        "a 10% rollout over 10,000 sessions: the share within 1%, the same sessions after a restart; promote; a reload ends it"
+        "a 10% rollout over 10,000 sessions: the share within 1%, the same sessions after a restart; promoted, kept across a restart, ended by a reload of a changed file"
     )
     func split() async throws {
         let directory = temporaryDirectory("navroll")
@@ -96,6 +96,17 @@ struct RolloutTests {
         // The hash spreads: 10% of 10,000 within 100 either way (it is 3.3 standard deviations).
         #expect(abs(chosen.count - 1_000) <= 100, "\(chosen.count) of 10,000 sessions chosen")
         let version = RouteMapVersion.of(text: candidate)
+        let inside = try #require(chosen.first)
+        let outside = try #require(Self.sessions.first { !chosen.contains($0) })
+        @Sendable func viewer(_ address: String, _ id: String, _ session: String) throws -> (
+            status: Int, head: String, reply: Navigator_V1_Reply
+        ) {
+            try api(
+                address, "POST", "/v1/intents?wait=true",
+                body:
+                    #"{"id":"\#(id)","session":"\#(session)","path":[{"screen":"mediaViewer","info":{"mediaId":"m"}}]}"#
+            )
+        }
 
         for run in 0..<2 {
             try await withNavigatord(dataDirectory: data, configure) { server, endpoints in
@@ -103,18 +114,27 @@ struct RolloutTests {
                 let (rejected, status) = try await onThread {
                     let client = try Client(endpoints)
                     if run == 0 {
-                        // Refusals first: nothing to promote; a share out of range.
+                        // Refusals first: nothing to promote; a share out of range; a status
+                        // request that carries a candidate.
                         let promote = try api(address, "POST", "/v1/routes/rollout/promote")
                         #expect(promote.status == 409 && promote.reply.rejected.code == .conflict)
                         #expect(promote.reply.rejected.message.hasPrefix("no rollout is under way to promote"))
                         let share = try api(
                             address, "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 0))
                         #expect(share.status == 400 && share.reply.rejected.code == .invalidRequest)
+                        let status = try client.request(
+                            .routesRollout(
+                                .with {
+                                    $0.yaml = candidate
+                                    $0.sharePercent = 10
+                                }))
+                        #expect(status.rejected.code == .invalidRequest, "\(status)")
                         let started = try api(
                             address, "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 10))
                         #expect(started.status == 200, "\(started.reply)")
-                        #expect(started.reply.routesRollout.phase == .rolling)
-                        #expect(started.reply.routesRollout.candidateVersion == version)
+                        let rollout = started.reply.routesRollout
+                        #expect(rollout.phase == .rolling && rollout.candidateVersion == version)
+                        #expect(rollout.check.valid && rollout.check.changes.count == 2, "\(rollout.check)")
                         let again = try api(
                             address, "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 20))
                         #expect(
@@ -138,59 +158,79 @@ struct RolloutTests {
                 #expect(status.summary.hasPrefix("candidate \(version) (candidate.yaml) for 10% of sessions"))
 
                 guard run == 1 else { return }
-                // Promoted: every session resolves with the candidate; a reload ends it.
+                // Promoted: every session resolves with the candidate. A reload of the same file
+                // (a SIGHUP for the access file, say) leaves it so.
                 try await onThread {
                     let promoted = try api(address, "POST", "/v1/routes/rollout/promote")
                     #expect(promoted.reply.routesRollout.phase == .promoted, "\(promoted.reply)")
-                    let outside = try #require(Self.sessions.first { !chosen.contains($0) })
-                    let refused = try api(
-                        address, "POST", "/v1/intents?wait=true",
-                        body:
-                            #"{"id":"p1","session":"\#(outside)","path":[{"screen":"mediaViewer","info":{"mediaId":"m"}}]}"#
-                    )
-                    #expect(refused.reply.rejected.code == .unknownScreen, "\(refused.reply)")
+                    #expect(try viewer(address, "p1", outside).reply.rejected.code == .unknownScreen)
+                    try server.engine.reloadRouteMap()
+                    #expect(try Self.status(address).phase == .promoted)
                 }
+            }
+        }
+        // A restart keeps the promoted map; a reload of a changed file ends it, for good.
+        try await withNavigatord(dataDirectory: data, configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                #expect(try Self.status(address).phase == .promoted)
+                #expect(try viewer(address, "p2", outside).reply.rejected.code == .unknownScreen)
+                let text = try String(contentsOfFile: routes, encoding: .utf8)
+                try (text + "# reviewed\n").write(toFile: routes, atomically: true, encoding: .utf8)
                 try server.engine.reloadRouteMap()
-                try await onThread {
-                    let ended = try Self.status(address)
-                    #expect(ended.phase == .ended && ended.note.hasPrefix("ended by a reload (SIGHUP)"), "\(ended)")
-                    let inside = try #require(chosen.first)
-                    let shown = try api(
-                        address, "POST", "/v1/intents?wait=true",
-                        body:
-                            #"{"id":"p2","session":"\#(inside)","path":[{"screen":"mediaViewer","info":{"mediaId":"m"}}]}"#
-                    )
-                    #expect(shown.status == 200 && shown.reply.resolved.batch.seq > 0, "\(shown.reply)")
-                }
+                let ended = try Self.status(address)
+                #expect(ended.phase == .ended && ended.note.hasPrefix("ended by a reload (SIGHUP)"), "\(ended)")
+                let shown = try viewer(address, "p3", inside)
+                #expect(shown.status == 200 && shown.reply.resolved.batch.seq > 0, "\(shown.reply)")
+            }
+        }
+        try await withNavigatord(dataDirectory: data, configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            try await onThread { () throws in
+                #expect(try Self.status(address).phase == .ended)
+                #expect(try viewer(address, "p4", outside).status == 200)
             }
         }
     }
 
-    @Test("a candidate that rejects more than the margin allows is rolled back by itself")
+    @Test(
+        "a candidate within the margin stays; one that rejects more than the margin allows is rolled back by itself")
     func automaticRollback() async throws {
         let directory = temporaryDirectory("navrollback")
         defer { try? FileManager.default.removeItem(at: directory) }
         let (routes, candidate) = try Self.maps(in: directory)
         let configure: @Sendable (inout NavigatordConfiguration) -> Void = { $0.engine.routeMapPath = routes }
+        let harmless = try String(contentsOfFile: routes, encoding: .utf8) + "# the same map, another text\n"
         try await withNavigatord(configure) { server, endpoints in
             let address = try #require(server.httpAddress)
-            try await onThread {
-                let started = try api(
-                    address, "POST", "/v1/routes/rollout",
-                    body: try Self.startBody(
-                        candidate, share: 50, extra: #","rollbackMarginPercent":5,"rollbackAfterIntents":50"#))
-                #expect(started.reply.routesRollout.phase == .rolling, "\(started.reply)")
-                let client = try Client(endpoints)
-                for session in Self.sessions.prefix(400) {
-                    try client.send(Self.mediaViewer("a-\(session)", session: session), session: session)
+            let keeper = server.engine.rolloutKeeper
+            let margin = #","rollbackMarginPercent":5,"rollbackAfterIntents":50"#
+            /// Starts `map` for half the sessions, sends 400 intents, and waits for a round that saw them all.
+            func roll(_ map: String, _ prefix: String) async throws -> Navigator_V1_Rollout {
+                try await onThread {
+                    let started = try api(
+                        address, "POST", "/v1/routes/rollout", body: try Self.startBody(map, share: 50, extra: margin))
+                    #expect(started.reply.routesRollout.phase == .rolling, "\(started.reply)")
+                    let client = try Client(endpoints)
+                    for session in Self.sessions.prefix(400) {
+                        try client.send(Self.mediaViewer("\(prefix)-\(session)", session: session), session: session)
+                    }
                 }
+                _ = try await Self.waitForIntents([address], total: 400)
+                let seen = keeper.rounds.load(ordering: .acquiring)
+                let deadline = ContinuousClock.now + .seconds(30)
+                while keeper.rounds.load(ordering: .acquiring) < seen + 2 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("no round judged the figures") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                return try await onThread { try Self.status(address) }
             }
-            let deadline = ContinuousClock.now + .seconds(30)
-            var status = try await onThread { try Self.status(address) }
-            while status.phase == .rolling, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-                status = try await onThread { try Self.status(address) }
-            }
+            // The same map in another text: no more rejections than the map in use: it stays.
+            let stays = try await roll(harmless, "h")
+            #expect(stays.phase == .rolling && stays.maps[1].intents > 50, "\(stays)")
+            #expect(try await onThread { try api(address, "POST", "/v1/routes/rollout/rollback").status } == 200)
+            // Without mediaViewer: every intent of its share refused: rolled back.
+            let status = try await roll(candidate, "a")
             #expect(status.phase == .rolledBack, "\(status)")
             #expect(status.note.hasPrefix("rolled back automatically on instance"), "\(status.note)")
             #expect(status.note.contains("more than the margin of 5 percentage points"), "\(status.note)")
@@ -263,17 +303,34 @@ struct RolloutTests {
                 #expect(candidateIntents.reduce(0, +) == UInt64(chosen.count), "\(candidateIntents)")
                 #expect(candidateIntents.allSatisfy { $0 > 0 }, "every instance resolved some: \(candidateIntents)")
 
+                /// Waits until every instance says `phase`.
+                func everywhere(_ phase: Navigator_V1_RolloutPhase) async throws {
+                    let deadline = ContinuousClock.now + .seconds(20)
+                    while try await onThread({ try addresses.map { try Self.status($0).phase } }) != [
+                        phase, phase, phase,
+                    ] {
+                        guard ContinuousClock.now < deadline else {
+                            throw TestFailure("not every instance is \(phase)")
+                        }
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                }
                 // Rolled back on the third: the first and second follow.
                 let back = try await onThread { try api(addresses[2], "POST", "/v1/routes/rollout/rollback") }
                 #expect(back.reply.routesRollout.phase == .rolledBack, "\(back.reply)")
-                while try await onThread({ try addresses.map { try Self.status($0).phase } }) != [
-                    .rolledBack, .rolledBack, .rolledBack,
-                ] {
-                    guard ContinuousClock.now < deadline + .seconds(20) else {
-                        throw TestFailure("not every instance rolled back")
-                    }
-                    try await Task.sleep(for: .milliseconds(50))
+                try await everywhere(.rolledBack)
+                // Started again and promoted: everywhere; a reload of a changed file on one ends it
+                // everywhere.
+                try await onThread {
+                    _ = try api(
+                        addresses[0], "POST", "/v1/routes/rollout", body: try Self.startBody(candidate, share: 10))
+                    _ = try api(addresses[1], "POST", "/v1/routes/rollout/promote")
                 }
+                try await everywhere(.promoted)
+                let text = try String(contentsOfFile: routes, encoding: .utf8)
+                try (text + "# reviewed\n").write(toFile: routes, atomically: true, encoding: .utf8)
+                try await onThread { try engines[2].reloadRouteMap() }
+                try await everywhere(.ended)
             }
         }
     }

@@ -63,8 +63,11 @@ final class RouteMetrics: Sendable {
         var evictions: UInt64 = 0
         var sources: Set<String> = []
         var tallies: [String: Tally] = [:]
-        /// The same by route map version (a rollout compares two).
+        /// The same by route map version (a rollout compares two): those in play (see
+        /// ``retainMaps(_:)``), whatever their label.
         var maps: [String: Tally] = [:]
+        /// The versions with a label of their own (at most ``maxMaps``).
+        var labeledMaps: Set<String> = []
         var counters: [CounterKey: Metrics.Counter] = [:]
         var timers: [TimerKey: Metrics.Timer] = [:]
         var ratios: [String: Metrics.Gauge] = [:]
@@ -145,10 +148,16 @@ final class RouteMetrics: Sendable {
 
     /// The label of a route map version: itself among the first ``maxMaps``, else `other`.
     private static func mapLabel(_ map: String, _ state: inout State) -> String {
-        if state.maps[map] != nil { return map }
-        guard state.maps.count < maxMaps else { return other }
-        state.maps[map] = Tally()
+        if state.labeledMaps.contains(map) { return map }
+        guard state.labeledMaps.count < maxMaps else { return other }
+        state.labeledMaps.insert(map)
         return map
+    }
+
+    /// Keeps the figures of these versions only (the rest were replaced: their counters stay in
+    /// /metrics).
+    func retainMaps(_ versions: Set<String>) {
+        state.withLock { state in state.maps = state.maps.filter { versions.contains($0.key) } }
     }
 
     /// An intent's outcome, counted by route, by source and by the version of the route map that
@@ -156,9 +165,9 @@ final class RouteMetrics: Sendable {
     func count(_ outcome: Outcome, route: String, map: String, source: String, code: String? = nil) {
         state.withLock { state in
             state.tallies[route, default: Tally()].intents[outcome, default: 0] += 1
-            let map = Self.mapLabel(map, &state)
             state.maps[map, default: Tally()].intents[outcome, default: 0] += 1
-            counter(&state, .mapIntents, ("map", map), ("outcome", outcome.rawValue)).increment()
+            counter(&state, .mapIntents, ("map", Self.mapLabel(map, &state)), ("outcome", outcome.rawValue))
+                .increment()
             counter(&state, .routeIntents, ("route", route), ("outcome", outcome.rawValue))
                 .increment()
             counter(&state, .sourceIntents, ("source", source), ("outcome", outcome.rawValue))
@@ -238,13 +247,12 @@ final class RouteMetrics: Sendable {
     }
 
     private func settle(_ state: inout State, map: String, landed: Bool) {
-        let map = Self.mapLabel(map, &state)
         if landed {
             state.maps[map, default: Tally()].landed += 1
         } else {
             state.maps[map, default: Tally()].notLanded += 1
         }
-        counter(&state, landed ? .mapLanded : .mapNotLanded, ("map", map)).increment()
+        counter(&state, landed ? .mapLanded : .mapNotLanded, ("map", Self.mapLabel(map, &state))).increment()
     }
 
     private func counter(

@@ -62,7 +62,7 @@ public final class Security: Sendable {
             switch action {
             case .publish(let session): "publish intents for session \(session)"
             case .follow(let session): "follow session \(session)"
-            case .inspect: "read the service's stats and routes"
+            case .inspect: "read the service's stats and routes, or check and roll out route maps"
             }
         return
             "client \(client.name) (role \(client.role.rawValue), sessions \(client.sessions.joined(separator: ","))) may not \(what); nothing was changed"

@@ -88,15 +88,19 @@ final class ResolverHolder: Sendable {
     /// The rollout this instance follows, if any.
     var rollout: Following? { state.withLock { $0.rollout } }
 
-    /// A reload (SIGHUP): the file's map replaces the maps everywhere. Returns the rollout it
-    /// ends (rolling or promoted: the caller stores it as ended), marked ended here at once, and
-    /// the phase it had.
+    /// A reload (SIGHUP): the file's map replaces the maps for every session. A file whose map
+    /// changed ends the rollout under way (or a promoted map other than the file's new one);
+    /// returns it — marked ended here at once, for the caller to store — and the phase it had.
+    /// An unchanged file (a SIGHUP for the access file, say) leaves the rollout as it is.
     func reload(_ loaded: Loaded, now: Int64, note: String) -> (ended: StoredRollout, was: StoredRollout.Phase)? {
         PackedNames.add(loaded.resolver.map)
         return state.withLock { state in
+            let changed = state.file.version != loaded.version
             state.file = loaded
             var ended: (StoredRollout, StoredRollout.Phase)?
-            if var following = state.rollout, following.stored.phase == .rolling || following.stored.phase == .promoted
+            if changed, var following = state.rollout,
+                following.stored.phase == .rolling
+                    || (following.stored.phase == .promoted && following.stored.version != loaded.version)
             {
                 let was = following.stored.phase
                 following.stored.phase = .ended

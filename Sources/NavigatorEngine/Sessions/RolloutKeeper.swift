@@ -18,10 +18,11 @@ import ZeroMQ
 /// and with several instances on PostgreSQL shared by all of them — each follows the row within
 /// a round (``interval``), so they all apply the same split.
 ///
-/// Its thread (`nav-rollout`) follows the row, writes what a reload ended, and rolls back
-/// automatically when the candidate's rejection rate exceeds the map in use's by the margin.
-/// Changes asked for (``change(_:)``) are made on the route map desk's thread; one at a time on
-/// this instance (`serial`), and between instances by the row's revision.
+/// Its thread (`nav-rollout`) follows the row, writes what a reload ended if that could not be
+/// written at once, and rolls back automatically when the candidate's rejection rate exceeds the
+/// map in use's by the margin. Changes asked for (``change(_:candidate:by:)``) are made on the
+/// route map desk's thread, reloads (``reload(_:note:)``) on a thread of their own: one at a time
+/// on this instance (`serial`), and between instances by the row's revision.
 final class RolloutKeeper: Sendable {
     let holder: ResolverHolder
     let database: any StateDatabase
@@ -30,16 +31,20 @@ final class RolloutKeeper: Sendable {
     /// Several instances: the row is read every round (others may change it).
     let shared: Bool
     let logger: Logger
-    /// Rollouts a reload ended, still to be written.
-    private let ended = Locked<StoredRollout?>(nil)
+    /// The end of a rollout a reload could not write to the store yet (retried each round).
+    private let pendingEnd = Locked<StoredRollout?>(nil)
     private let serial = Mutex(())
     private let stopping = Atomic<Bool>(false)
+    /// Rounds made so far (tests wait for one to have judged the figures).
+    let rounds = Atomic<Int>(0)
     private let thread = Locked<DedicatedThread?>(nil)
 
     static let interval = Duration.seconds(1)
     /// The most YAML nodes a candidate may make (aliases expanded), as for routes_check.
     static let candidateNodes = 50_000
     static let defaultRollbackAfter = 1_000
+    /// The intents of the map in use an automatic rollback waits for at most.
+    static let minimumBaseIntents = 100
 
     init(
         holder: ResolverHolder, database: any StateDatabase, metrics: RouteMetrics, instance: String, shared: Bool,
@@ -73,6 +78,16 @@ final class RolloutKeeper: Sendable {
     /// note. The candidate of a start is checked by the caller (routes_check).
     func change(_ action: Action, candidate: ResolverHolder.Loaded?, by: String) throws(Refusal) -> StoredRollout {
         try serial.withLock { _ throws(Refusal) in
+            if let end = pendingEnd.withLock({ $0 }) {
+                writeEnd(end)
+                if pendingEnd.withLock({ $0 }) != nil {
+                    throw Refusal(
+                        kind: .unavailable,
+                        message:
+                            "a reload ended the last rollout and that could not be written to \(database.kind) yet; expected it reachable: retry shortly"
+                    )
+                }
+            }
             let current = try read()
             let now = WallClock.now()
             var next: StoredRollout
@@ -94,7 +109,7 @@ final class RolloutKeeper: Sendable {
                     )
                 }
                 guard let candidate else {
-                    throw Refusal(kind: .conflict, message: "the candidate did not load")
+                    throw Refusal(kind: .conflict, message: "a rollout needs a candidate map; expected one that loads")
                 }
                 if candidate.version == file.version {
                     throw Refusal(
@@ -134,10 +149,29 @@ final class RolloutKeeper: Sendable {
     // MARK: The thread
 
     /// Takes up the stored rollout (at start, before any worker runs): a restart keeps the split.
-    func restore() throws {
-        guard let stored = try database.rollout() else { return }
-        serial.withLock { _ in take(stored, candidate: nil) }
-        settlePromoted()
+    /// A row that cannot be read is logged, and the service starts with the file's map alone
+    /// (the next round tries again).
+    func restore() {
+        do {
+            guard let stored = try database.rollout() else { return }
+            serial.withLock { _ in take(stored, candidate: nil) }
+        } catch {
+            logger.error(
+                "the route map rollout could not be read; every session resolves with the file's map until it can",
+                metadata: ["store": "\(database.location)", "error": "\(error)"])
+        }
+    }
+
+    /// A reload (SIGHUP) of the file's map: a changed map ends the rollout (or a promoted map
+    /// other than the file's new one) on every instance — written to the store here, or by a
+    /// later round if the store cannot be reached now. Called off Swift concurrency's pool.
+    func reload(_ loaded: ResolverHolder.Loaded, note: String) -> (ended: StoredRollout, was: StoredRollout.Phase)? {
+        serial.withLock { _ in
+            let ended = holder.reload(loaded, now: WallClock.now(), note: note)
+            if let (end, _) = ended { writeEnd(end) }
+            retainFigures()
+            return ended
+        }
     }
 
     func start() {
@@ -160,60 +194,63 @@ final class RolloutKeeper: Sendable {
             return thread
         }
         thread?.join()
-        round()  // a reload's end, still to be written
+        if let end = pendingEnd.withLock({ $0 }) { serial.withLock { _ in writeEnd(end) } }  // a last try
     }
 
-    /// A reload ended `rollout` (``ResolverHolder/reload(_:now:note:)`` marked it so here): the
-    /// store is told at the next round, off the caller's thread.
-    func reloadEnded(_ rollout: StoredRollout) { ended.withLock { $0 = rollout } }
-
-    /// One round: what a reload ended is written; the row is followed (several instances); the
+    /// One round: what a reload ended is written (if it could not be at once); the row is
+    /// followed (several instances: its revision read, the row itself only when it moved); the
     /// candidate is rolled back if its rejection rate says so.
     func round() {
         serial.withLock { _ in
             do {
-                if let end = ended.withLock({ $0 }) {
-                    // Written over whatever revision is stored: a reload replaces everywhere.
-                    let current = try database.rollout()
-                    if let current, current.phase == .rolling || current.phase == .promoted {
-                        var end = end
-                        end.revision = current.revision
-                        if let revision = try database.storeRollout(end, expected: current.revision) {
-                            end.revision = revision
-                            take(end, candidate: nil)
-                        }
-                    }
-                    ended.withLock { $0 = nil }
-                }
-                if shared, let stored = try database.rollout(), stored.revision != holder.rollout?.stored.revision {
+                if let end = pendingEnd.withLock({ $0 }) { writeEnd(end) }
+                if shared, try database.rolloutRevision() != (holder.rollout?.stored.revision ?? 0),
+                    let stored = try database.rollout()
+                {
                     take(stored, candidate: nil)
                 }
                 try rollBackIfWorse()
+                rounds.add(1, ordering: .releasing)
             } catch {
                 logger.error(
                     "the route map rollout could not be read or written; trying again",
                     metadata: ["store": "\(database.location)", "error": "\(error)"])
             }
         }
-        settlePromoted()
     }
 
-    /// A promoted map that the file now has (put there, then reloaded or restarted): the
-    /// rollout is over.
-    private func settlePromoted() {
-        guard let following = holder.rollout, following.stored.phase == .promoted,
-            following.stored.version == holder.file.version
-        else { return }
-        serial.withLock { _ in
-            var end = following.stored
-            end.phase = .ended
-            end.changedAt = WallClock.now()
-            end.note = "the route map file (\(holder.file.source)) has the promoted map now"
-            if let revision = try? database.storeRollout(end, expected: following.stored.revision) {
-                end.revision = revision
-                take(end, candidate: nil)
+    /// Stores the end of a rollout a reload ended — only over the same rollout (another may have
+    /// started since on another instance: it stays); kept for the next round when the store
+    /// cannot be written.
+    private func writeEnd(_ end: StoredRollout) {
+        do {
+            guard let current = try database.rollout(), current.startedAt == end.startedAt,
+                current.version == end.version, current.phase == .rolling || current.phase == .promoted
+            else {
+                pendingEnd.withLock { $0 = nil }
+                return
             }
+            if let revision = try database.storeRollout(end, expected: current.revision) {
+                var written = end
+                written.revision = revision
+                take(written, candidate: nil)
+                pendingEnd.withLock { $0 = nil }
+            } else {
+                pendingEnd.withLock { $0 = end }  // changed meanwhile: again at the next round
+            }
+        } catch {
+            pendingEnd.withLock { $0 = end }
+            logger.error(
+                "a reload ended the route map rollout, and the store could not be told; trying again each second",
+                metadata: ["store": "\(database.location)", "error": "\(error)"])
         }
+    }
+
+    /// Only the figures of the maps in play are kept (the file's, the candidate's).
+    private func retainFigures() {
+        var keep: Set<String> = [holder.file.version, holder.snapshot.version]
+        if let following = holder.rollout { keep.insert(following.stored.version) }
+        metrics.retainMaps(keep)
     }
 
     // MARK: Automatic rollback
@@ -231,7 +268,8 @@ final class RolloutKeeper: Sendable {
             tally.notLanded -= min(before.notLanded, tally.notLanded)
             return tally
         }
-        return (since(following.stored.baseVersion), since(following.stored.version))
+        // The map in use here: this instance's file (another's may differ).
+        return (since(holder.file.version), since(following.stored.version))
     }
 
     /// Intents as they came (each once: released, expired and refused are later fates).
@@ -250,7 +288,11 @@ final class RolloutKeeper: Sendable {
         else { return }
         let (base, candidate) = figures(following)
         let intents = Self.arrived(candidate)
-        guard intents >= UInt64(following.stored.rollbackAfter) else { return }
+        // Both sides need intents to compare: the candidate its setting, the map in use as many or
+        // 100, whichever is fewer (a share of 100% has nothing to compare with: no rollback).
+        guard intents >= UInt64(following.stored.rollbackAfter),
+            Self.arrived(base) >= UInt64(min(following.stored.rollbackAfter, Self.minimumBaseIntents))
+        else { return }
         let (candidateRate, baseRate) = (Self.rejectionRate(candidate), Self.rejectionRate(base))
         guard (candidateRate - baseRate) * 10_000 > Double(following.stored.rollbackMargin) else { return }
         var rolledBack = following.stored
@@ -272,7 +314,11 @@ final class RolloutKeeper: Sendable {
         do {
             return try database.rollout()
         } catch {
-            throw Refusal(kind: .unavailable, message: "the rollout could not be read from \(database.kind): \(error)")
+            throw Refusal(
+                kind: .unavailable,
+                message:
+                    "the rollout could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
+            )
         }
     }
 
@@ -281,7 +327,11 @@ final class RolloutKeeper: Sendable {
         do {
             revision = try database.storeRollout(rollout, expected: expected)
         } catch {
-            throw Refusal(kind: .unavailable, message: "the rollout could not be written to \(database.kind): \(error)")
+            throw Refusal(
+                kind: .unavailable,
+                message:
+                    "the rollout could not be written to \(database.kind): \(error); nothing was changed: retry once it is reachable"
+            )
         }
         guard let revision else {
             throw Refusal(
@@ -312,6 +362,7 @@ final class RolloutKeeper: Sendable {
         }
         let previous = holder.rollout?.stored
         holder.follow(stored, candidate: needed ? candidate : nil, failure: failure, baseline: metrics.mapTallies)
+        retainFigures()
         guard previous?.revision != stored.revision else { return }
         if let failure {
             logger.critical(

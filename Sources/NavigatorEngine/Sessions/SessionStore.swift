@@ -282,7 +282,8 @@ final class SessionStore: Sendable {
     }
 
     let shards: [Shard]
-    let initial: @Sendable () -> SessionState
+    /// A new session's state (its route map's root: a rollout's candidate may have other tabs).
+    let initial: @Sendable (_ session: String) -> SessionState
     /// The epoch every session's stream is in during this run (see ``StateFile/beginRun()``),
     /// with one instance; with several, each partition's lease epoch (``ownership``).
     let epoch: UInt64
@@ -292,7 +293,7 @@ final class SessionStore: Sendable {
 
     init(
         shards count: Int, epoch: UInt64, ownership: PartitionOwnership? = nil,
-        initial: @escaping @Sendable () -> SessionState
+        initial: @escaping @Sendable (_ session: String) -> SessionState
     ) {
         shards = (0..<count).map { _ in Shard() }
         self.epoch = epoch
@@ -371,7 +372,7 @@ final class SessionStore: Sendable {
         let shard = shards[shardIndex(of: session)]
         let (result, stored) = shard.records.withLock { records -> (R, Bool) in
             if records[session] == nil {
-                let initial = initial()
+                let initial = initial(session)
                 let start = seqFloor.load(ordering: .relaxed)
                 var record = Record(state: initial, seq: start)
                 let result = body(&record)
@@ -401,7 +402,7 @@ final class SessionStore: Sendable {
     /// A copy of the session's record, or the initial one if the session is new.
     func read(_ session: String) -> Record {
         shards[shardIndex(of: session)].records.withLock { $0[session] }
-            ?? Record(state: initial(), seq: seqFloor.load(ordering: .relaxed))
+            ?? Record(state: initial(session), seq: seqFloor.load(ordering: .relaxed))
     }
 
     /// The seq a new session starts from: 0, or beyond every seq of a session that expired (see

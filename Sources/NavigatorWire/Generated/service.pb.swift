@@ -147,7 +147,7 @@ public nonisolated enum Navigator_V1_Outcome: SwiftProtobuf.Enum, Swift.CaseIter
 public nonisolated enum Navigator_V1_RolloutPhase: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
 
-  /// no rollout since the map in use was loaded
+  /// no rollout was ever started (the store has none)
   case none // = 0
 
   /// a share of sessions resolve with the candidate
@@ -943,7 +943,9 @@ public nonisolated struct Navigator_V1_Rollout: @unchecked Sendable {
     set {_uniqueStorage()._maps = newValue}
   }
 
-  /// START with a candidate that does not load: its problems (valid false), nothing started.
+  /// START: the candidate checked as routes_check does — valid, with its changes against the map
+  /// in use; or not valid, with its problems, and nothing started (the other fields then say how
+  /// the rollout stood). Unset for the other actions.
   public var check: Navigator_V1_RoutesCheck {
     get {_storage._check ?? Navigator_V1_RoutesCheck()}
     set {_uniqueStorage()._check = newValue}

@@ -89,7 +89,8 @@ extension RequestsLoop {
             answer.requestID = requestID
             answer.rejected = .rejection(
                 .overloaded,
-                "a route map check or impact report is being made; one is made at a time: retry when it is answered")
+                "a route map check, impact report or rollout change is being made; one is made at a time: retry when it is answered"
+            )
             return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
     }

@@ -7,6 +7,22 @@ import NavigatorWire
 extension RequestsLoop {
     /// The most intents an automatic rollback may wait for.
     static let maxRollbackAfter = 10_000_000
+    /// The longest name of a candidate (`source`), in bytes.
+    static let maxRolloutSource = 256
+
+    /// STATUS: how the rollout stands (refused when the request carries a candidate: a client
+    /// that meant to start one and left `action` at its default must hear of it).
+    func rolloutStatus(_ request: Navigator_V1_RoutesRolloutRequest, into answer: inout Navigator_V1_Reply) {
+        guard request.yaml.isEmpty, request.sharePercent == 0 else {
+            counters.refused(.invalidRequest, intent: false)
+            answer.rejected = .rejection(
+                .invalidRequest,
+                "action is ROLLOUT_ACTION_STATUS (0, the default) but the request carries a candidate map or a share; expected action ROLLOUT_ACTION_START to start a rollout, or neither for its status"
+            )
+            return
+        }
+        answer.routesRollout = rolloutStatus()
+    }
 
     func rollout(_ request: Navigator_V1_RoutesRolloutRequest, by: String, into answer: inout Navigator_V1_Reply) {
         func refuse(_ code: Navigator_V1_RejectCode, _ message: String) {
@@ -15,10 +31,10 @@ extension RequestsLoop {
         }
         let action: RolloutKeeper.Action
         var candidate: ResolverHolder.Loaded?
+        var checked: Navigator_V1_RoutesCheck?
         switch request.action {
         case .status:
-            answer.routesRollout = rolloutStatus()
-            return
+            return rolloutStatus(request, into: &answer)
         case .promote: action = .promote
         case .rollback: action = .rollback
         case .start:
@@ -30,10 +46,11 @@ extension RequestsLoop {
                 )
             }
             let margin = request.rollbackMarginPercent
-            guard margin.isFinite, margin >= 0, margin <= 100 else {
+            guard margin.isFinite, margin == 0 || (margin >= 0.01 && margin <= 100) else {
                 return refuse(
                     .invalidRequest,
-                    "rollback_margin_percent is \(margin); expected 0 (no automatic rollback) to 100 percentage points")
+                    "rollback_margin_percent is \(margin); expected 0 (no automatic rollback) or 0.01 to 100 percentage points"
+                )
             }
             let after =
                 request.rollbackAfterIntents == 0
@@ -42,6 +59,13 @@ extension RequestsLoop {
                 return refuse(
                     .invalidRequest,
                     "rollback_after_intents is \(after); expected 10 to \(Self.maxRollbackAfter) intents of the candidate (0: 1,000)"
+                )
+            }
+            guard request.source.utf8.count <= Self.maxRolloutSource, !request.source.contains(where: \.isNewline)
+            else {
+                return refuse(
+                    .invalidRequest,
+                    "source has \(request.source.utf8.count) bytes\(request.source.contains(where: \.isNewline) ? " and a line break" : ""); expected a name of the candidate (a file name) of at most \(Self.maxRolloutSource) bytes on one line"
                 )
             }
             let source = request.source.isEmpty ? "candidate" : request.source
@@ -54,6 +78,7 @@ extension RequestsLoop {
                 return
             }
             candidate = .init(resolver: resolver, source: source, version: RouteMapVersion.of(text: request.yaml))
+            checked = check
             action = .start(
                 yaml: request.yaml, source: source, share: Int((share * 100).rounded()),
                 rollbackMargin: Int((margin * 100).rounded()), rollbackAfter: after)
@@ -66,6 +91,7 @@ extension RequestsLoop {
         do {
             _ = try rolloutKeeper.change(action, candidate: candidate, by: by)
             answer.routesRollout = rolloutStatus()
+            if let checked { answer.routesRollout.check = checked }  // valid, with its changes
         } catch {
             refuse(error.kind == .conflict ? .conflict : .unavailable, error.message)
         }
@@ -90,8 +116,10 @@ extension RequestsLoop {
         let share = RolloutKeeper.percent(stored.share)
         return .with {
             $0.phase = Navigator_V1_RolloutPhase(stored.phase)
-            $0.baseSource = stored.phase == .rolling ? file.source : stored.baseSource
-            $0.baseVersion = stored.baseVersion
+            // The map in use here: this instance's file (the one that started the rollout may
+            // have had another).
+            $0.baseSource = file.source
+            $0.baseVersion = file.version
             $0.candidateSource = stored.source
             $0.candidateVersion = stored.version
             $0.sharePercent = Double(stored.share) / 100
@@ -102,17 +130,19 @@ extension RequestsLoop {
             $0.note = stored.note
             $0.revision = stored.revision
             $0.maps = [
-                Navigator_V1_MapFigures(version: stored.baseVersion, role: "in use", base),
+                Navigator_V1_MapFigures(version: file.version, role: "in use", base),
                 Navigator_V1_MapFigures(version: stored.version, role: "candidate", candidate),
             ]
             let failed = following.failure.map { "; the candidate does not load on this instance: \($0)" } ?? ""
             $0.summary =
                 switch stored.phase {
                 case .rolling:
-                    "candidate \(stored.version) (\(stored.source)) for \(share) of sessions, the others on \(stored.baseVersion) (\(file.source))"
+                    "candidate \(stored.version) (\(stored.source)) for \(share) of sessions, the others on \(file.version) (\(file.source))"
                         + (stored.rollbackMargin > 0
                             ? "; rolled back automatically if its rejection rate exceeds the other's by \(RolloutKeeper.percent(stored.rollbackMargin).dropLast()) percentage points after \(stored.rollbackAfter) intents"
                             : "") + failed
+                case .promoted where file.version == stored.version:
+                    "promoted: every session resolves with \(stored.version) (\(stored.source)), which \(file.source) has now"
                 case .promoted:
                     "promoted: every session resolves with \(stored.version) (\(stored.source)); put it into \(file.source) and reload (SIGHUP) to make it the file's map (until then a restart keeps it)"
                         + failed

@@ -404,6 +404,10 @@ struct RequestsLoop: SocketLoop {
             try onRouteMapDesk(requestID: request.requestID, routingID, delimited: delimited, sockets) { answer in
                 self.impact(candidate, into: &answer)
             }
+        case .routesRollout(let rollout) where rollout.action == .status:
+            // Read here (nothing to load or write), not behind a report on the route map desk.
+            rolloutStatus(rollout, into: &answer)
+            try reply(answer, to: routingID, delimited: delimited, sockets)
         case .routesRollout(let rollout):
             let by = client.map { "client \($0)" } ?? "a routes_rollout request"
             try onRouteMapDesk(requestID: request.requestID, routingID, delimited: delimited, sockets) { answer in
