@@ -329,7 +329,7 @@ struct RolloutTests {
                 try await everywhere(.promoted)
                 let text = try String(contentsOfFile: routes, encoding: .utf8)
                 try (text + "# reviewed\n").write(toFile: routes, atomically: true, encoding: .utf8)
-                try await onThread { try engines[2].reloadRouteMap() }
+                _ = try await onThread { try engines[2].reloadRouteMap() }
                 try await everywhere(.ended)
             }
         }
