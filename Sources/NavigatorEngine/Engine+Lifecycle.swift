@@ -241,7 +241,17 @@ extension Engine {
                     "could not mark \(persistence.database.kind) cleanly stopped", metadata: ["error": "\(error)"])
             }
         } else if partsReady.wasReady {
-            logger.error("navigatord did not stop cleanly; the next run starts a new epoch")
+            var why: [String] = []
+            if !complete { why.append("the final flush did not write every session") }
+            if shutdownRecord.wasCut {
+                why.append(
+                    "a part was still running after shutdownTimeoutSeconds (\(configuration.shutdownTimeoutSeconds) s)")
+            }
+            if let ended { why.append("the service group ended with \(ended)") }
+            if let failure = supervisor.failure { why.append("\(failure.part) failed") }
+            logger.error(
+                "navigatord did not stop cleanly; the next run starts a new epoch",
+                metadata: ["why": "\(why.joined(separator: "; "))"])
         }
         let context = self.context
         commands.close()  // egress closes it when it ends; not if it never ran

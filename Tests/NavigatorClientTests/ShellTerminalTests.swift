@@ -105,9 +105,18 @@ struct ShellTerminalTests {
                 "--intents", endpoints.intents[0], "--requests", endpoints.requests[0], "--commands",
                 endpoints.commands[0],
             ]
-            let shell = try PseudoTerminalShell(["--session", "t"] + options, rows: 14, columns: 50)
+            let shell = try PseudoTerminalShell(
+                ["--session", "t", "--app-version", "2.1"] + options, rows: 14, columns: 50)
             defer { shell.stop() }
             try await shell.waitFor("the tree") { $0.contains { $0.contains("home#1") } }
+            // Its ready (sent once it has the tree) said the app version: the session holds it.
+            let versionDeadline = ContinuousClock.now + .seconds(15)
+            var snapshot = try await navctl(["snapshot", "--session", "t"] + options)
+            while !snapshot.output.contains("its shell's app version 2.1"), ContinuousClock.now < versionDeadline {
+                try await Task.sleep(for: .milliseconds(50))
+                snapshot = try await navctl(["snapshot", "--session", "t"] + options)
+            }
+            #expect(snapshot.output.contains("its shell's app version 2.1"), "\(snapshot.output)")
             #expect(shell.screen.first?.contains("connected") == true)
             #expect(shell.screen.allSatisfy { $0.count <= 50 && !$0.hasSuffix(" ") }, "\(shell.screen)")
             #expect(shell.screen.count <= 14)
