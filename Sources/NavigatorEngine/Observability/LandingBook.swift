@@ -9,8 +9,8 @@ struct LandingBook {
     struct Pending {
         var seq: UInt64
         var route: String
-        /// The version of the route map that decided.
-        var map: String
+        /// The version of the route map that decided, while a rollout splits sessions (else nil).
+        var map: String?
         /// When the intent was sent (or taken, when the producer did not say), unix ns.
         var origin: Int64
         /// Its trace, when it is traced: the ack (or the window's end) settles it.
@@ -40,7 +40,7 @@ struct LandingBook {
 
     /// A batch of `route` published for `session`.
     mutating func published(
-        session: String, seq: UInt64, route: String, map: String, origin: Int64, metrics: RouteMetrics
+        session: String, seq: UInt64, route: String, map: String?, origin: Int64, metrics: RouteMetrics
     ) {
         var pending = sessions.removeValue(forKey: session) ?? []
         if pending.count >= Self.maxPerSession {

@@ -160,14 +160,17 @@ final class RouteMetrics: Sendable {
         state.withLock { state in state.maps = state.maps.filter { versions.contains($0.key) } }
     }
 
-    /// An intent's outcome, counted by route, by source and by the version of the route map that
-    /// decided; `code` for a rejection or a refusal.
-    func count(_ outcome: Outcome, route: String, map: String, source: String, code: String? = nil) {
+    /// An intent's outcome, counted by route, by source and — while a rollout splits sessions
+    /// between two maps (`map` not nil) — by the version of the route map that decided; `code`
+    /// for a rejection or a refusal.
+    func count(_ outcome: Outcome, route: String, map: String?, source: String, code: String? = nil) {
         state.withLock { state in
             state.tallies[route, default: Tally()].intents[outcome, default: 0] += 1
-            state.maps[map, default: Tally()].intents[outcome, default: 0] += 1
-            counter(&state, .mapIntents, ("map", Self.mapLabel(map, &state)), ("outcome", outcome.rawValue))
-                .increment()
+            if let map {
+                state.maps[map, default: Tally()].intents[outcome, default: 0] += 1
+                counter(&state, .mapIntents, ("map", Self.mapLabel(map, &state)), ("outcome", outcome.rawValue))
+                    .increment()
+            }
             counter(&state, .routeIntents, ("route", route), ("outcome", outcome.rawValue))
                 .increment()
             counter(&state, .sourceIntents, ("source", source), ("outcome", outcome.rawValue))
@@ -185,7 +188,7 @@ final class RouteMetrics: Sendable {
 
     /// The route's intent landed: acknowledged `nanoseconds` after it was sent (nil: its target
     /// was already shown, so there was nothing to acknowledge).
-    func landed(route: String, map: String, after nanoseconds: Int64?) {
+    func landed(route: String, map: String?, after nanoseconds: Int64?) {
         state.withLock { state in
             let inTime: Bool
             if let nanoseconds {
@@ -204,20 +207,20 @@ final class RouteMetrics: Sendable {
                 state.tallies[route, default: Tally()].notLanded += 1
             }
             settle(&state, route, state.tallies[route]!, landed: inTime)
-            settle(&state, map: map, landed: inTime)
+            if let map { settle(&state, map: map, landed: inTime) }
         }
     }
 
     /// The route's intent did not land (rejected, expired, refused on release, or not
     /// acknowledged within the window); `evicted`: its batch was dropped from a full
     /// ``LandingBook`` before the window passed.
-    func notLanded(route: String, map: String, evicted: Bool = false) {
+    func notLanded(route: String, map: String?, evicted: Bool = false) {
         if evicted { self.evicted.increment() }
         state.withLock { state in
             if evicted { state.evictions += 1 }
             state.tallies[route, default: Tally()].notLanded += 1
             settle(&state, route, state.tallies[route]!, landed: false)
-            settle(&state, map: map, landed: false)
+            if let map { settle(&state, map: map, landed: false) }
         }
     }
 

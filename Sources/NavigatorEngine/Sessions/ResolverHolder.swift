@@ -31,6 +31,10 @@ final class ResolverHolder: Sendable {
         let candidate: Candidate?
         let generation: Int
 
+        /// The version to count figures by: only while a rollout splits sessions (counting by
+        /// version costs each intent a little, and with one map the totals say the same).
+        func counted(_ version: String) -> String? { candidate == nil ? nil : version }
+
         /// The resolver that decides for `session`, and its map's version.
         func pick(_ session: String) -> (resolver: Resolver, version: String) {
             if let candidate,

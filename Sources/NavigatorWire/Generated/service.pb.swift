@@ -936,8 +936,9 @@ public nonisolated struct Navigator_V1_Rollout: @unchecked Sendable {
     set {_uniqueStorage()._note = newValue}
   }
 
-  /// The figures of each map on the answering instance since it took the rollout up: intents
-  /// as they came, by outcome, and their landing.
+  /// The figures of each map on the answering instance since it took the rollout up (counted
+  /// while sessions are split: frozen once promoted or rolled back; none without a rollout):
+  /// intents as they came, by outcome, and their landing.
   public var maps: [Navigator_V1_MapFigures] {
     get {_storage._maps}
     set {_uniqueStorage()._maps = newValue}

@@ -106,8 +106,6 @@ extension RequestsLoop {
                 $0.phase = .none
                 $0.baseSource = snapshot.source
                 $0.baseVersion = snapshot.version
-                let tally = rolloutKeeper.metrics.mapTallies[snapshot.version] ?? RouteMetrics.Tally()
-                $0.maps = [Navigator_V1_MapFigures(version: snapshot.version, role: "in use", tally)]
                 $0.summary = "no rollout: every session resolves with \(snapshot.source) (version \(snapshot.version))"
             }
         }

@@ -18,8 +18,9 @@ extension WorkerLoop {
             for parked in expired {
                 let route = RouteMetrics.route(of: parked.intent, map: resolver.map)
                 counters.routes.count(
-                    .expired, route: route, map: version, source: counters.routes.source(of: parked.intent))
-                counters.routes.notLanded(route: route, map: version)
+                    .expired, route: route, map: state.maps.counted(version),
+                    source: counters.routes.source(of: parked.intent))
+                counters.routes.notLanded(route: route, map: state.maps.counted(version))
                 counters.expired.add()
                 counters.refused(.expired, intent: false)  // counted as parked when it came
                 try publish(expired: parked, session: session, at: now, &state, sockets)

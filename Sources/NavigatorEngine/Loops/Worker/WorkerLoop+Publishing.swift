@@ -45,7 +45,7 @@ extension WorkerLoop {
         let published = resolvedAt..<WallClock.now()
         account(
             change.resolution, own: change.own, source: counters.routes.source(of: intent), map: resolver.map,
-            version: version, at: started, &state)
+            version: state.maps.counted(version), at: started, &state)
         if let trace {
             self.trace(trace, change, map: resolver.map, resolved: started..<resolvedAt, published: published, &state)
         }
@@ -117,6 +117,7 @@ extension WorkerLoop {
         guard !released.isEmpty else { return }
         let now = WallClock.now()
         let (resolver, version) = state.maps.pick(session)  // what released them
+        let counted = state.maps.counted(version)
         for (resolution, batch) in zip(released, batches) {
             let route = RouteMetrics.route(of: resolution.intent, map: resolver.map)
             let source = counters.routes.source(of: resolution.intent)
@@ -124,8 +125,8 @@ extension WorkerLoop {
             let trace = releasedTrace(resolution.intent, session: session, at: published.lowerBound, &state)
             if case .rejected(let error) = resolution.outcome {
                 // Counted once as parked when it came; now refused, not rejected a second time.
-                counters.routes.count(.refused, route: route, map: version, source: source, code: error.code.rawValue)
-                counters.routes.notLanded(route: route, map: version)
+                counters.routes.count(.refused, route: route, map: counted, source: source, code: error.code.rawValue)
+                counters.routes.notLanded(route: route, map: counted)
                 let code = Navigator_V1_RejectCode(error.code)
                 counters.refused(code, intent: false)  // counted as parked when it came
                 trace?.settle(at: published.lowerBound, landed: false, outcome: "refused", failure: error.message)
@@ -134,13 +135,13 @@ extension WorkerLoop {
                     message: "parked intent refused on release: \(error.message)", sentAt: resolution.intent.sentAt)
             } else {
                 counters.released.add()  // its own outcome was counted when it parked
-                counters.routes.count(.released, route: route, map: version, source: source)
+                counters.routes.count(.released, route: route, map: counted, source: source)
                 trace?.endWaiting(at: published.lowerBound, ["navigator.park.result": "released"])
                 if let batch {
                     let origin = Self.origin(resolution.intent.sentAt, now: now)
                     counters.routes.published(route: route, after: now - origin)
                     state.landings.published(
-                        session: session, seq: batch.seq, route: route, map: version, origin: origin,
+                        session: session, seq: batch.seq, route: route, map: counted, origin: origin,
                         metrics: counters.routes)
                     if let trace {
                         trace.published(
@@ -149,7 +150,7 @@ extension WorkerLoop {
                         state.landings.trace(trace, session: session, seq: batch.seq)
                     }
                 } else if resolution.explanation.last(where: \.decisive)?.step == .alreadyShown {
-                    counters.routes.landed(route: route, map: version, after: nil)  // onto a screen already shown
+                    counters.routes.landed(route: route, map: counted, after: nil)  // onto a screen already shown
                     trace?.settle(at: now, landed: true, outcome: "released")
                 } else {
                     trace?.settle(at: now, landed: false, outcome: "released")
@@ -196,9 +197,9 @@ extension WorkerLoop {
 
     /// Counts an intent's outcome by route and source, and books its batch until a shell
     /// acknowledges it (``LandingBook``). `now`: when the intent was taken.
-    /// `map` and `version`: the route map that decided.
+    /// `map`: the route map that decided; `version`: its version while a rollout splits sessions.
     func account(
-        _ resolution: Resolution, own: Batch?, source: String, map: RouteMap, version: String, at now: Int64,
+        _ resolution: Resolution, own: Batch?, source: String, map: RouteMap, version: String?, at now: Int64,
         _ state: inout WorkerState
     ) {
         let routes = counters.routes
