@@ -221,11 +221,15 @@ struct RouteMapVersionTests {
         #expect(RouteMapVersion.of(text: "tabs: []") == RouteMapVersion.of(text: "tabs: []"))
         #expect(RouteMapVersion.of(text: "tabs: []") != RouteMapVersion.of(text: "tabs: [ ]"))
         #expect(RouteMapVersion.of(text: "x").count == 12)
+        // Pinned (worked out apart from this code, in Python): instances of two builds in one
+        // deployment must put each session in the same bucket, so a changed hash is a failure.
+        #expect(RouteMapVersion.of(text: "tabs: []") == "97ea69eba77c")
+        #expect(RouteMapVersion.bucket(of: "s1", salt: "v1") == 6436)
+        #expect(RouteMapVersion.bucket(of: "alice", salt: "v1") == 1332)
         let sessions = (0..<10_000).map { "s\($0)" }
         let chosen = sessions.filter { RouteMapVersion.bucket(of: $0, salt: "v1") < 1_000 }
-        // 10% within 100 either way (3.3 standard deviations), and the same again.
+        // 10% within 100 either way (3.3 standard deviations).
         #expect(abs(chosen.count - 1_000) <= 100, "\(chosen.count)")
-        #expect(chosen == sessions.filter { RouteMapVersion.bucket(of: $0, salt: "v1") < 1_000 })
         // Another candidate chooses other sessions (about 10% of these).
         let again = Set(sessions.filter { RouteMapVersion.bucket(of: $0, salt: "v2") < 1_000 })
         #expect(Set(chosen).intersection(again).count < 200)

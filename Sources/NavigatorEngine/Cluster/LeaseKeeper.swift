@@ -5,12 +5,6 @@ import NavigatorStore
 import Synchronization
 import ZeroMQ
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Several instances on one PostgreSQL database: the thread that keeps this instance's partition
 /// leases (`nav-leases`). Every round (a fifth of the lease time, 1 s by default) it writes the
 /// instance's row, renews its leases, lets go of the partitions it lost (another instance took
@@ -197,7 +191,7 @@ final class LeaseKeeper: Sendable {
                 while !stopping.load(ordering: .acquiring), ContinuousClock.now < next,
                     failing || advertised.withLock({ $0 }) == record()
                 {
-                    Self.pause(min(next - ContinuousClock.now, .milliseconds(50)))
+                    MonotonicClock.pause(min(next - ContinuousClock.now, .milliseconds(50)))
                 }
             }
         }
@@ -229,12 +223,6 @@ final class LeaseKeeper: Sendable {
                 metadata: ["error": "\(error)"])
         }
         leases.close()
-    }
-
-    private static func pause(_ duration: Duration) {
-        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        _ = nanosleep(&request, nil)
     }
 }
 

@@ -6,12 +6,6 @@ import NavigatorYAML
 import Synchronization
 import ZeroMQ
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A staged rollout of a route map: a candidate for a share of the sessions (chosen by
 /// ``RouteMapVersion/bucket(of:salt:)``, the same everywhere), then promoted to every session or
 /// rolled back. The rollout is one row of the store (``StoredRollout``): kept across restarts,
@@ -180,7 +174,7 @@ final class RolloutKeeper: Sendable {
                 let next = ContinuousClock.now + Self.interval
                 round()
                 while !stopping.load(ordering: .acquiring), ContinuousClock.now < next {
-                    Self.pause(min(next - ContinuousClock.now, .milliseconds(250)))
+                    MonotonicClock.pause(min(next - ContinuousClock.now, .milliseconds(250)))
                 }
             }
         }
@@ -400,11 +394,5 @@ final class RolloutKeeper: Sendable {
     static func percent(_ rate: Double) -> String {
         let tenths = Int((rate * 1000).rounded())
         return "\(tenths / 10).\(tenths % 10)%"
-    }
-
-    private static func pause(_ duration: Duration) {
-        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        _ = nanosleep(&request, nil)
     }
 }
