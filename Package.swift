@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "NavigatorWire", targets: ["NavigatorWire"]),
         .library(name: "NavigatorClient", targets: ["NavigatorClient"]),
         .library(name: "NavigatorLoad", targets: ["NavigatorLoad"]),
+        .library(name: "NavigatorMix", targets: ["NavigatorMix"]),
         .executable(name: "navigatord", targets: ["navigatord"]),
         .executable(name: "navctl", targets: ["navctl"]),
         .executable(name: "navload", targets: ["navload"]),
@@ -145,11 +146,16 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // navload's realistic mix of intents and client events on a route map, and the resolver
+        // benchmark over it: pure (NavigatorCore only), so that the allocation benchmarks
+        // (Benchmarks/, a release build in `./dev test`) build no sockets, YAML or client.
+        .target(name: "NavigatorMix", dependencies: ["NavigatorCore"]),
         // The load generator behind navload: open-loop publishing, latency, reports.
         .target(
             name: "NavigatorLoad",
             dependencies: [
-                "NavigatorClient", "NavigatorCore", "NavigatorWire", "NavigatorYAML", "ZeroMQ", "Locking",
+                "NavigatorClient", "NavigatorCore", "NavigatorMix", "NavigatorWire", "NavigatorYAML", "ZeroMQ",
+                "Locking",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -157,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "navload",
             dependencies: [
-                "NavigatorClient", "NavigatorCore", "NavigatorLoad",
+                "NavigatorClient", "NavigatorCore", "NavigatorLoad", "NavigatorMix",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -171,8 +177,11 @@ let package = Package(
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Locking"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "NavigatorTestSupport"]),
-        .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore"]),
-        .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore"]),
+        // Runs a CPU-heavy test's work off Swift concurrency's pool (two threads here), where it
+        // would hold up every other test's awaits.
+        .target(name: "TestThreads", path: "Tests/TestThreads"),
+        .testTarget(name: "NavigatorWireTests", dependencies: ["NavigatorWire", "NavigatorCore", "TestThreads"]),
+        .testTarget(name: "NavigatorCoreTests", dependencies: ["NavigatorCore", "TestThreads"]),
         .testTarget(name: "NavigatorYAMLTests", dependencies: ["NavigatorYAML"]),
         // Helpers the test targets share: an in-process engine's configuration, a ZeroMQ test
         // client, HTTP, SSE and WebSocket clients on plain sockets, child processes, PostgreSQL.
@@ -180,6 +189,7 @@ let package = Package(
             name: "NavigatorTestSupport",
             dependencies: [
                 "NavigatorEngine", "NavigatorClient", "NavigatorCore", "NavigatorWire", "Postgres", "ZeroMQ", "Locking",
+                "TestThreads",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
@@ -197,7 +207,7 @@ let package = Package(
             name: "NavigatorClientTests",
             dependencies: [
                 "NavigatorTestSupport", "navctl",
-                "NavigatorClient", "NavigatorEngine", "NavigatorCore", "NavigatorWire", "NavigatorLoad", "ZeroMQ",
+                "NavigatorClient", "NavigatorEngine", "NavigatorCore", "NavigatorWire", "NavigatorMix", "ZeroMQ",
                 "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),

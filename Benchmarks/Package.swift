@@ -21,7 +21,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "NavigatorCore", package: "Navigator"),
                 .product(name: "NavigatorWire", package: "Navigator"),
-                .product(name: "NavigatorLoad", package: "Navigator"),
+                .product(name: "NavigatorMix", package: "Navigator"),
             ],
             path: "NavigatorBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

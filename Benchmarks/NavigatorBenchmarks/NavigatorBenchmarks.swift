@@ -1,6 +1,6 @@
 @preconcurrency import Benchmark
 import NavigatorCore
-import NavigatorLoad
+import NavigatorMix
 import NavigatorWire
 
 /// The realistic mix of `navload resolver` (IntentMix on the demo map) over 1,000 signed-in

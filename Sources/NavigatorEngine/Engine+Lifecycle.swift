@@ -245,7 +245,8 @@ extension Engine {
             if !complete { why.append("the final flush did not write every session") }
             if shutdownRecord.wasCut {
                 why.append(
-                    "a part was still running after shutdownTimeoutSeconds (\(configuration.shutdownTimeoutSeconds) s)")
+                    "parts were still running after shutdownTimeoutSeconds (\(configuration.shutdownTimeoutSeconds) s): \(shutdownRecord.parts.joined(separator: ", "))"
+                )
             }
             if let ended { why.append("the service group ended with \(ended)") }
             if let failure = supervisor.failure { why.append("\(failure.part) failed") }

@@ -57,11 +57,17 @@ final class PartsReady: Sendable {
     }
 }
 
-/// How the stop went: whether some part had to be cancelled past the shutdown bound.
+/// How the stop went: which parts had to be cancelled past the shutdown bound, and whether each
+/// had been asked to stop by then (the one that was is the part that did not end in time; the
+/// others were still waiting for their turn).
 final class ShutdownRecord: Sendable {
-    private let cut = Atomic<Bool>(false)
-    func markCut() { cut.store(true, ordering: .releasing) }
-    var wasCut: Bool { cut.load(ordering: .acquiring) }
+    private let cut = Locked<[String]>([])
+    func markCut(_ part: String, stopping: Bool) {
+        cut.withLock { $0.append(stopping ? "\(part) (stopping)" : "\(part) (not yet asked to stop)") }
+    }
+    var wasCut: Bool { cut.withLock { !$0.isEmpty } }
+    /// The parts cancelled, in the order they were.
+    var parts: [String] { cut.withLock { $0 } }
 }
 
 /// One socket loop as a part: `run()` opens its sockets and starts its thread (a bind error
@@ -100,15 +106,17 @@ struct LoopPart<Loop: SocketLoop>: Service {
             }
         }
         opened()
-        let (context, record, stop) = (self.context, self.record, self.stop)
+        let (context, record, stop, name) = (self.context, self.record, self.stop, loop.name)
+        let stopping = Once()
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 _ = try? await DedicatedThread.run(name: "nav-join") { thread.join() }
             } onGracefulShutdown: {
+                _ = stopping.first()
                 stop?()
             }
         } onCancel: {
-            record.markCut()
+            record.markCut(name, stopping: stopping.happened)
             context.shutdown()
         }
         if let failure = loop.supervisor.failure, failure.part == loop.name { throw failure }

@@ -1,6 +1,7 @@
 import Locking
 import NavigatorClient
 import NavigatorCore
+import NavigatorMix
 import NavigatorWire
 import NavigatorYAML
 import SwiftProtobuf

@@ -3,6 +3,7 @@ import Foundation
 import NavigatorClient
 import NavigatorCore
 import NavigatorLoad
+import NavigatorMix
 
 @main
 struct Navload: AsyncParsableCommand {

@@ -3,7 +3,7 @@ import Locking
 import NavigatorClient
 import NavigatorCore
 import NavigatorEngine
-import NavigatorLoad
+import NavigatorMix
 import NavigatorTestSupport
 import NavigatorWire
 import Testing

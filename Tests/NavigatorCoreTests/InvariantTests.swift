@@ -1,4 +1,5 @@
 import NavigatorCore
+import TestThreads
 import Testing
 
 /// Random valid trees whose ids come from a small pool, so two trees share ids in every
@@ -50,17 +51,20 @@ struct InvariantTests {
     @Test(
         "for random pairs of trees, commands(to:) gives exactly the target, and applying it twice too",
         arguments: 0..<40)
-    func diffIsExact(seed: UInt64) throws {
-        var generator = TreeGenerator(random: SeededRandom(seed: seed))
-        for pair in 0..<250 {
-            let from = generator.tree()
-            let to = generator.tree()
-            let commands = from.commands(to: to)
-            let context = "seed \(seed) pair \(pair)\nfrom:\n\(from.outline)\nto:\n\(to.outline)\ncommands: \(commands)"
-            let once = try from.applying(commands)
-            #expect(once.root == to.root && once.modals == to.modals, "\(context)\ngot:\n\(once.outline)")
-            let twice = try once.applying(commands)
-            #expect(twice.root == to.root && twice.modals == to.modals, "twice: \(context)")
+    func diffIsExact(seed: UInt64) async throws {
+        try await offPool {
+            var generator = TreeGenerator(random: SeededRandom(seed: seed))
+            for pair in 0..<250 {
+                let from = generator.tree()
+                let to = generator.tree()
+                let commands = from.commands(to: to)
+                let context =
+                    "seed \(seed) pair \(pair)\nfrom:\n\(from.outline)\nto:\n\(to.outline)\ncommands: \(commands)"
+                let once = try from.applying(commands)
+                #expect(once.root == to.root && once.modals == to.modals, "\(context)\ngot:\n\(once.outline)")
+                let twice = try once.applying(commands)
+                #expect(twice.root == to.root && twice.modals == to.modals, "twice: \(context)")
+            }
         }
     }
 

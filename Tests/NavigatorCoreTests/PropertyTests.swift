@@ -1,4 +1,5 @@
 import NavigatorCore
+import TestThreads
 import Testing
 
 /// A small deterministic generator, so a failing seed can be replayed.
@@ -65,70 +66,74 @@ struct Generator {
 struct PropertyTests {
     @Test(
         "over random sessions: the batch reproduces the tree, shows the target, and is idempotent", arguments: 0..<100)
-    func randomSessions(seed: UInt64) throws {
-        var generator = Generator(random: SeededRandom(seed: seed))
-        var session = Harness()
-        for step in 0..<60 {
-            if Int.random(in: 0..<4, using: &generator.random) == 0 {
-                let before = session.state
-                let result = session.event(generator.event(for: session.state.tree))
-                if result.error != nil {
-                    #expect(session.state == before, "seed \(seed) step \(step): a refused event changed the state")
+    func randomSessions(seed: UInt64) async throws {
+        try await offPool {
+            var generator = Generator(random: SeededRandom(seed: seed))
+            var session = Harness()
+            for step in 0..<60 {
+                if Int.random(in: 0..<4, using: &generator.random) == 0 {
+                    let before = session.state
+                    let result = session.event(generator.event(for: session.state.tree))
+                    if result.error != nil {
+                        #expect(session.state == before, "seed \(seed) step \(step): a refused event changed the state")
+                    }
+                    continue
                 }
-                continue
-            }
-            let intent = generator.intent()
-            let before = session.state
-            let resolution = session.send(intent)
-            let context =
-                "seed \(seed) step \(step) \(intent.target) -> \(resolution.outcome)\n"
-                + resolution.explanation.map(\.description).joined(separator: "\n") + "\nfrom:\n" + before.tree.outline
+                let intent = generator.intent()
+                let before = session.state
+                let resolution = session.send(intent)
+                let context =
+                    "seed \(seed) step \(step) \(intent.target) -> \(resolution.outcome)\n"
+                    + resolution.explanation.map(\.description).joined(separator: "\n") + "\nfrom:\n"
+                    + before.tree.outline
 
-            // Exactly one step decided, and the outcome is explained.
-            #expect(resolution.explanation.filter(\.decisive).count == 1, "\(context)")
+                // Exactly one step decided, and the outcome is explained.
+                #expect(resolution.explanation.filter(\.decisive).count == 1, "\(context)")
 
-            // Applying the published batches to the old tree gives the resolver's new tree.
-            var mirror = before.tree
-            try mirror.apply(resolution.commands)
-            let afterIntent = mirror
-            for released in resolution.released {
+                // Applying the published batches to the old tree gives the resolver's new tree.
+                var mirror = before.tree
+                try mirror.apply(resolution.commands)
+                let afterIntent = mirror
+                for released in resolution.released {
+                    do {
+                        try mirror.apply(released.commands)
+                    } catch {
+                        let steps = released.explanation.map(\.description).joined(separator: "\n")
+                        Issue.record(
+                            "\(context)\nreleased \(released.intent.target): \(error)\n\(steps)\nonto:\n\(mirror.outline)"
+                        )
+                        return
+                    }
+                }
+                #expect(mirror == session.state.tree, "\(context)")
+
+                // Applying a batch twice equals applying it once.
                 do {
-                    try mirror.apply(released.commands)
+                    #expect(try afterIntent.applying(resolution.commands) == afterIntent, "\(context)")
                 } catch {
-                    let steps = released.explanation.map(\.description).joined(separator: "\n")
-                    Issue.record(
-                        "\(context)\nreleased \(released.intent.target): \(error)\n\(steps)\nonto:\n\(mirror.outline)")
+                    Issue.record("re-applying: \(error)\n\(context)")
                     return
                 }
-            }
-            #expect(mirror == session.state.tree, "\(context)")
 
-            // Applying a batch twice equals applying it once.
-            do {
-                #expect(try afterIntent.applying(resolution.commands) == afterIntent, "\(context)")
-            } catch {
-                Issue.record("re-applying: \(error)\n\(context)")
-                return
-            }
-
-            switch resolution.outcome {
-            case .resolved, .refreshed:
-                // The top shows the target, with the info asked for.
-                let target = try session.resolver.validate(intent).last!
-                let top = afterIntent.top
-                #expect(top.context.screen == target.screen, "\(context)")
-                let identity = session.resolver.map.screens[target.screen]!.identity
-                #expect(identity.allSatisfy { top.context.info[$0] == target.info[$0] }, "\(context)")
-                #expect(target.info.allSatisfy { top.context.info[$0.key] == $0.value }, "\(context)")
-            case .rejected:
-                #expect(session.state == before, "\(context)")
-            case .ignored(let reason):
-                if !reason.hasPrefix("duplicate") {
+                switch resolution.outcome {
+                case .resolved, .refreshed:
+                    // The top shows the target, with the info asked for.
                     let target = try session.resolver.validate(intent).last!
-                    #expect(before.tree.top.context.screen == target.screen, "\(context)")
+                    let top = afterIntent.top
+                    #expect(top.context.screen == target.screen, "\(context)")
+                    let identity = session.resolver.map.screens[target.screen]!.identity
+                    #expect(identity.allSatisfy { top.context.info[$0] == target.info[$0] }, "\(context)")
+                    #expect(target.info.allSatisfy { top.context.info[$0.key] == $0.value }, "\(context)")
+                case .rejected:
+                    #expect(session.state == before, "\(context)")
+                case .ignored(let reason):
+                    if !reason.hasPrefix("duplicate") {
+                        let target = try session.resolver.validate(intent).last!
+                        #expect(before.tree.top.context.screen == target.screen, "\(context)")
+                    }
+                case .parked:
+                    #expect(session.state.parked.contains { $0.intent.id == intent.id }, "\(context)")
                 }
-            case .parked:
-                #expect(session.state.parked.contains { $0.intent.id == intent.id }, "\(context)")
             }
         }
     }

@@ -96,20 +96,25 @@ struct ResolverHolderTests {
         let reloads = 20_000
         // Held before the reloader starts: on a busy machine it can finish all its reloads before
         // this thread runs again, and the loop must still take the newest generation at least once.
-        var held = holder.snapshot
-        let reloader = DedicatedThreadBox {
-            for index in 1...reloads { holder.replace(with: resolver, source: "g\(index)") }
-        }
-        var mismatches = 0
-        var taken = 0
-        while !reloader.finished || holder.generation != held.generation {
-            if holder.generation != held.generation {
-                held = holder.snapshot
-                taken += 1
-                if held.source != "g\(held.generation)" { mismatches += 1 }
+        let first = holder.snapshot
+        // The reader spins: on a thread of its own, never on Swift concurrency's pool.
+        let (held, mismatches, taken) = try await onThread {
+            var held = first
+            let reloader = DedicatedThreadBox {
+                for index in 1...reloads { holder.replace(with: resolver, source: "g\(index)") }
             }
+            var mismatches = 0
+            var taken = 0
+            while !reloader.finished || holder.generation != held.generation {
+                if holder.generation != held.generation {
+                    held = holder.snapshot
+                    taken += 1
+                    if held.source != "g\(held.generation)" { mismatches += 1 }
+                }
+            }
+            reloader.join()
+            return (held, mismatches, taken)
         }
-        reloader.join()
         #expect(mismatches == 0)
         #expect(taken > 0)
         #expect(held.generation == reloads && held.source == "g\(reloads)")

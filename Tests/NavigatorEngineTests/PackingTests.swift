@@ -141,63 +141,65 @@ struct PackingTests {
     @Test(
         "packed records share their shard's arena blocks; blocks mostly freed are compacted and unmapped; a copy read out of the lock keeps its bytes"
     )
-    func arena() throws {
-        try withStore { store, persistence, resolver, _ in
-            let sessions = (0..<6_000).map { "arena-\($0)" }
-            for (index, session) in sessions.enumerated() {
-                _ = resolve(
-                    "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store,
-                    resolver)
-            }
-            let expected = Dictionary(uniqueKeysWithValues: sessions.map { ($0, record($0, store)!.state) })
-            persistence.flushChanged()
-            #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 6_000)
-            #expect(store.packedCount == 6_000)
-            let sizes = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
-            let live = sizes.reduce(0) { $0 + $1.live }
-            let mapped = sizes.reduce(0) { $0 + $1.mapped }
-            // Every record's bytes are in the arenas, in whole blocks, not one allocation each.
-            let stored = try sessions.reduce(0) { $0 + (try record($1, store)!.stored().count) }
-            #expect(live == stored)
-            #expect(mapped <= live + 2 * PackedArena.blockSize)
-            #expect(sessions.allSatisfy { record($0, store)!.state == expected[$0] })
+    func arena() async throws {
+        try await onThread {
+            try withStore { store, persistence, resolver, _ in
+                let sessions = (0..<6_000).map { "arena-\($0)" }
+                for (index, session) in sessions.enumerated() {
+                    _ = resolve(
+                        "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store,
+                        resolver)
+                }
+                let expected = Dictionary(uniqueKeysWithValues: sessions.map { ($0, record($0, store)!.state) })
+                persistence.flushChanged()
+                #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 6_000)
+                #expect(store.packedCount == 6_000)
+                let sizes = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
+                let live = sizes.reduce(0) { $0 + $1.live }
+                let mapped = sizes.reduce(0) { $0 + $1.mapped }
+                // Every record's bytes are in the arenas, in whole blocks, not one allocation each.
+                let stored = try sessions.reduce(0) { $0 + (try record($1, store)!.stored().count) }
+                #expect(live == stored)
+                #expect(mapped <= live + 2 * PackedArena.blockSize)
+                #expect(sessions.allSatisfy { record($0, store)!.state == expected[$0] })
 
-            // A reader's copy, taken before its record moves or goes.
-            var copied: SessionStore.Record?
-            do {
-                let found: SessionStore.Record = try #require(record(sessions[0], store))
-                copied = found
+                // A reader's copy, taken before its record moves or goes.
+                var copied: SessionStore.Record?
+                do {
+                    let found: SessionStore.Record = try #require(record(sessions[0], store))
+                    copied = found
+                }
+                // Every block in use now, held weakly: which of them outlive the compaction.
+                final class Weak {
+                    weak var block: PackedBlock?
+                    init(_ block: PackedBlock?) { self.block = block }
+                }
+                let blocksBefore = sessions.map { Weak(record($0, store)?.packedBlock) }
+                // Most sessions change (unpacked: their bytes no longer count) and one is removed.
+                for (index, session) in sessions.enumerated() where index % 10 != 0 {
+                    _ = resolve("s\(index)", [ScreenContext("settings")], session: session, store, resolver)
+                }
+                _ = store.shards[store.shardIndex(of: sessions[0])].records.withLock { $0.remove(sessions[0]) }
+                #expect(store.packedCount == 599)
+                let moved = persistence.compactArenas()
+                // Of the other tenth, those in the blocks left mostly free (not those in a block being
+                // filled): the old blocks are unmapped.
+                #expect(moved > 400 && moved <= 599)
+                let after = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
+                #expect(after.reduce(0) { $0 + $1.live } == stored / 10 - (try copied!.stored().count))
+                #expect(after.reduce(0) { $0 + $1.mapped } <= 2 * PackedArena.blockSize)
+                for (index, session) in sessions.enumerated() where index % 10 == 0 && index > 0 {
+                    let moved = try #require(record(session, store))
+                    #expect(moved.isPacked && moved.state == expected[session])
+                }
+                // The copy still reads the bytes of a block no record of the store points into.
+                #expect(copied!.isPacked && copied!.state == expected[sessions[0]])
+                // Once the copy goes too, every block no record uses any more is unmapped.
+                copied = nil
+                let inUse = Set(sessions.compactMap { record($0, store)?.packedBlock.map(ObjectIdentifier.init) })
+                let outliving = Set(blocksBefore.compactMap { $0.block.map(ObjectIdentifier.init) }).subtracting(inUse)
+                #expect(outliving.isEmpty, "\(outliving.count) blocks no record uses are still mapped")
             }
-            // Every block in use now, held weakly: which of them outlive the compaction.
-            final class Weak {
-                weak var block: PackedBlock?
-                init(_ block: PackedBlock?) { self.block = block }
-            }
-            let blocksBefore = sessions.map { Weak(record($0, store)?.packedBlock) }
-            // Most sessions change (unpacked: their bytes no longer count) and one is removed.
-            for (index, session) in sessions.enumerated() where index % 10 != 0 {
-                _ = resolve("s\(index)", [ScreenContext("settings")], session: session, store, resolver)
-            }
-            _ = store.shards[store.shardIndex(of: sessions[0])].records.withLock { $0.remove(sessions[0]) }
-            #expect(store.packedCount == 599)
-            let moved = persistence.compactArenas()
-            // Of the other tenth, those in the blocks left mostly free (not those in a block being
-            // filled): the old blocks are unmapped.
-            #expect(moved > 400 && moved <= 599)
-            let after = store.shards.map { shard in shard.records.withLock { $0.arena.size } }
-            #expect(after.reduce(0) { $0 + $1.live } == stored / 10 - (try copied!.stored().count))
-            #expect(after.reduce(0) { $0 + $1.mapped } <= 2 * PackedArena.blockSize)
-            for (index, session) in sessions.enumerated() where index % 10 == 0 && index > 0 {
-                let moved = try #require(record(session, store))
-                #expect(moved.isPacked && moved.state == expected[session])
-            }
-            // The copy still reads the bytes of a block no record of the store points into.
-            #expect(copied!.isPacked && copied!.state == expected[sessions[0]])
-            // Once the copy goes too, every block no record uses any more is unmapped.
-            copied = nil
-            let inUse = Set(sessions.compactMap { record($0, store)?.packedBlock.map(ObjectIdentifier.init) })
-            let outliving = Set(blocksBefore.compactMap { $0.block.map(ObjectIdentifier.init) }).subtracting(inUse)
-            #expect(outliving.isEmpty, "\(outliving.count) blocks no record uses are still mapped")
         }
     }
 

@@ -4,6 +4,7 @@ import NavigatorCore
 import NavigatorEngine
 import NavigatorWire
 import SwiftProtobuf
+import TestThreads
 import Testing
 import ZeroMQ
 
@@ -152,8 +153,10 @@ extension Socket {
     }
 }
 
+/// Runs socket work (blocking libzmq calls) on a thread of its own, never on Swift concurrency's
+/// pool, as part of the test's task: an `#expect` in it is attributed to the test.
 public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await DedicatedThread.run(name: "svc-test", body)
+    try await offPool(body)
 }
 
 /// A request of ``Client`` that got no reply within its receive timeout, naming it.

@@ -14,7 +14,13 @@ public enum TestService {
         configuration.clusterEndpoint = "tcp://127.0.0.1:*"
         configuration.dataDirectory = dataDirectory.path
         configuration.workers = workers
-        configuration.shutdownTimeoutSeconds = Int(5 * TestTiming.slowdown)
+        // A bound against a stop that hangs, not a figure a test checks. With the whole suite in
+        // one process on two cores (hundreds of threads: every test's services and clients),
+        // Swift concurrency's pool has been seen to run nothing for 5 to 20 s at a time — its
+        // threads waiting for locks held by threads the kernel had not run — and stops that
+        // began meanwhile were cut at 5 s, so the next run of the same data directory started a
+        // new epoch (DurabilityTests failed on that twice in CI).
+        configuration.shutdownTimeoutSeconds = Int(30 * TestTiming.slowdown)
         return configuration
     }
 

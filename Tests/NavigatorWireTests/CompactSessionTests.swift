@@ -1,5 +1,6 @@
 import NavigatorCore
 import NavigatorWire
+import TestThreads
 import Testing
 
 @Suite("Compact sessions at rest")
@@ -32,32 +33,35 @@ struct CompactSessionTests {
     }
 
     @Test("reads back the same state and seq for 2,000 random sessions at rest, names numbered or written out")
-    func roundTrip() throws {
-        var random = Random(state: 31)
-        var table = NameIndex()
-        for index in 0..<2_000 {
-            let state = try Self.restingState(&random)
-            let seq = random.chance(10) ? 0 : random.next() >> 4
-            // Half the sessions' names are in the table (an earlier map's stay in it); a fresh
-            // table every 100 sessions keeps it below its limit (random names are many).
-            if index % 100 == 0 { table = NameIndex() }
-            if index % 2 == 0 { table = table.adding(Self.map(naming: state)) }
-            let bytes = try #require(CompactSession.encode(state, seq: seq, names: table))
-            #expect(CompactSession.isCompact(bytes))
-            let (decoded, decodedSeq) = try bytes.withUnsafeBytes { try CompactSession.decode($0, names: table) }
-            if decoded != state || decodedSeq != seq {
-                Issue.record("session \(index) reads back otherwise:\n\(state)\n\(decoded)")
-                return
-            }
-            // A later table (another map added) still reads it.
-            let later = table.adding(RouteMap(tabs: [], rootScreen: "late", screens: ["late\(index)": ScreenSpec()]))
-            #expect(try bytes.withUnsafeBytes { try CompactSession.decode($0, names: later) }.state == state)
-            if index % 2 == 0 {
-                // Names numbered: fewer bytes, which an empty table cannot read.
-                let stored = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
-                #expect(bytes.count < stored.count, "\(bytes.count) compact bytes, \(stored.count) stored")
-                #expect(throws: WireError.self) {
-                    try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
+    func roundTrip() async throws {
+        try await offPool {
+            var random = Random(state: 31)
+            var table = NameIndex()
+            for index in 0..<2_000 {
+                let state = try Self.restingState(&random)
+                let seq = random.chance(10) ? 0 : random.next() >> 4
+                // Half the sessions' names are in the table (an earlier map's stay in it); a fresh
+                // table every 100 sessions keeps it below its limit (random names are many).
+                if index % 100 == 0 { table = NameIndex() }
+                if index % 2 == 0 { table = table.adding(Self.map(naming: state)) }
+                let bytes = try #require(CompactSession.encode(state, seq: seq, names: table))
+                #expect(CompactSession.isCompact(bytes))
+                let (decoded, decodedSeq) = try bytes.withUnsafeBytes { try CompactSession.decode($0, names: table) }
+                if decoded != state || decodedSeq != seq {
+                    Issue.record("session \(index) reads back otherwise:\n\(state)\n\(decoded)")
+                    return
+                }
+                // A later table (another map added) still reads it.
+                let later = table.adding(
+                    RouteMap(tabs: [], rootScreen: "late", screens: ["late\(index)": ScreenSpec()]))
+                #expect(try bytes.withUnsafeBytes { try CompactSession.decode($0, names: later) }.state == state)
+                if index % 2 == 0 {
+                    // Names numbered: fewer bytes, which an empty table cannot read.
+                    let stored = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+                    #expect(bytes.count < stored.count, "\(bytes.count) compact bytes, \(stored.count) stored")
+                    #expect(throws: WireError.self) {
+                        try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
+                    }
                 }
             }
         }
@@ -122,32 +126,34 @@ struct CompactSessionTests {
     }
 
     @Test("bytes cut short or changed throw a malformed error or read back as a valid state, never trap")
-    func damaged() throws {
-        var random = Random(state: 11)
-        var thrown = 0
-        for _ in 0..<100 {
-            let state = try Self.restingState(&random)
-            let table = NameIndex().adding(Self.map(naming: state))
-            let bytes = try #require(CompactSession.encode(state, seq: 7, names: table))
-            for length in 0..<bytes.count {
+    func damaged() async throws {
+        try await offPool {
+            var random = Random(state: 11)
+            var thrown = 0
+            for _ in 0..<100 {
+                let state = try Self.restingState(&random)
+                let table = NameIndex().adding(Self.map(naming: state))
+                let bytes = try #require(CompactSession.encode(state, seq: 7, names: table))
+                for length in 0..<bytes.count {
+                    #expect(throws: WireError.self) {
+                        try Array(bytes[..<length]).withUnsafeBytes { try CompactSession.decode($0, names: table) }
+                    }
+                }
+                var changed = bytes
+                let at = 1 + random.below(bytes.count - 1)
+                changed[at] = UInt8(truncatingIfNeeded: random.next())
+                do {
+                    let (decoded, _) = try changed.withUnsafeBytes { try CompactSession.decode($0, names: table) }
+                    try decoded.tree.checkInvariant()
+                } catch is WireError {
+                    thrown += 1
+                }
+                // Names numbered past the table's end: refused, not read out of bounds.
                 #expect(throws: WireError.self) {
-                    try Array(bytes[..<length]).withUnsafeBytes { try CompactSession.decode($0, names: table) }
+                    try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
                 }
             }
-            var changed = bytes
-            let at = 1 + random.below(bytes.count - 1)
-            changed[at] = UInt8(truncatingIfNeeded: random.next())
-            do {
-                let (decoded, _) = try changed.withUnsafeBytes { try CompactSession.decode($0, names: table) }
-                try decoded.tree.checkInvariant()
-            } catch is WireError {
-                thrown += 1
-            }
-            // Names numbered past the table's end: refused, not read out of bounds.
-            #expect(throws: WireError.self) {
-                try bytes.withUnsafeBytes { try CompactSession.decode($0, names: NameIndex()) }
-            }
+            #expect(thrown > 0)
         }
-        #expect(thrown > 0)
     }
 }

@@ -1,6 +1,7 @@
 import NavigatorCore
 import NavigatorWire
 import SwiftProtobuf
+import TestThreads
 import Testing
 
 @Suite("The hand-written stored-session encoder")
@@ -60,22 +61,24 @@ struct StoredSessionEncoderTests {
     }
 
     @Test("writes exactly SwiftProtobuf's bytes (deterministic ordering) for 2,000 random sessions")
-    func sameBytes() throws {
-        var random = Random(state: 17)
-        var options = BinaryEncodingOptions()
-        options.useDeterministicOrdering = true
-        for index in 0..<2_000 {
-            let state = try Self.state(&random)
-            let seq = random.chance(10) ? 0 : random.next() >> 4
-            let expected: [UInt8] = try Navigator_V1_StoredSession(state, seq: seq, parked: false).serializedBytes(
-                options: options)
-            let written = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
-            if written != expected {
-                Issue.record("session \(index) differs: \(written.count) bytes written, \(expected.count) expected")
-                return
+    func sameBytes() async throws {
+        try await offPool {
+            var random = Random(state: 17)
+            var options = BinaryEncodingOptions()
+            options.useDeterministicOrdering = true
+            for index in 0..<2_000 {
+                let state = try Self.state(&random)
+                let seq = random.chance(10) ? 0 : random.next() >> 4
+                let expected: [UInt8] = try Navigator_V1_StoredSession(state, seq: seq, parked: false).serializedBytes(
+                    options: options)
+                let written = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+                if written != expected {
+                    Issue.record("session \(index) differs: \(written.count) bytes written, \(expected.count) expected")
+                    return
+                }
+                // And it reads back as the same state.
+                #expect(try Navigator_V1_StoredSession(serializedBytes: written).core().state == state)
             }
-            // And it reads back as the same state.
-            #expect(try Navigator_V1_StoredSession(serializedBytes: written).core().state == state)
         }
     }
 

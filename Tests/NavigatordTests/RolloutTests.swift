@@ -80,13 +80,16 @@ struct RolloutTests {
         try api(address, "GET", "/v1/routes/rollout").reply.routesRollout
     }
 
-    /// Waits until the instances' figures count `total` intents in all (both maps).
-    static func waitForIntents(_ addresses: [String], total: UInt64) async throws -> [Navigator_V1_Rollout] {
+    /// Waits until the instances' figures count `total` intents in all (both maps), or until
+    /// `settled` says a status will count no more (a rollout's figures freeze once it ends).
+    static func waitForIntents(
+        _ addresses: [String], total: UInt64, settled: @escaping (Navigator_V1_Rollout) -> Bool = { _ in false }
+    ) async throws -> [Navigator_V1_Rollout] {
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
             let statuses = try await onThread { try addresses.map { try status($0) } }
             let counted = statuses.flatMap(\.maps).reduce(0) { $0 + $1.intents }
-            if counted >= total { return statuses }
+            if counted >= total || statuses.allSatisfy(settled) { return statuses }
             guard ContinuousClock.now < deadline else {
                 throw TestFailure("the instances counted \(counted) of \(total) intents: \(statuses)")
             }
@@ -229,7 +232,9 @@ struct RolloutTests {
                         try client.send(Self.mediaViewer("\(prefix)-\(session)", session: session), session: session)
                     }
                 }
-                _ = try await Self.waitForIntents([address], total: 400)
+                // The candidate that rejects may be rolled back before all 400 are counted: its
+                // figures stop there.
+                _ = try await Self.waitForIntents([address], total: 400) { $0.phase == .rolledBack }
                 let seen = keeper.rounds.load(ordering: .acquiring)
                 let deadline = ContinuousClock.now + .seconds(30)
                 while keeper.rounds.load(ordering: .acquiring) < seen + 2 {

@@ -230,4 +230,6 @@ struct FollowError: Error, CustomStringConvertible {
 final class Once: Sendable {
     private let done = Atomic<Bool>(false)
     func first() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+    /// Whether `first()` was called.
+    var happened: Bool { done.load(ordering: .acquiring) }
 }
