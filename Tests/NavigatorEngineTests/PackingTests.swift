@@ -31,6 +31,30 @@ struct PackingTests {
         try body(store, persistence, resolver, directory)
     }
 
+    /// Every session has a record in its shard's table, at rest too: its size is part of what a
+    /// session at rest costs (with the id's 16 bytes, at the table's load).
+    @Test("a session's record takes 32 bytes; its seq and parked count share a word and keep their values")
+    func recordSize() throws {
+        #expect(MemoryLayout<SessionStore.Record>.stride == 32)
+        let resolver = try Resolver(map: .demo)
+        var state = resolver.initialState()
+        // Signed out: each of these parks until the session signs in.
+        for index in 0..<3 {
+            _ = resolver.resolve(
+                Intent(id: "p\(index)", session: "s", target: .path([ScreenContext("editProfile")])), into: &state,
+                now: Self.t0 + Int64(index))
+        }
+        let parked = Int32(state.parked.count)
+        #expect(parked > 0)
+        var record = SessionStore.Record(state: state, seq: (1 << 48) - 2)
+        #expect(record.seq == (1 << 48) - 2 && record.parkedCount == parked && record.changedAt == 0)
+        record.seq += 1
+        #expect(record.seq == (1 << 48) - 1 && record.parkedCount == parked && record.changedAt > 0)
+        _ = resolver.apply(.conditions(["authenticated": true]), to: &record.state, now: Self.t0 + 10)
+        #expect(record.seq == (1 << 48) - 1 && record.parkedCount == Int32(record.state.parked.count))
+        #expect(record.parkedCount < parked)
+    }
+
     private func resolve(
         _ id: String, _ path: [ScreenContext], session: String, _ store: SessionStore, _ resolver: Resolver
     ) -> Resolution {

@@ -18,13 +18,38 @@ final class SessionStore: Sendable {
     /// and is unpacked on its next use: the protobuf `StoredSession` bytes the state file holds,
     /// or, once at rest (nothing parked or remembered), ``CompactSession`` bytes.
     struct Record: Sendable {
+        // 32 bytes in all (a table entry is this and the id's 16): every session has one, at rest
+        // too, so the seq and the parked count share a word.
         private var storage: Storage
-        /// The seq of the last batch published for the session (0: none yet).
-        var seq: UInt64 { didSet { changedAt = MonotonicClock.now() } }
+        /// The seq (low 48 bits) and how many intents are parked (high 16: at most
+        /// `maxParkedPerSession`, 10,000).
+        private var seqAndParked: UInt64
         /// When the state or seq last changed (monotonic nanoseconds; 0: not since created).
         private(set) var changedAt: Int64 = 0
+
+        private static let seqMask: UInt64 = (1 << 48) - 1
+
+        /// The seq of the last batch published for the session (0: none yet). One a batch: 2^48
+        /// is not reached (a million batches a second to one session for nine years).
+        var seq: UInt64 {
+            get { seqAndParked & Self.seqMask }
+            set {
+                precondition(newValue <= Self.seqMask, "a session's seq beyond 2^48")
+                seqAndParked = (seqAndParked & ~Self.seqMask) | newValue
+                changedAt = MonotonicClock.now()
+            }
+        }
+
         /// How many intents the session has parked, readable without unpacking.
-        private(set) var parkedCount: Int32
+        private(set) var parkedCount: Int32 {
+            get { Int32(truncatingIfNeeded: seqAndParked >> 48) }
+            set { seqAndParked = (seqAndParked & Self.seqMask) | UInt64(UInt16(clamping: newValue)) << 48 }
+        }
+
+        private static func seqAndParked(_ seq: UInt64, _ parked: Int) -> UInt64 {
+            precondition(seq <= seqMask, "a session's seq beyond 2^48")
+            return seq | UInt64(UInt16(clamping: parked)) << 48
+        }
 
         private enum Storage: Sendable {
             case live(Live)
@@ -43,8 +68,7 @@ final class SessionStore: Sendable {
 
         init(state: SessionState, seq: UInt64) {
             storage = .live(Live(state))
-            self.seq = seq
-            parkedCount = Int32(state.parked.count)
+            seqAndParked = Self.seqAndParked(seq, state.parked.count)
         }
 
         /// The record of a stored row, as the store's ``StateDatabase/loadAll(_:)`` asks for it:
@@ -78,8 +102,7 @@ final class SessionStore: Sendable {
 
         private init(packed bytes: [UInt8], seq: UInt64, parkedCount: Int) {
             storage = .loose(bytes)
-            self.seq = seq
-            self.parkedCount = Int32(parkedCount)
+            seqAndParked = Self.seqAndParked(seq, parkedCount)
         }
 
         /// How a packed record keeps `state` at `seq`: compact at rest (``CompactSession``),
@@ -105,8 +128,7 @@ final class SessionStore: Sendable {
         init(packed bytes: [UInt8]) throws {
             let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
             storage = .loose(bytes)
-            self.seq = seq
-            parkedCount = Int32(state.parked.count)
+            seqAndParked = Self.seqAndParked(seq, state.parked.count)
         }
 
         var state: SessionState {
