@@ -112,32 +112,50 @@ struct HostileInputTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
             let file = try StateFile(directory: directory.path)
-            // A good row, a row of garbage, and a well-formed record whose tree breaks the
-            // invariant (a modal with an empty stack), all written by hand.
+            // A good row, a row of garbage, a well-formed record whose tree breaks the invariant
+            // (a modal with an empty stack), and one whose seq is beyond 2^48 - 1 (a session's
+            // record keeps 48 bits of it), all written by hand.
             let good =
                 try Navigator_V1_StoredSession(
                     SessionState(tree: RouteMap.demo.initialTree()), seq: 4
                 ).serializedBytes() as [UInt8]
             var broken = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 2)
             broken.tree.modals = [.with { $0.id = 9 }]
+            let huge = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 1 << 48)
             try file.write([
                 ("good", 4, good), ("garbage", 1, [0xFF, 0x01, 0x02]), ("broken", 2, try broken.serializedBytes()),
+                ("huge", 1 << 48, try huge.serializedBytes()),
             ])
         }
         let configuration = TestService.configuration(dataDirectory: directory)
         let server = try Engine(configuration: configuration, logger: TestService.logger("quarantine"))
-        #expect(server.quarantinedSessions == 2)
+        #expect(server.quarantinedSessions == 3)
         try await server.start()
         let metrics = server.metrics()
         await server.stop()
-        #expect(String(decoding: metrics, as: UTF8.self).contains("navigator_sessions_quarantined 2"))
+        #expect(String(decoding: metrics, as: UTF8.self).contains("navigator_sessions_quarantined 3"))
         let reasons = try Self.quarantined(directory.appendingPathComponent("navigator.sqlite").path)
-        #expect(reasons.map(\.0) == ["broken", "garbage"])
+        #expect(reasons.map(\.0) == ["broken", "garbage", "huge"])
         #expect(reasons[0].1.contains("modal #9 has an empty stack"))
+        #expect(reasons[2].1.contains("its seq 281474976710656 is beyond 281474976710655"), "\(reasons[2].1)")
         // A second start finds nothing more to quarantine and keeps the good session.
         let again = try Engine(configuration: configuration, logger: TestService.logger("quarantine"))
-        #expect(again.quarantinedSessions == 2)
+        #expect(again.quarantinedSessions == 3)
         #expect(again.store.sessionCount == 1)
+    }
+
+    @Test("a state file whose seq floor is beyond 2^48 - 1 is refused at start, saying so; the floor stays")
+    func seqFloorBeyondTheRecord() throws {
+        let directory = temporaryDirectory("navfloor")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try StateFile(directory: directory.path).expire([], seqFloor: 1 << 48)
+        #expect {
+            _ = try Engine(
+                configuration: TestService.configuration(dataDirectory: directory), logger: TestService.logger("floor"))
+        } throws: { error in
+            "\(error)".contains("new sessions start at seq 281474976710656, beyond 281474976710655")
+        }
+        #expect(try StateFile(directory: directory.path).seqFloor() == 1 << 48)
     }
 
     static func quarantined(_ path: String) throws -> [(String, String)] {

@@ -74,6 +74,8 @@ public struct EngineError: Error, CustomStringConvertible, Sendable {
         case notDurable
         /// The engine was started twice, or ended before it was ready.
         case lifecycle
+        /// The stored state holds a value the engine cannot take (and leaves it as it is).
+        case damagedState
     }
 
     public var code: Code

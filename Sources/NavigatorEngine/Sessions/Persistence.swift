@@ -70,8 +70,15 @@ final class Persistence: Sendable {
         restored: Int, quarantined: [(session: String, reason: String)]
     ) {
         let loaded = try database.loadAll(restoring(wallNow: wallNow))
+        let floor = try database.seqFloor()
+        guard floor <= SessionStore.Record.seqMask else {
+            throw EngineError(
+                .damagedState,
+                "\(database.location) says new sessions start at seq \(floor), beyond \(SessionStore.Record.seqMask), the most a session's seq may be: the stored state is damaged; it is left as it is"
+            )
+        }
         load(loaded.rows)
-        store.seqFloor.store(try database.seqFloor(), ordering: .relaxed)
+        store.seqFloor.store(floor, ordering: .relaxed)
         return (loaded.rows.count, loaded.quarantined)
     }
 

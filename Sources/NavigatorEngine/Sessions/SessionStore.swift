@@ -27,7 +27,8 @@ final class SessionStore: Sendable {
         /// When the state or seq last changed (monotonic nanoseconds; 0: not since created).
         private(set) var changedAt: Int64 = 0
 
-        private static let seqMask: UInt64 = (1 << 48) - 1
+        /// The most a session's seq may be (2^48 − 1); a stored row beyond it is quarantined.
+        static let seqMask: UInt64 = (1 << 48) - 1
 
         /// The seq of the last batch published for the session (0: none yet). One a batch: 2^48
         /// is not reached (a million batches a second to one session for nine years).
@@ -86,6 +87,10 @@ final class SessionStore: Sendable {
             }
             do {
                 var (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+                guard seq <= seqMask else {
+                    throw RestoreRefusal(
+                        description: "its seq \(seq) is beyond \(seqMask), the most a session's seq may be")
+                }
                 // At rest (nothing left to forget): compact; else as stored, less what is past.
                 let forgot = state.forget(before: now, window: window)
                 let packed: [UInt8]
@@ -127,6 +132,10 @@ final class SessionStore: Sendable {
         /// A record from the state file's bytes, checked to decode.
         init(packed bytes: [UInt8]) throws {
             let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+            guard seq <= Self.seqMask else {
+                throw RestoreRefusal(
+                    description: "its seq \(seq) is beyond \(Self.seqMask), the most a session's seq may be")
+            }
             storage = .loose(bytes)
             seqAndParked = Self.seqAndParked(seq, state.parked.count)
         }
