@@ -175,7 +175,7 @@ let package = Package(
                 "NavigatorCore", "NavigatorWire", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Locking"]),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Locking", "TestThreads"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "NavigatorTestSupport"]),
         // Runs a CPU-heavy test's work off Swift concurrency's pool (two threads here), where it
         // would hold up every other test's awaits.

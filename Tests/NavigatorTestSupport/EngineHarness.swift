@@ -156,7 +156,7 @@ extension Socket {
 /// Runs socket work (blocking libzmq calls) on a thread of its own, never on Swift concurrency's
 /// pool, as part of the test's task: an `#expect` in it is attributed to the test.
 public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await offPool(body)
+    try await offPool(name: "svc-test", body)
 }
 
 /// A request of ``Client`` that got no reply within its receive timeout, naming it.

@@ -10,8 +10,8 @@ import Foundation
 /// runs past its bound, and the next run starts a new epoch). Those tests do their work here
 /// instead. The work stays in the test's task (a task executor preference, not a detached
 /// thread), so an `#expect` in it is attributed to the test as usual.
-public func offPool<T: Sendable>(_ body: () throws -> T) async throws -> T {
-    let executor = ThreadExecutor()
+public func offPool<T: Sendable>(name: String = "test-off-pool", _ body: () throws -> T) async throws -> T {
+    let executor = ThreadExecutor(name: name)
     defer { executor.stop() }
     return try await withTaskExecutorPreference(executor) { try body() }
 }
@@ -23,9 +23,9 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var stopping = false
 
-    init() {
+    init(name: String) {
         let thread = Thread { [self] in run() }
-        thread.name = "test-off-pool"
+        thread.name = name
         thread.stackSize = 8 << 20
         thread.start()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestThreads
 import Testing
 import ZeroMQ
 
@@ -41,9 +42,10 @@ struct BindPoint: Sendable {
 let deadline: Duration = .seconds(10)
 
 /// Runs socket code on a thread of its own: a blocking libzmq call must never run on Swift
-/// concurrency's cooperative pool.
+/// concurrency's cooperative pool. The thread runs it as part of the test's task, so an
+/// `#expect` inside is the test's.
 func onThread<T: Sendable>(_ name: String = "zmq-test", _ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await DedicatedThread.run(name: name, body)
+    try await offPool(name: name, body)
 }
 
 extension Socket {
