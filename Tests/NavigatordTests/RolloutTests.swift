@@ -83,7 +83,7 @@ struct RolloutTests {
     /// Waits until the instances' figures count `total` intents in all (both maps), or until
     /// `settled` says a status will count no more (a rollout's figures freeze once it ends).
     static func waitForIntents(
-        _ addresses: [String], total: UInt64, settled: @escaping (Navigator_V1_Rollout) -> Bool = { _ in false }
+        _ addresses: [String], total: UInt64, settled: (Navigator_V1_Rollout) -> Bool = { _ in false }
     ) async throws -> [Navigator_V1_Rollout] {
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
