@@ -17,28 +17,75 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case contexts([ScreenContext], separator: String)
         case reason(ParkReason)
         /// `step 2 of 3, chat(conversationId=42): `
-        case pathStep(Int, of: Int, ScreenContext)
+        case pathStep(Int32, of: Int32, ScreenContext)
+        /// `path home > chat(conversationId=42) is valid`: the first step of every resolution, one
+        /// part so that it needs no array.
+        case validPath([ScreenContext])
     }
+
+    /// `path home > chat(conversationId=42) is valid`.
+    static func validPath(_ path: [ScreenContext]) -> Detail { Detail(head: .validPath(path)) }
 
     /// The label of one context's steps in a longer path: `step 2 of 3, chat(conversationId=42): `.
     static func pathStep(_ number: Int, of count: Int, _ context: ScreenContext) -> Detail {
-        var detail = Detail("")
-        detail.parts.append(.pathStep(number, of: count, context))
-        return detail
+        Detail(head: .pathStep(Int32(clamping: number), of: Int32(clamping: count), context))
     }
 
-    /// The parts, in one array. (Held inline in the value, up to six, they saved an allocation
-    /// each but made every copy of a step or a plan a quarter of a kilobyte: the resolver ran
-    /// 15 % slower. A nested detail or a path step's label is one part or is flattened in.)
-    var parts: [Part] = []
+    /// The first part, held in the value: a detail of one part (a message, a literal, a
+    /// validated path) allocates nothing. The others follow in `rest`. (All held inline, up to
+    /// six, they made every copy of a step or a plan a quarter of a kilobyte: the resolver ran
+    /// 15 % slower.)
+    var head: Part?
+    var rest: [Part] = []
 
-    public init(_ text: String) { if !text.isEmpty { parts.append(.text(text)) } }
+    init(head: Part?) { self.head = head }
+
+    public init(_ text: String) { if !text.isEmpty { head = .text(text) } }
 
     public init(stringLiteral value: String) { self.init(value) }
 
-    public init(stringInterpolation: StringInterpolation) { parts = stringInterpolation.parts }
+    public init(stringInterpolation: StringInterpolation) {
+        head = stringInterpolation.head
+        rest = stringInterpolation.rest
+    }
 
-    public var isEmpty: Bool { parts.isEmpty }
+    public var isEmpty: Bool { head == nil }
+
+    /// `text` put before the parts: `existing screen: ` before a switcher's plan. In place when
+    /// the interpolation that made the detail left room (it leaves two parts' worth).
+    mutating func prefix(_ text: String, _ separator: String) {
+        guard let first = head else {
+            self = "\(text)\(separator)"
+            return
+        }
+        head = .text(text)
+        rest.insert(.text(separator), at: 0)
+        rest.insert(first, at: 1)
+    }
+
+    /// `label` put before the parts (a path step's `step 2 of 3, …: `): in place when the label
+    /// is one part and this detail's interpolation left room.
+    mutating func prefix(_ label: Detail) {
+        guard let part = label.head else { return }
+        guard label.rest.isEmpty, let first = head else {
+            self = label + self
+            return
+        }
+        head = part
+        rest.insert(first, at: 0)
+    }
+
+    /// One more part at the end.
+    mutating func append(_ part: Part) {
+        if head == nil { head = part } else { rest.append(part) }
+    }
+
+    /// The parts in order.
+    func forEachPart(_ body: (Part) -> Void) {
+        guard let head else { return }
+        body(head)
+        for part in rest { body(part) }
+    }
 
     public var description: String {
         var text = ""
@@ -47,7 +94,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     func write(to text: inout String) {
-        for part in parts {
+        forEachPart { part in
             switch part {
             case .text(let string): text += string
             case .context(let context): context.write(to: &text)
@@ -65,6 +112,13 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
                 text += "step \(number) of \(count), "
                 context.write(to: &text)
                 text += ": "
+            case .validPath(let path):
+                text += "path "
+                for (index, context) in path.enumerated() {
+                    if index > 0 { text += " > " }
+                    context.write(to: &text)
+                }
+                text += " is valid"
             }
         }
     }
@@ -78,7 +132,11 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     public static func += (lhs: inout Detail, rhs: Detail) {
-        lhs.parts += rhs.parts
+        guard lhs.head != nil else {
+            lhs = rhs
+            return
+        }
+        rhs.forEachPart { lhs.rest.append($0) }
     }
 
     /// Equal when the texts are.
@@ -97,32 +155,45 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {
-        var parts: [Part] = []
+        var head: Part?
+        var rest: [Part] = []
+        /// Parts the array is made for: those beyond the head, and three for prefixes (a
+        /// switcher's name, a path step's label: ``Detail/prefix(_:_:)``, ``Detail/prefix(_:)``).
+        let capacity: Int
 
         public init(literalCapacity: Int, interpolationCount: Int) {
-            parts.reserveCapacity(interpolationCount * 2 + 1)
+            capacity = interpolationCount * 2 + 3
+        }
+
+        mutating func append(_ part: Part) {
+            if head == nil {
+                head = part
+            } else {
+                if rest.isEmpty { rest.reserveCapacity(capacity) }
+                rest.append(part)
+            }
         }
 
         public mutating func appendLiteral(_ literal: String) {
-            if !literal.isEmpty { parts.append(.text(literal)) }
+            if !literal.isEmpty { append(.text(literal)) }
         }
 
-        public mutating func appendInterpolation(_ value: String) { parts.append(.text(value)) }
-        public mutating func appendInterpolation(_ value: ScreenContext) { parts.append(.context(value)) }
-        public mutating func appendInterpolation(_ value: Screen) { parts.append(.screen(value)) }
-        public mutating func appendInterpolation(_ value: StackRef) { parts.append(.stack(value)) }
-        public mutating func appendInterpolation(_ value: NodeID) { parts.append(.id(value)) }
-        public mutating func appendInterpolation(_ value: Int) { parts.append(.number(value)) }
-        public mutating func appendInterpolation(_ value: ParkReason) { parts.append(.reason(value)) }
+        public mutating func appendInterpolation(_ value: String) { append(.text(value)) }
+        public mutating func appendInterpolation(_ value: ScreenContext) { append(.context(value)) }
+        public mutating func appendInterpolation(_ value: Screen) { append(.screen(value)) }
+        public mutating func appendInterpolation(_ value: StackRef) { append(.stack(value)) }
+        public mutating func appendInterpolation(_ value: NodeID) { append(.id(value)) }
+        public mutating func appendInterpolation(_ value: Int) { append(.number(value)) }
+        public mutating func appendInterpolation(_ value: ParkReason) { append(.reason(value)) }
         /// Another detail's parts, in place.
-        public mutating func appendInterpolation(_ value: Detail) { parts += value.parts }
+        public mutating func appendInterpolation(_ value: Detail) { value.forEachPart { append($0) } }
         /// Contexts separated by `separator`.
         public mutating func appendInterpolation(list value: [ScreenContext], separator: String = ", ") {
-            parts.append(.contexts(value, separator: separator))
+            append(.contexts(value, separator: separator))
         }
         /// Anything else, written out at once.
         public mutating func appendInterpolation(_ value: some CustomStringConvertible) {
-            parts.append(.text(value.description))
+            append(.text(value.description))
         }
     }
 }

@@ -55,6 +55,14 @@ public protocol TransitionProvider: Sendable {
 /// Facts about the route map that resolution asks for again and again, computed once. A class,
 /// so handing it around costs one reference count, not a copy of every spec's fields.
 final class RouteIndex: Sendable {
+    /// A screen's spec behind a reference: reading one field of it retains one field, where
+    /// `map.screens[name]?.field` copies the whole spec (a dozen reference counts) first.
+    final class Entry: Sendable {
+        let spec: ScreenSpec
+        init(_ spec: ScreenSpec) { self.spec = spec }
+    }
+
+    let entries: [String: Entry]
     let identity: [String: [String]]
     /// Each screen's required info keys, sorted (``ScreenSpec/requiredInfo``).
     let requiredInfo: [String: [String]]
@@ -62,6 +70,7 @@ final class RouteIndex: Sendable {
     let tabRoots: [String: String]
 
     init(_ map: RouteMap) {
+        entries = map.screens.mapValues(Entry.init)
         identity = map.screens.mapValues(\.identity)
         requiredInfo = map.screens.mapValues(\.requiredInfo)
         blocking = Set(map.screens.filter(\.value.blocking).keys)
@@ -71,9 +80,10 @@ final class RouteIndex: Sendable {
 
 /// What switchers and transition providers work with: the route map and helpers over it.
 public struct PlanningContext: Sendable {
-    public let map: RouteMap
     let resolver: Resolver
-    let index: RouteIndex
+
+    public var map: RouteMap { resolver.core.map }
+    var index: RouteIndex { resolver.core.index }
 
     public func spec(_ screen: String) -> ScreenSpec? { map.screens[screen] }
 
@@ -101,15 +111,17 @@ public struct PlanningContext: Sendable {
 
     /// The parent context of `target`, its info taken from the target's info.
     public func parent(of target: ScreenContext) -> ScreenContext? {
-        guard let parentName = map.screens[target.screen]?.parent, let parentSpec = map.screens[parentName] else {
+        guard let parentName = index.entries[target.screen]?.spec.parent, let parentEntry = index.entries[parentName]
+        else {
             return nil
         }
         // The target's info as it is when the parent declares all of it, none when it declares
         // none of it (both common): a new dictionary only for a mix.
-        let declared = target.info.keys.reduce(0) { $0 + (parentSpec.info[$1] != nil ? 1 : 0) }
+        let parentInfo = parentEntry.spec.info
+        let declared = target.info.keys.reduce(0) { $0 + (parentInfo[$1] != nil ? 1 : 0) }
         if declared == target.info.count { return ScreenContext(parentName, target.info) }
         if declared == 0 { return ScreenContext(parentName) }
-        return ScreenContext(parentName, target.info.filter { parentSpec.info[$0.key] != nil })
+        return ScreenContext(parentName, target.info.filter { parentInfo[$0.key] != nil })
     }
 
     /// Whether a modal must not be dismissed or covered by navigation.

@@ -37,7 +37,7 @@ extension Resolver {
         let made: ScreenContext
         switch fallback {
         case .parent:
-            guard let parent = PlanningContext(map: map, resolver: self, index: index).parent(of: context) else {
+            guard let parent = self.context.parent(of: context) else {
                 throw ResolveError(.internalError, "the fallback of \(context.screen) is its parent, which it has not")
             }
             made = parent

@@ -31,14 +31,38 @@ public struct Resolver: Sendable {
         public init() {}
     }
 
-    public let map: RouteMap
-    public let switchers: [any ContextSwitcher]
-    public let transitions: any TransitionProvider
+    /// What never changes after `init`, behind one reference: a resolver (and every
+    /// ``PlanningContext`` made from it) is copied for one reference count, not one per field.
+    final class Core: Sendable {
+        let map: RouteMap
+        let switchers: [any ContextSwitcher]
+        let transitions: any TransitionProvider
+        let urlPatterns: [(pattern: URLPattern, screen: String)]
+        let index: RouteIndex
+        /// The switchers' names, for explanations, worked out once.
+        let switcherNames: [String]
+
+        init(map: RouteMap, switchers: [any ContextSwitcher], transitions: any TransitionProvider) {
+            self.map = map
+            self.switchers = switchers
+            self.transitions = transitions
+            index = RouteIndex(map)
+            switcherNames = switchers.map(\.name)
+            urlPatterns = map.screens.keys.sorted().compactMap { name in
+                map.screens[name]!.url.flatMap { try? URLPattern($0) }.map { ($0, name) }
+            }
+        }
+    }
+
+    let core: Core
     public var options: Options
-    let urlPatterns: [(pattern: URLPattern, screen: String)]
-    let index: RouteIndex
-    /// The switchers' names, for explanations, worked out once.
-    let switcherNames: [String]
+
+    public var map: RouteMap { core.map }
+    public var switchers: [any ContextSwitcher] { core.switchers }
+    public var transitions: any TransitionProvider { core.transitions }
+    var urlPatterns: [(pattern: URLPattern, screen: String)] { core.urlPatterns }
+    var index: RouteIndex { core.index }
+    var switcherNames: [String] { core.switcherNames }
 
     public static let defaultSwitchers: [any ContextSwitcher] = [ExistingScreenSwitcher(), TabRootSwitcher()]
 
@@ -47,21 +71,14 @@ public struct Resolver: Sendable {
         map: RouteMap, switchers: [any ContextSwitcher] = Resolver.defaultSwitchers,
         transitions: any TransitionProvider = RouteMapTransitions(), options: Options = Options()
     ) throws(RouteMapErrors) {
-        self.map = try map.validated()
-        self.switchers = switchers
-        self.transitions = transitions
+        core = Core(map: try map.validated(), switchers: switchers, transitions: transitions)
         self.options = options
-        index = RouteIndex(map)
-        switcherNames = switchers.map(\.name)
-        urlPatterns = map.screens.keys.sorted().compactMap { name in
-            map.screens[name]!.url.flatMap { try? URLPattern($0) }.map { ($0, name) }
-        }
     }
 
     /// The state of a session nobody has navigated yet.
     public func initialState() -> SessionState { SessionState(tree: map.initialTree()) }
 
-    var context: PlanningContext { PlanningContext(map: map, resolver: self, index: index) }
+    var context: PlanningContext { PlanningContext(resolver: self) }
 
     // MARK: Resolving an intent
 
@@ -79,7 +96,7 @@ public struct Resolver: Sendable {
             steps.append(.init(.validate, Detail(error.message), decisive: true))
             return Resolution(intent: intent, outcome: .rejected(error), explanation: steps, released: [])
         }
-        steps.append(.init(.validate, "path \(list: path, separator: " > ") is valid"))
+        steps.append(.init(.validate, .validPath(path)))
         var fallback: String? = nil
         if state.appVersion != nil {
             do {
@@ -170,7 +187,8 @@ public struct Resolver: Sendable {
 
         // 3. Guards.
         for element in path {
-            guard let guardSpec = map.screens[element.screen]?.guardCondition, !state.isMet(guardSpec.condition) else {
+            guard let guardSpec = index.entries[element.screen]?.spec.guardCondition, !state.isMet(guardSpec.condition)
+            else {
                 continue
             }
             let reason = ParkReason.guardUnmet(condition: guardSpec.condition, redirect: guardSpec.redirect)
@@ -247,12 +265,15 @@ public struct Resolver: Sendable {
                 steps.append(.init(.transition, label + Detail(error.message), decisive: true))
                 return finish(.rejected(error))
             }
-            steps.append(.init(step.kind, label + step.plan.detail))
+            // The plan's detail is taken out of the plan, so the label goes in front of it in place.
+            var note = step.plan.detail
+            step.plan.detail = ""
+            note.prefix(label)
+            steps.append(.init(step.kind, note))
             if !step.plan.synthesized.isEmpty {
-                steps.append(
-                    .init(
-                        .backStack,
-                        label + "built \(list: step.plan.synthesized) beneath"))
+                var built: Detail = "built \(list: step.plan.synthesized) beneath"
+                built.prefix(label)
+                steps.append(.init(.backStack, built))
             }
             // 6. Blocking modals.
             if let (blockIndex, modal) = blocker(of: step.plan.commands, in: tree) {
@@ -380,10 +401,9 @@ public struct Resolver: Sendable {
             return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
         }
         for (switcher, name) in zip(switchers, switcherNames) {
-            if let plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
-                return StepPlan(
-                    plan: Plan(plan.commands, "\(name): \(plan.detail)", synthesized: plan.synthesized),
-                    kind: .switcher)
+            if var plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
+                plan.detail.prefix(name, ": ")
+                return StepPlan(plan: plan, kind: .switcher)
             }
         }
         return StepPlan(

@@ -14,12 +14,12 @@ public struct RouteMapTransitions: TransitionProvider {
     public func plan(
         to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator
     ) throws(ResolveError) -> Plan {
-        guard let spec = context.spec(target.screen) else {
+        guard let entry = context.index.entries[target.screen] else {
             throw ResolveError(.unknownScreen, "screen \(target.screen) is not in the route map")
         }
-        switch spec.transition {
+        switch entry.spec.transition {
         case .push:
-            return try push(target, spec, tree, context, &ids)
+            return try push(target, entry.spec.homeTab, tree, context, &ids)
         case .modal(let style):
             var commands: [Command] = []
             var synthesized: [ScreenContext] = []
@@ -52,37 +52,45 @@ public struct RouteMapTransitions: TransitionProvider {
     }
 
     private func push(
-        _ target: ScreenContext, _ spec: ScreenSpec, _ tree: ScreenTree, _ context: PlanningContext,
+        _ target: ScreenContext, _ homeTab: String?, _ tree: ScreenTree, _ context: PlanningContext,
         _ ids: inout IDAllocator
     ) throws(ResolveError) -> Plan {
         var commands: [Command] = []
         commands.reserveCapacity(4)
         let destination: StackRef
-        var place: Detail
+        /// Where the target goes, in words for the plan's detail.
+        enum Place {
+            case topModal(NodeID)
+            case homeTab(String)
+            case current(StackRef)
+        }
+        let place: Place
+        // The destination stack as it is once the commands so far (dismiss, select, a fresh tab
+        // bar) have run: none of them changes a stack's screens, so it is read, not applied.
+        let found: [Screen]?
         if let modal = tree.modals.last, !context.isBlocking(modal) {
             destination = .modal(modal.id)
-            place = "the top modal \(modal.id)"
-        } else if let home = spec.homeTab {
+            place = .topModal(modal.id)
+            found = modal.stack
+        } else if let home = homeTab {
+            destination = .tab(home)
             if case .tabs = tree.root {
                 if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
                 if tree.selectedTab != home { commands.append(.selectTab(home)) }
+                found = tree.stack(destination)
             } else {
-                commands.append(.setRoot(context.freshTabBar(selecting: home, ids: &ids)))
+                let root = context.freshTabBar(selecting: home, ids: &ids)
+                commands.append(.setRoot(root))
+                if case .tabs(let bar) = root { found = bar.tabs.first { $0.name == home }?.stack } else { found = nil }
             }
-            destination = .tab(home)
-            place = "its home tab \(home)"
+            place = .homeTab(home)
         } else {
             if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
             destination = tree.topStackIgnoringModals
-            place = "the current \(destination)"
+            place = .current(destination)
+            found = tree.stack(destination)
         }
-        let working: ScreenTree
-        do {
-            working = try tree.applying(commands)
-        } catch {
-            throw ResolveError(.internalError, "planning a push of \(target): \(error.message)")
-        }
-        guard let stack = working.stack(destination) else {
+        guard let stack = found, !stack.isEmpty else {
             throw ResolveError(.internalError, "planning a push of \(target): \(destination) does not exist")
         }
 
@@ -111,7 +119,7 @@ public struct RouteMapTransitions: TransitionProvider {
             let limit = anchor?.stack ?? keptCount - 1
             var clash: Int? = nil
             for element in chain[((anchor?.chain ?? -1) + 1)...]
-            where context.spec(element.screen)?.uniqueInStack == true {
+            where context.index.entries[element.screen]?.spec.uniqueInStack == true {
                 if let index = stack[...limit].lastIndex(where: { $0.context.screen == element.screen }), index >= 1 {
                     clash = max(clash ?? index, index)
                 }
@@ -133,7 +141,18 @@ public struct RouteMapTransitions: TransitionProvider {
             commands.append(.push(Screen(id: ids.take(), chain[index]), onto: destination))
             if index < last { synthesized.append(chain[index]) }
         }
-        if !synthesized.isEmpty { place = place + ", with \(list: synthesized) beneath" }
-        return Plan(commands, "pushing \(target) onto \(place)", synthesized: synthesized)
+        // One detail, made in one go: its parts in one array.
+        var detail: Detail
+        switch place {
+        case .topModal(let id): detail = "pushing \(target) onto the top modal \(id)"
+        case .homeTab(let home): detail = "pushing \(target) onto its home tab \(home)"
+        case .current(let ref): detail = "pushing \(target) onto the current \(ref)"
+        }
+        if !synthesized.isEmpty {
+            detail.append(.text(", with "))
+            detail.append(.contexts(synthesized, separator: ", "))
+            detail.append(.text(" beneath"))
+        }
+        return Plan(commands, detail, synthesized: synthesized)
     }
 }

@@ -1,0 +1,56 @@
+import NavigatorCore
+import Testing
+
+/// The explanation's words, exactly: details are kept as parts and put together in place (a
+/// path step's label, a switcher's name, a back stack), and must read as the sentences they were.
+@Suite("Explanation details")
+struct DetailTests {
+    @Test("a path's steps, a back stack and a switcher read exactly as written")
+    func sentences() {
+        var session = Harness()
+        let path = session.show(chat(7), thread(7, 3))
+        #expect(
+            path.explanation.map(\.description) == [
+                "- validate: path chat(conversationId=7) > thread(conversationId=7, threadId=3) is valid",
+                "- transition: step 1 of 2, chat(conversationId=7): pushing chat(conversationId=7) onto its home tab chats",
+                "* transition: step 2 of 2, thread(conversationId=7, threadId=3): pushing thread(conversationId=7, threadId=3) onto its home tab chats",
+                "- path: 2 contexts resolved into one batch of 3 commands",
+            ])
+
+        var fresh = Harness()
+        let built = fresh.show(thread(1, 2))
+        #expect(
+            built.explanation.map(\.description) == [
+                "- validate: path thread(conversationId=1, threadId=2) is valid",
+                "* transition: pushing thread(conversationId=1, threadId=2) onto its home tab chats, with chat(conversationId=1) beneath",
+                "- back-stack: built chat(conversationId=1) beneath",
+            ])
+        fresh.show(ScreenContext("home"))
+        let again = fresh.show(chat(1), thread(1, 2))
+        #expect(
+            again.explanation.map(\.description).dropFirst().first
+                == "- switcher: step 1 of 2, chat(conversationId=1): existing screen: chat(conversationId=1)#5 is already in tab chats; bringing it to the top",
+            "\(again.explanation.map(\.description))")
+        // Step 1 popped the thread off: step 2 pushes it again.
+        #expect(
+            again.summary
+                == "transition: step 2 of 2, thread(conversationId=1, threadId=2): pushing thread(conversationId=1, threadId=2) onto its home tab chats"
+        )
+    }
+
+    @Test("joining details gives the joined text, whatever their parts")
+    func joining() {
+        let screen = Screen(id: 4, chat(9))
+        var detail: Detail = "\(screen) is in \(StackRef.tab("chats"))"
+        #expect(detail.description == "chat(conversationId=9)#4 is in tab chats")
+        let empty: Detail = ""
+        #expect((empty + detail).description == detail.description)
+        #expect((detail + empty).description == detail.description)
+        detail += "; then \(NodeID.client(3))"
+        #expect(detail.description == "chat(conversationId=9)#4 is in tab chats; then #c3")
+        let nested: Detail = "(\(detail))"
+        #expect(nested.description == "(chat(conversationId=9)#4 is in tab chats; then #c3)")
+        #expect(Detail("one").description == "one" && Detail("").isEmpty && !Detail("x").isEmpty)
+        #expect(("a" + Detail("b") + "c").description == "abc")
+    }
+}
