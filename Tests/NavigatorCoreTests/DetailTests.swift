@@ -38,6 +38,45 @@ struct DetailTests {
         )
     }
 
+    @Test("the sentences of the common steps read exactly as written")
+    func commonSentences() {
+        var session = Harness()
+        var lines = session.show(ScreenContext("home")).explanation.map(\.description)
+        lines += session.show(ScreenContext("mediaViewer", ["mediaId": "m1"])).explanation.map(\.description)
+        lines += session.show(thread(4, 5)).explanation.map(\.description)
+        session.event(.dismissedTo(nil))
+        lines += session.show(incomingCall).explanation.map(\.description)
+        lines += session.show(chat(3)).explanation.map(\.description)
+        let released = session.event(.dismissedTo(nil)).released
+        lines += released.flatMap(\.explanation).map(\.description)
+        var plain = Harness(resolver: try! Resolver(map: .demo, switchers: []))
+        plain.show(chat(6))
+        plain.show(thread(6, 1))
+        lines += plain.show(chat(6)).explanation.map(\.description)
+        #expect(lines == Self.expected, "\(lines)")
+    }
+
+    /// What the code before the sentences (f54d5bc) wrote for the same steps, word for word.
+    static let expected: [String] = [
+        "- validate: path home is valid",
+        "- already-shown: home#1 is already on top",
+        "* already-shown: home is already on top with the same info; nothing to do",
+        "- validate: path mediaViewer(mediaId=m1) is valid",
+        "* transition: presenting mediaViewer(mediaId=m1) as a overCurrent modal",
+        "- validate: path thread(conversationId=4, threadId=5) is valid",
+        "* transition: pushing thread(conversationId=4, threadId=5) onto the top modal #5, with chat(conversationId=4) beneath",
+        "- back-stack: built chat(conversationId=4) beneath",
+        "- validate: path incomingCall(callId=5f0c8a52-3c1d-4b7e-9a57-2f0e6c1d9b10, caller=Ada) is valid",
+        "* transition: presenting incomingCall(callId=5f0c8a52-3c1d-4b7e-9a57-2f0e6c1d9b10, caller=Ada) as a fullScreen modal",
+        "- validate: path chat(conversationId=3) is valid",
+        "- transition: pushing chat(conversationId=3) onto its home tab chats",
+        "* blocking: that would dismiss or cover the blocking incomingCall(callId=5f0c8a52-3c1d-4b7e-9a57-2f0e6c1d9b10, caller=Ada)#10; the intent waits until it is gone",
+        "- release: parked 1 ms ago (blocked by incomingCall (modal #9)); trying again",
+        "* transition: pushing chat(conversationId=3) onto its home tab chats",
+        "- validate: path chat(conversationId=6) is valid",
+        "* transition: chat(conversationId=6) is in tab chats; popping to it",
+    ]
+
     @Test("joining details gives the joined text, whatever their parts")
     func joining() {
         let screen = Screen(id: 4, chat(9))

@@ -21,7 +21,38 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         /// `path home > chat(conversationId=42) is valid`: the first step of every resolution, one
         /// part so that it needs no array.
         case validPath([ScreenContext])
+        /// A whole sentence the resolver says often, in one part (no array).
+        case sentence(Sentence)
     }
+
+    /// The sentences of the common plans and steps, each one part of a detail: a detail that is
+    /// one of them needs no array. Written out by ``Detail/write(to:)`` exactly as the
+    /// interpolations they replace (DetailTests pins them).
+    enum Sentence: Sendable {
+        /// Where a push puts its target.
+        enum Place: Sendable {
+            case topModal(NodeID), homeTab(String), current(StackRef)
+        }
+
+        /// `chat(conversationId=42)#7 is already on top`
+        case alreadyOnTop(Screen)
+        /// `pushing chat(conversationId=42) onto its home tab chats`
+        case pushing(ScreenContext, onto: Place)
+        /// `chat(conversationId=42) is in tab chats; popping to it`
+        case poppingTo(ScreenContext, in: StackRef)
+        /// `presenting mediaViewer(mediaId=m1) as a overCurrent modal`
+        case presenting(ScreenContext, PresentationStyle)
+        /// `built chatList, chat(conversationId=42) beneath`
+        case built([ScreenContext])
+        /// `that would dismiss or cover the blocking incomingCall(…)#9; the intent waits until it is gone`
+        case wouldCover(Screen)
+        /// `parked 120 ms ago (waiting for authenticated (showing login)); trying again`: how
+        /// long it waited, in nanoseconds.
+        case retrying(parkedFor: Int64, ParkReason)
+    }
+
+    /// A detail that is one sentence.
+    static func sentence(_ sentence: Sentence) -> Detail { Detail(head: .sentence(sentence)) }
 
     /// `path home > chat(conversationId=42) is valid`.
     static func validPath(_ path: [ScreenContext]) -> Detail { Detail(head: .validPath(path)) }
@@ -103,10 +134,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             case .id(let id): text += id.description
             case .number(let number): text += String(number)
             case .contexts(let contexts, let separator):
-                for (index, context) in contexts.enumerated() {
-                    if index > 0 { text += separator }
-                    context.write(to: &text)
-                }
+                Self.write(contexts, separator: separator, to: &text)
             case .reason(let reason): text += reason.description
             case .pathStep(let number, let count, let context):
                 text += "step \(number) of \(count), "
@@ -114,12 +142,55 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
                 text += ": "
             case .validPath(let path):
                 text += "path "
-                for (index, context) in path.enumerated() {
-                    if index > 0 { text += " > " }
-                    context.write(to: &text)
-                }
+                Self.write(path, separator: " > ", to: &text)
                 text += " is valid"
+            case .sentence(let sentence):
+                Self.write(sentence, to: &text)
             }
+        }
+    }
+
+    private static func write(_ contexts: [ScreenContext], separator: String, to text: inout String) {
+        for (index, context) in contexts.enumerated() {
+            if index > 0 { text += separator }
+            context.write(to: &text)
+        }
+    }
+
+    private static func write(_ sentence: Sentence, to text: inout String) {
+        switch sentence {
+        case .alreadyOnTop(let screen):
+            screen.write(to: &text)
+            text += " is already on top"
+        case .pushing(let target, let place):
+            text += "pushing "
+            target.write(to: &text)
+            switch place {
+            case .topModal(let id): text += " onto the top modal \(id)"
+            case .homeTab(let home): text += " onto its home tab \(home)"
+            case .current(let ref): text += " onto the current \(ref)"
+            }
+        case .poppingTo(let target, let ref):
+            target.write(to: &text)
+            text += " is in \(ref); popping to it"
+        case .presenting(let target, let style):
+            text += "presenting "
+            target.write(to: &text)
+            text += " as a \(style.rawValue) modal"
+        case .built(let contexts):
+            text += "built "
+            write(contexts, separator: ", ", to: &text)
+            text += " beneath"
+        case .wouldCover(let screen):
+            text += "that would dismiss or cover the blocking "
+            screen.write(to: &text)
+            text += "; the intent waits until it is gone"
+        case .retrying(let waited, let reason):
+            text += "parked "
+            text += Resolver.ago(waited)
+            text += " ("
+            text += reason.description
+            text += "); trying again"
         }
     }
 

@@ -137,9 +137,12 @@ extension Resolver {
         }.map { state.parked[$0] }
         for parked in order where canGo(parked) {
             guard case .path(let path) = parked.intent.target else { continue }
-            let note = ExplanationStep(
-                .release, "parked \(Self.ago(now - parked.parkedAt)) (\(parked.reason)); trying again")
-            let attempt = decide(parked.intent, path: path, state: &state, now: now, steps: [note], releasing: parked)
+            let note = ExplanationStep(.release, .sentence(.retrying(parkedFor: now - parked.parkedAt, parked.reason)))
+            var steps: [ExplanationStep] = []
+            steps.reserveCapacity(4)  // the note, a plan, perhaps a back stack and a path's: one allocation
+            steps.append(note)
+            let attempt = decide(
+                parked.intent, path: path, state: &state, now: now, steps: consume steps, releasing: parked)
             if case .parked = attempt.outcome { continue }  // still waiting; only its reason changed
             state.parked.removeAll { $0.intent.id == parked.intent.id }
             released.append(attempt)

@@ -271,7 +271,7 @@ public struct Resolver: Sendable {
             note.prefix(label)
             steps.append(.init(step.kind, note))
             if !step.plan.synthesized.isEmpty {
-                var built: Detail = "built \(list: step.plan.synthesized) beneath"
+                var built = Detail.sentence(.built(step.plan.synthesized))
                 built.prefix(label)
                 steps.append(.init(.backStack, built))
             }
@@ -283,12 +283,9 @@ public struct Resolver: Sendable {
                         steps.append(.init(.blocking, label + Detail(full.message), decisive: true))
                         return finish(.rejected(full))
                     }
-                    steps.append(
-                        .init(
-                            .blocking,
-                            label
-                                + "that would dismiss or cover the blocking \(blocking); the intent waits until it is gone",
-                            decisive: true))
+                    var note = Detail.sentence(.wouldCover(blocking))
+                    note.prefix(label)
+                    steps.append(.init(.blocking, note, decisive: true))
                     let reason = ParkReason.blocked(by: modal.id, screen: blocking.context.screen)
                     state.park(intent, reason: reason, now: now, previous: parked, options: options)
                     return finish(.parked(reason, redirect: []))
@@ -394,10 +391,8 @@ public struct Resolver: Sendable {
         let top = tree.top
         if context.matches(top, target) {
             let refresh = context.refresh(top, to: target)
-            let detail: Detail =
-                refresh.isEmpty
-                ? "\(top) is already on top"
-                : "\(top) is already on top; refreshing \(refresh.count == 1 ? "its info" : "")"
+            var detail = Detail.sentence(.alreadyOnTop(top))
+            if !refresh.isEmpty { detail += "; refreshing \(refresh.count == 1 ? "its info" : "")" }
             return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
         }
         for (switcher, name) in zip(switchers, switcherNames) {

@@ -32,8 +32,8 @@ public struct RouteMapTransitions: TransitionProvider {
             }
             let modal = Modal(id: ids.take(), style: style, stack: [Screen(id: ids.take(), target)])
             commands.append(.present(modal))
-            return Plan(
-                commands, detail + "presenting \(target) as a \(style.rawValue) modal", synthesized: synthesized)
+            detail += .sentence(.presenting(target, style))
+            return Plan(commands, detail, synthesized: synthesized)
         case .setRoot:
             let commands: [Command] = [.setRoot(.stack([Screen(id: ids.take(), target)]))]
             return Plan(commands, "\(target) becomes the root\(tree.modals.isEmpty ? "" : "; modals are dismissed")")
@@ -58,13 +58,7 @@ public struct RouteMapTransitions: TransitionProvider {
         var commands: [Command] = []
         commands.reserveCapacity(4)
         let destination: StackRef
-        /// Where the target goes, in words for the plan's detail.
-        enum Place {
-            case topModal(NodeID)
-            case homeTab(String)
-            case current(StackRef)
-        }
-        let place: Place
+        let place: Detail.Sentence.Place
         // The destination stack as it is once the commands so far (dismiss, select, a fresh tab
         // bar) have run: none of them changes a stack's screens, so it is read, not applied.
         let found: [Screen]?
@@ -131,7 +125,7 @@ public struct RouteMapTransitions: TransitionProvider {
         if keepIndex < stack.count - 1 { commands.append(.popTo(stack[keepIndex].id)) }
         if let anchor, anchor.chain == chain.count - 1 {
             commands += context.refresh(stack[anchor.stack], to: target)
-            return Plan(commands, "\(target) is in \(destination); popping to it")
+            return Plan(commands, .sentence(.poppingTo(target, in: destination)))
         }
         // What is pushed: the rest of the chain, without tab roots (the tab has its own).
         var synthesized: [ScreenContext] = []
@@ -141,13 +135,7 @@ public struct RouteMapTransitions: TransitionProvider {
             commands.append(.push(Screen(id: ids.take(), chain[index]), onto: destination))
             if index < last { synthesized.append(chain[index]) }
         }
-        // One detail, made in one go: its parts in one array.
-        var detail: Detail
-        switch place {
-        case .topModal(let id): detail = "pushing \(target) onto the top modal \(id)"
-        case .homeTab(let home): detail = "pushing \(target) onto its home tab \(home)"
-        case .current(let ref): detail = "pushing \(target) onto the current \(ref)"
-        }
+        var detail = Detail.sentence(.pushing(target, onto: place))
         if !synthesized.isEmpty {
             detail.append(.text(", with "))
             detail.append(.contexts(synthesized, separator: ", "))
