@@ -31,7 +31,9 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     enum Sentence: Sendable {
         /// Where a push puts its target.
         enum Place: Sendable {
-            case topModal(NodeID), homeTab(String), current(StackRef)
+            case topModal(NodeID)
+            case homeTab(String)
+            case current(StackRef)
         }
 
         /// `chat(conversationId=42)#7 is already on top`
