@@ -168,17 +168,27 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             text += "pushing "
             target.write(to: &text)
             switch place {
-            case .topModal(let id): text += " onto the top modal \(id)"
-            case .homeTab(let home): text += " onto its home tab \(home)"
-            case .current(let ref): text += " onto the current \(ref)"
+            case .topModal(let id):
+                text += " onto the top modal "
+                text += id.description
+            case .homeTab(let home):
+                text += " onto its home tab "
+                text += home
+            case .current(let ref):
+                text += " onto the current "
+                text += ref.description
             }
         case .poppingTo(let target, let ref):
             target.write(to: &text)
-            text += " is in \(ref); popping to it"
+            text += " is in "
+            text += ref.description
+            text += "; popping to it"
         case .presenting(let target, let style):
             text += "presenting "
             target.write(to: &text)
-            text += " as a \(style.rawValue) modal"
+            text += " as a "
+            text += style.rawValue
+            text += " modal"
         case .built(let contexts):
             text += "built "
             write(contexts, separator: ", ", to: &text)
