@@ -56,7 +56,7 @@ struct DetailTests {
         #expect(lines == Self.expected, "\(lines)")
     }
 
-    /// What the code before the sentences (f54d5bc) wrote for the same steps, word for word.
+    /// The words users and the audit stream read: a change here is a change they see.
     static let expected: [String] = [
         "- validate: path home is valid",
         "- already-shown: home#1 is already on top",
@@ -75,6 +75,42 @@ struct DetailTests {
         "* transition: pushing chat(conversationId=3) onto its home tab chats",
         "- validate: path chat(conversationId=6) is valid",
         "* transition: chat(conversationId=6) is in tab chats; popping to it",
+    ]
+
+    @Test("the rarer sentences: the current stack, a refresh, a modal's parent, labels in front of sentences")
+    func rarerSentences() {
+        var lines: [String] = []
+        var plain = Harness(resolver: try! Resolver(map: .demo, switchers: []))
+        plain.show(chat(6))
+        lines += plain.show(ScreenContext("home")).explanation.map(\.description)
+        var session = Harness()
+        session.show(chat(1))
+        lines += session.show(chat(1, ["draft": "x"])).explanation.map(\.description)
+        var fresh = Harness()
+        lines += fresh.show(ScreenContext("reactions", ["conversationId": "2"])).explanation.map(\.description)
+        var paths = Harness()
+        lines += paths.show(ScreenContext("home"), thread(8, 9)).explanation.map(\.description)
+        paths.show(incomingCall)
+        lines += paths.show(chat(3), thread(3, 4)).explanation.map(\.description)
+        #expect(lines == Self.rarer, "\(lines)")
+    }
+
+    static let rarer: [String] = [
+        "- validate: path home is valid",
+        "* transition: pushing home onto the current tab chats",
+        "- validate: path chat(conversationId=1, draft=x) is valid",
+        "* already-shown: chat(conversationId=1)#5 is already on top; refreshing its info",
+        "- validate: path reactions(conversationId=2) is valid",
+        "* transition: showing its parent chat(conversationId=2) first (pushing chat(conversationId=2) onto its home tab chats); presenting reactions(conversationId=2) as a popover modal",
+        "- back-stack: built chat(conversationId=2) beneath",
+        "- validate: path home > thread(conversationId=8, threadId=9) is valid",
+        "- already-shown: step 1 of 2, home: home#1 is already on top",
+        "* transition: step 2 of 2, thread(conversationId=8, threadId=9): pushing thread(conversationId=8, threadId=9) onto its home tab chats, with chat(conversationId=8) beneath",
+        "- back-stack: step 2 of 2, thread(conversationId=8, threadId=9): built chat(conversationId=8) beneath",
+        "- path: 2 contexts resolved into one batch of 3 commands",
+        "- validate: path chat(conversationId=3) > thread(conversationId=3, threadId=4) is valid",
+        "- transition: step 1 of 2, chat(conversationId=3): pushing chat(conversationId=3) onto its home tab chats",
+        "* blocking: step 1 of 2, chat(conversationId=3): that would dismiss or cover the blocking incomingCall(callId=5f0c8a52-3c1d-4b7e-9a57-2f0e6c1d9b10, caller=Ada)#8; the intent waits until it is gone",
     ]
 
     @Test("joining details gives the joined text, whatever their parts")

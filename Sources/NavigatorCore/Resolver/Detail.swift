@@ -17,7 +17,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case contexts([ScreenContext], separator: String)
         case reason(ParkReason)
         /// `step 2 of 3, chat(conversationId=42): `
-        case pathStep(Int32, of: Int32, ScreenContext)
+        case pathStep(Int, of: Int, ScreenContext)
         /// `path home > chat(conversationId=42) is valid`: the first step of every resolution, one
         /// part so that it needs no array.
         case validPath([ScreenContext])
@@ -26,8 +26,8 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 
     /// The sentences of the common plans and steps, each one part of a detail: a detail that is
-    /// one of them needs no array. Written out by ``Detail/write(to:)`` exactly as the
-    /// interpolations they replace (DetailTests pins them).
+    /// one of them needs no array. ``Detail/write(to:)`` shows their words (DetailTests pins them:
+    /// they are what users and the audit stream read).
     enum Sentence: Sendable {
         /// Where a push puts its target.
         enum Place: Sendable {
@@ -61,13 +61,12 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
 
     /// The label of one context's steps in a longer path: `step 2 of 3, chat(conversationId=42): `.
     static func pathStep(_ number: Int, of count: Int, _ context: ScreenContext) -> Detail {
-        Detail(head: .pathStep(Int32(clamping: number), of: Int32(clamping: count), context))
+        Detail(head: .pathStep(number, of: count, context))
     }
 
-    /// The first part, held in the value: a detail of one part (a message, a literal, a
-    /// validated path) allocates nothing. The others follow in `rest`. (All held inline, up to
-    /// six, they made every copy of a step or a plan a quarter of a kilobyte: the resolver ran
-    /// 15 % slower.)
+    /// The first part, held in the value: a detail of one part (a message, a literal, a sentence)
+    /// allocates nothing. The others follow in `rest`, one array: a detail stays small, so copies
+    /// of steps and plans stay cheap (BENCHMARKS.md, "Resolver alone").
     var head: Part?
     var rest: [Part] = []
 
@@ -85,7 +84,8 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     public var isEmpty: Bool { head == nil }
 
     /// `text` put before the parts: `existing screen: ` before a switcher's plan. In place when
-    /// the interpolation that made the detail left room (it leaves two parts' worth).
+    /// the interpolation that made the detail left room (it leaves three parts: two for this,
+    /// one for a path step's label).
     mutating func prefix(_ text: String, _ separator: String) {
         guard let first = head else {
             self = "\(text)\(separator)"
@@ -139,7 +139,11 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
                 Self.write(contexts, separator: separator, to: &text)
             case .reason(let reason): text += reason.description
             case .pathStep(let number, let count, let context):
-                text += "step \(number) of \(count), "
+                text += "step "
+                text += String(number)
+                text += " of "
+                text += String(count)
+                text += ", "
                 context.write(to: &text)
                 text += ": "
             case .validPath(let path):
@@ -219,7 +223,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             lhs = rhs
             return
         }
-        rhs.forEachPart { lhs.rest.append($0) }
+        rhs.forEachPart { lhs.append($0) }
     }
 
     /// Equal when the texts are.

@@ -85,7 +85,8 @@ public struct PlanningContext: Sendable {
     public var map: RouteMap { resolver.core.map }
     var index: RouteIndex { resolver.core.index }
 
-    public func spec(_ screen: String) -> ScreenSpec? { map.screens[screen] }
+    /// A screen's spec, for switchers and transition providers of one's own.
+    public func spec(_ screen: String) -> ScreenSpec? { index.entries[screen]?.spec }
 
     /// Whether a screen is an instance of the target: same screen, same identity values.
     public func matches(_ screen: Screen, _ target: ScreenContext) -> Bool {

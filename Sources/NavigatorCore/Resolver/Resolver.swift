@@ -392,7 +392,7 @@ public struct Resolver: Sendable {
         if context.matches(top, target) {
             let refresh = context.refresh(top, to: target)
             var detail = Detail.sentence(.alreadyOnTop(top))
-            if !refresh.isEmpty { detail += "; refreshing \(refresh.count == 1 ? "its info" : "")" }
+            if !refresh.isEmpty { detail += "; refreshing its info" }
             return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
         }
         for (switcher, name) in zip(switchers, switcherNames) {

@@ -59,33 +59,47 @@ public struct RouteMapTransitions: TransitionProvider {
         commands.reserveCapacity(4)
         let destination: StackRef
         let place: Detail.Sentence.Place
-        // The destination stack as it is once the commands so far (dismiss, select, a fresh tab
-        // bar) have run: none of them changes a stack's screens, so it is read, not applied.
-        let found: [Screen]?
+        // The destination stack once the commands so far have run: dismissing and selecting
+        // leave every stack as it is, and a fresh tab bar's stacks are known.
+        let stack: [Screen]
         if let modal = tree.modals.last, !context.isBlocking(modal) {
             destination = .modal(modal.id)
             place = .topModal(modal.id)
-            found = modal.stack
+            stack = modal.stack
         } else if let home = homeTab {
             destination = .tab(home)
-            if case .tabs = tree.root {
+            place = .homeTab(home)
+            if case .tabs(let bar) = tree.root {
+                guard let index = bar.index(of: home) else {
+                    throw ResolveError(
+                        .internalError,
+                        "planning a push of \(target): the tree has no tab named \(home); expected one of \(tree.tabNames.joined(separator: ", "))"
+                    )
+                }
                 if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
-                if tree.selectedTab != home { commands.append(.selectTab(home)) }
-                found = tree.stack(destination)
+                if bar.selected != home { commands.append(.selectTab(home)) }
+                stack = bar.tabs[index].stack
             } else {
                 let root = context.freshTabBar(selecting: home, ids: &ids)
+                guard case .tabs(let bar) = root, let tab = bar.tabs.first(where: { $0.name == home }) else {
+                    throw ResolveError(
+                        .internalError,
+                        "planning a push of \(target): the route map has no tab named \(home); expected one of \(context.map.tabs.map(\.name).joined(separator: ", "))"
+                    )
+                }
                 commands.append(.setRoot(root))
-                if case .tabs(let bar) = root { found = bar.tabs.first { $0.name == home }?.stack } else { found = nil }
+                stack = tab.stack
             }
-            place = .homeTab(home)
         } else {
             if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
             destination = tree.topStackIgnoringModals
             place = .current(destination)
-            found = tree.stack(destination)
+            // The tree's invariant: the top stack exists (tab bar or single stack).
+            stack = tree.stack(destination) ?? []
         }
-        guard let stack = found, !stack.isEmpty else {
-            throw ResolveError(.internalError, "planning a push of \(target): \(destination) does not exist")
+        guard !stack.isEmpty else {
+            throw ResolveError(
+                .internalError, "planning a push of \(target): \(destination) is empty; expected at least one screen")
         }
 
         // The chain the user would have walked: parents outermost first, then the target. (Built
@@ -131,7 +145,7 @@ public struct RouteMapTransitions: TransitionProvider {
         var synthesized: [ScreenContext] = []
         let last = chain.count - 1
         for index in ((anchor?.chain ?? -1) + 1)...last
-        where index == last || context.map.tab(rootedAt: chain[index].screen) == nil {
+        where index == last || context.tab(rootedAt: chain[index].screen) == nil {
             commands.append(.push(Screen(id: ids.take(), chain[index]), onto: destination))
             if index < last { synthesized.append(chain[index]) }
         }
