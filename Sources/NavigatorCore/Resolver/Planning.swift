@@ -63,7 +63,6 @@ final class RouteIndex: Sendable {
     }
 
     let entries: [String: Entry]
-    let identity: [String: [String]]
     /// Each screen's required info keys, sorted (``ScreenSpec/requiredInfo``).
     let requiredInfo: [String: [String]]
     let blocking: Set<String>
@@ -71,7 +70,6 @@ final class RouteIndex: Sendable {
 
     init(_ map: RouteMap) {
         entries = map.screens.mapValues(Entry.init)
-        identity = map.screens.mapValues(\.identity)
         requiredInfo = map.screens.mapValues(\.requiredInfo)
         blocking = Set(map.screens.filter(\.value.blocking).keys)
         tabRoots = Dictionary(map.tabs.map { ($0.root, $0.name) }, uniquingKeysWith: { first, _ in first })
@@ -90,7 +88,9 @@ public struct PlanningContext: Sendable {
 
     /// Whether a screen is an instance of the target: same screen, same identity values.
     public func matches(_ screen: Screen, _ target: ScreenContext) -> Bool {
-        guard screen.context.screen == target.screen, let keys = index.identity[target.screen] else { return false }
+        guard screen.context.screen == target.screen, let keys = index.entries[target.screen]?.spec.identity else {
+            return false
+        }
         return keys.allSatisfy { screen.context.info[$0] == target.info[$0] }
     }
 

@@ -86,11 +86,7 @@ final class SessionStore: Sendable {
                 throw RestoreRefusal(description: "the session id is not valid: \(problem)")
             }
             do {
-                var (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
-                guard seq <= seqMask else {
-                    throw RestoreRefusal(
-                        description: "its seq \(seq) is beyond \(seqMask), the most a session's seq may be")
-                }
+                var (state, seq) = try decoded(bytes)
                 // At rest (nothing left to forget): compact; else as stored, less what is past.
                 let forgot = state.forget(before: now, window: window)
                 let packed: [UInt8]
@@ -129,13 +125,19 @@ final class SessionStore: Sendable {
             let description: String
         }
 
+        /// A stored row's state and seq, refused when the seq is beyond what a record keeps.
+        private static func decoded(_ bytes: [UInt8]) throws -> (SessionState, UInt64) {
+            let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
+            guard seq <= seqMask else {
+                throw RestoreRefusal(
+                    description: "its seq \(seq) is beyond \(seqMask), the most a session's seq may be")
+            }
+            return (state, seq)
+        }
+
         /// A record from the state file's bytes, checked to decode.
         init(packed bytes: [UInt8]) throws {
-            let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
-            guard seq <= Self.seqMask else {
-                throw RestoreRefusal(
-                    description: "its seq \(seq) is beyond \(Self.seqMask), the most a session's seq may be")
-            }
+            let (state, seq) = try Self.decoded(bytes)
             storage = .loose(bytes)
             seqAndParked = Self.seqAndParked(seq, state.parked.count)
         }
