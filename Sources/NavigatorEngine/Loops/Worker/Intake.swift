@@ -124,19 +124,23 @@ struct Intake: Sendable {
     }
 
     /// Reads what the PULL holds (at most `limit` messages, and nothing while a bundle waits for
-    /// a full worker), then hands the bundles over; returns whether some bundle still waits.
+    /// a full worker), then hands the bundles over; returns whether some bundle still waits, and
+    /// whether the PULL was read until it had nothing.
     func read(
         _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], limit: Int, publisher: Publisher,
         local: Local
-    ) throws -> Bool {
+    ) throws -> (backlog: Bool, drained: Bool) {
         if let forwarding { sockets.peers.prune(keeping: forwarding.peerEndpoints, now: MonotonicClock.now()) }
+        var drained = false
         for _ in 0..<limit {
-            guard !bundles.hasFull,
-                let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2)
-            else { break }
+            if bundles.hasFull { break }
+            guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) else {
+                drained = true
+                break
+            }
             try handle(frames, count, sockets, bundles, publisher, local)
         }
-        return try !bundles.flushAll(sockets)
+        return (try !bundles.flushAll(sockets), drained)
     }
 
     /// Stop intake: take what is already queued (waiting for the other workers' room as long as

@@ -82,29 +82,39 @@ struct WorkerLoop: SocketLoop {
         let bundles = Intake.Bundles(workers: intake?.workers ?? 0, withClients: intake?.security != nil)
         var backlog = false  // a bundle waits for a worker whose queue is full
         var intakeFrames: [Message] = []
+        // Waiting, usually: one poll(2) of the sockets' descriptors, and only the sockets that
+        // fired are read (``ReadinessPoll``; zmq_poll made a dozen system calls a wake-up).
+        // Indices: the inbox, then worker 0's intents control and PULL.
+        var ready = try ReadinessPoll([sockets.inbox] + (taking.map { [$0.control, $0.pull] } ?? []))
+        // While a full bundle waits, zmq_poll: for room at its worker as well.
         var poller = Poller()
-        var polled: (taking: Bool, full: [Int])?  // what `poller` was made for
+        var polled: [Int] = []  // the workers `poller` was made for
         do {
             while stops < producers {
                 let full = taking == nil ? [] : bundles.fullWorkers
-                if polled == nil || polled! != (taking != nil, full) {
-                    poller = Poller()
-                    poller.add(sockets.inbox)
-                    if let taking {
-                        poller.add(taking.control)
-                        if full.isEmpty {
-                            poller.add(taking.pull)
-                        } else {
-                            // A full bundle waits: read no intents (the PULL fills, producers
-                            // block) until its worker has room.
-                            for worker in full { poller.add(taking.workers[worker]!, for: .writable) }
-                        }
-                    }
-                    polled = (taking != nil, full)
-                }
                 var wait = max(0, nextExpiry - WallClock.now())
                 if backlog { wait = min(wait, 1_000_000) }  // offer the waiting bundles again soon
-                try poller.poll(timeout: .nanoseconds(wait))
+                let milliseconds = Int32((wait + 999_999) / 1_000_000)
+                let readInbox: Bool
+                let readControl: Bool
+                if full.isEmpty {
+                    try ready.wait(milliseconds: milliseconds)
+                    readInbox = ready.fired(0)
+                    readControl = taking != nil && ready.fired(1)
+                } else {
+                    if poller.count == 0 || polled != full, let taking {
+                        // A full bundle waits: read no intents (the PULL fills, producers
+                        // block) until its worker has room.
+                        poller = Poller()
+                        poller.add(sockets.inbox)
+                        poller.add(taking.control)
+                        for worker in full { poller.add(taking.workers[worker]!, for: .writable) }
+                        polled = full
+                    }
+                    try poller.poll(timeout: .milliseconds(milliseconds))
+                    readInbox = true
+                    readControl = poller.events(at: 1).contains(.readable)
+                }
                 try supervisor.checkInjected(name)
                 if resolvers.generation != state.maps.generation { state.maps = resolvers.snapshot }
                 if let intake, let open = taking {
@@ -113,18 +123,28 @@ struct WorkerLoop: SocketLoop {
                         try handleIntent(
                             session: session, payload: payload, from: frame, client: client, &state, sockets)
                     }
-                    if poller.events(at: 1).contains(.readable) {
-                        _ = try open.control.receiveMultipart()
+                    if readControl, try open.control.receiveMultipart(into: &intakeFrames, wait: false) != nil {
                         try intake.stop(open, bundles, &intakeFrames, publisher: sockets.publisher, local: local)
                         taking = nil
                         stops += 1
+                        ready = try ReadinessPoll([sockets.inbox])  // the PULL is closed
                     } else {
-                        backlog = try intake.read(
-                            open, bundles, &intakeFrames, limit: 1024, publisher: sockets.publisher, local: local)
+                        if readControl { ready.read(1, drained: true) }
+                        // A bundle still waiting (`backlog`) is offered again by a read.
+                        if backlog || !full.isEmpty || ready.fired(2) {
+                            let read = try intake.read(
+                                open, bundles, &intakeFrames, limit: 1024, publisher: sockets.publisher, local: local)
+                            backlog = read.backlog
+                            ready.read(2, drained: read.drained)
+                        }
                     }
                 }
-                for _ in 0..<1024 {
-                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else { break }
+                var drained = false
+                for _ in 0..<1024 where readInbox {
+                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else {
+                        drained = true
+                        break
+                    }
                     switch Internal.kind(of: frames, count: count, at: .worker) {
                     case .stop:
                         stops += 1
@@ -143,6 +163,7 @@ struct WorkerLoop: SocketLoop {
                         Internal.unexpected(count, at: .worker, counters: counters, logger: logger)
                     }
                 }
+                if readInbox { ready.read(0, drained: drained) }
                 if WallClock.now() >= nextExpiry {
                     try expire(&state, sockets)
                     state.landings.sweep(now: WallClock.now(), metrics: counters.routes)
