@@ -42,6 +42,15 @@ import Synchronization
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value.pointee)
         }
+
+        /// `body` with the value if the lock is free now; nil, without waiting, if it is held.
+        public borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
+            _ body: (inout sending Value) throws(E) -> sending Result
+        ) throws(E) -> sending Result? {
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 
     extension Locked: @unchecked Sendable where Value: ~Copyable {}
@@ -62,6 +71,14 @@ import Synchronization
             _ body: (inout sending Value) throws(E) -> sending Result
         ) throws(E) -> sending Result {
             try mutex.withLock(body)
+        }
+
+        /// `body` with the value if the lock is free now; nil, without waiting, if it is held.
+        @inlinable
+        public borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
+            _ body: (inout sending Value) throws(E) -> sending Result
+        ) throws(E) -> sending Result? {
+            try mutex.withLockIfAvailable(body)
         }
     }
 

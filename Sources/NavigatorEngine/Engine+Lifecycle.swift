@@ -130,6 +130,7 @@ extension Engine {
                         counters: counters, persistence: persistence, follows: follows,
                         maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
+                        desks: workerDesks,
                         tracer: tracer, maxTracedIntentsPerSecond: configuration.maxTracedIntentsPerSecond,
                         recorder: recorders[index], workers: configuration.workers, supervisor: supervisor,
                         logger: logger),

@@ -46,6 +46,8 @@ public final class Engine: Service, Sendable {
     /// The flight recorder, one part a worker (``FlightRecorder``); the thread that checks
     /// candidate route maps and replays the recorder against them.
     let recorders: [FlightRecorder]
+    /// Each worker's state and sockets, under a lock: worker 0 resolves another's intents while it sleeps.
+    let workerDesks: [WorkerDesk]
     let routeMapDesk: RouteMapDesk
     /// The staged rollout of a route map: kept in the store, followed by a thread of its own.
     let rolloutKeeper: RolloutKeeper
@@ -217,6 +219,7 @@ public final class Engine: Service, Sendable {
         desk = try CallDesk(context: context, highWaterMark: configuration.handoffHighWaterMark)
         let share = (configuration.flightRecorderIntents + configuration.workers - 1) / max(1, configuration.workers)
         recorders = (0..<configuration.workers).map { _ in FlightRecorder(capacity: share) }
+        workerDesks = (0..<configuration.workers).map { _ in WorkerDesk() }
         routeMapDesk = RouteMapDesk(context: context, logger: logger)
 
         // ZAP (secure mode), flush, egress, each worker, requests.

@@ -61,6 +61,74 @@ struct BehaviourTests {
         }
     }
 
+    /// Worker 0 resolves another worker's intents itself while that worker sleeps (``WorkerDesk``)
+    /// and hands them over while it is busy: a session's intents keep their order across the
+    /// turns between the two.
+    @Test("per-session order holds while worker 0 resolves another worker's intents itself and hands them over in turn")
+    func orderAcrossHandOver() async throws {
+        let sessions = (0..<1_000).map { "turns-\($0)" }.filter { SessionStore.shardIndex(of: $0, count: 2) == 1 }
+            .prefix(3).map { $0 }
+        try await withService(workers: 2) { server, endpoints in
+            let seen = try await onThread { () throws -> [String: [(UInt64, String)]] in
+                let client = try Client(endpoints)
+                let shell = try client.subscribe("s/")
+                func send(_ id: String, _ index: Int) throws {
+                    for session in sessions {
+                        try client.send(
+                            wireIntent(id, [ScreenContext("chat", ["conversationId": "\(index % 5)"])]),
+                            session: session)
+                    }
+                }
+                var seen: [String: [(UInt64, String)]] = [:]
+                func collect(_ count: Int) throws {
+                    for _ in 0..<count {
+                        let published = try shell.nextPublished()
+                        let batch = try published.batch
+                        seen[batch.session, default: []].append((published.header.seq, batch.intentID))
+                    }
+                }
+                // Worker 1 busy (the test holds its desk): its intents are handed over once
+                // worker 0 has read them.
+                let before = server.counters.handedOver[1].load
+                let held: Void? = try server.workerDesks[1].withHeld { _ in
+                    for index in 0..<50 { try send("a\(index)", index) }
+                    let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(20))
+                    while server.counters.handedOver[1].load < before + 150 {
+                        guard ContinuousClock.now < deadline else {
+                            throw TestFailure("worker 0 never read the intents")
+                        }
+                    }
+                    // What worker 0 must not overtake: it resolves none of worker 1's intents
+                    // itself while a bundle it sent waits.
+                    #expect(server.workerDesks[1].bundlesWaiting > 0)
+                }
+                #expect(held != nil, "worker 1 was not running")
+                // Let go: sent at once, the next ones follow the handed-over ones until worker 1
+                // has taken them all, then worker 0 resolves them.
+                for index in 50..<100 { try send("b\(index)", index) }
+                try collect(300)
+                // One at a time, each published before the next: resolved by worker 0.
+                for index in 100..<120 {
+                    try send("c\(index)", index)
+                    try collect(3)
+                }
+                #expect(server.workerDesks[1].bundlesWaiting == 0)
+                return seen
+            }
+            for session in sessions {
+                let batches = seen[session] ?? []
+                #expect(batches.map(\.0) == Array(1...120))
+                let ids = (0..<50).map { "a\($0)" } + (50..<100).map { "b\($0)" } + (100..<120).map { "c\($0)" }
+                #expect(batches.map(\.1) == ids)
+            }
+            // The last 60 come one at a time: worker 0 resolves them unless worker 1 happens to
+            // be awake (its expiry pass runs every 100 ms).
+            let inline = server.counters.resolvedByReader.load
+            #expect(inline > 0, "worker 0 resolved none of worker 1's intents")
+            #expect(server.counters.handled[1].load >= inline + 150, "the held worker's intents were not handed over")
+        }
+    }
+
     @Test("a parked intent that outlives its time to live is reported as expired")
     func expiry() async throws {
         try await withService { _, endpoints in

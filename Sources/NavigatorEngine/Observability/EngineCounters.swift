@@ -65,6 +65,9 @@ final class EngineCounters: Sendable {
     let leaseRenewalsFailed: AtomicCounter
     /// Intents whose traceparent was not of W3C's form (dropped; the intent went on).
     let traceparentInvalid: AtomicCounter
+    /// Intents of another worker's shard that worker 0, the intents socket's reader, resolved
+    /// itself while that worker slept (``WorkerDesk``): hand-overs spared.
+    let resolvedByReader: AtomicCounter
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
@@ -104,6 +107,7 @@ final class EngineCounters: Sendable {
         forwardsRefused = AtomicCounter(mirror: metrics.clusterStrangers)
         leaseRenewalsFailed = AtomicCounter(mirror: metrics.leaseRenewalsFailed)
         traceparentInvalid = AtomicCounter(mirror: metrics.traceparentInvalid)
+        resolvedByReader = AtomicCounter(mirror: metrics.resolvedByReader)
     }
 
     func count(_ outcome: Navigator_V1_Outcome) {

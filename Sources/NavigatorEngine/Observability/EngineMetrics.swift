@@ -33,6 +33,7 @@ final class EngineMetrics: Sendable {
     let clusterStrangers: Metrics.Counter
     let leaseRenewalsFailed: Metrics.Counter
     let traceparentInvalid: Metrics.Counter
+    let resolvedByReader: Metrics.Counter
     let partitionsHeld: Metrics.Gauge
     let fencedWrites: Metrics.Gauge
     let packedSessions: Metrics.Gauge
@@ -90,6 +91,7 @@ final class EngineMetrics: Sendable {
         clusterStrangers = Metrics.Counter(label: "navigator_cluster_strangers_total", factory: factory)
         leaseRenewalsFailed = Metrics.Counter(label: "navigator_lease_renewals_failed_total", factory: factory)
         traceparentInvalid = Metrics.Counter(label: "navigator_traceparent_invalid_total", factory: factory)
+        resolvedByReader = Metrics.Counter(label: "navigator_intents_resolved_by_reader_total", factory: factory)
         partitionsHeld = Metrics.Gauge(label: "navigator_partitions_held", factory: factory)
         // A count kept by the store's writer, read when /metrics is asked (never decreases).
         fencedWrites = Metrics.Gauge(label: "navigator_fenced_writes_total", factory: factory)

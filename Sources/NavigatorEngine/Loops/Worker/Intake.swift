@@ -62,10 +62,17 @@ struct Intake: Sendable {
         let stride: Int
         private var full: Int { Self.limit * stride }
 
-        init(workers: Int, withClients: Bool) {
+        /// Each worker's desk: told of every bundle sent (``WorkerDesk/noteSent()``).
+        private let desks: [WorkerDesk]
+
+        init(workers: Int, withClients: Bool, desks: [WorkerDesk]) {
             pending = Array(repeating: [], count: workers)
             stride = withClients ? 3 : 2
+            self.desks = desks
         }
+
+        /// Whether no intent waits to go to `worker`.
+        func isEmpty(_ worker: Int) -> Bool { pending[worker].isEmpty }
 
         /// Workers with a full bundle waiting (their queue was full): read nothing more until
         /// they take it.
@@ -96,6 +103,7 @@ struct Intake: Sendable {
         private func flush(_ worker: Int, _ sockets: Sockets) throws -> Bool {
             guard !pending[worker].isEmpty, let socket = sockets.workers[worker] else { return true }
             guard try Internal.trySendIntents(on: socket, pending[worker], stride: stride) else { return false }
+            desks[worker].noteSent()
             pending[worker].removeAll(keepingCapacity: true)
             return true
         }
@@ -127,21 +135,26 @@ struct Intake: Sendable {
     /// a full worker), then hands the bundles over; returns whether some bundle still waits, and
     /// whether the PULL was read until it had nothing.
     func read(
-        _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], limit: Int, publisher: Publisher,
-        local: Local
+        _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], limit: Int, desks: [WorkerDesk],
+        publisher: Publisher, local: Local
     ) throws -> (backlog: Bool, drained: Bool) {
         if let forwarding { sockets.peers.prune(keeping: forwarding.peerEndpoints, now: MonotonicClock.now()) }
         var drained = false
-        for _ in 0..<limit {
+        for taken in 0..<limit {
             if bundles.hasFull { break }
             guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) else {
                 drained = true
                 break
             }
-            try handle(frames, count, sockets, bundles, publisher, local)
+            // Little waiting: the other workers' intents too are resolved here while they sleep.
+            try handle(frames, count, sockets, bundles, publisher, local, desks: taken < Self.inlineReads ? desks : [])
         }
         return (try !bundles.flushAll(sockets), drained)
     }
+
+    /// Intents a read takes before those of the other workers' shards go to them again rather
+    /// than being resolved here (``WorkerDesk``): a read that finds more waits behind its work.
+    static let inlineReads = 4
 
     /// Stop intake: take what is already queued (waiting for the other workers' room as long as
     /// it takes: they keep working through their queues), close the PULL, then tell the other
@@ -157,7 +170,7 @@ struct Intake: Sendable {
         while true {
             try handOver()
             guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) else { break }
-            try handle(frames, count, sockets, bundles, publisher, local)
+            try handle(frames, count, sockets, bundles, publisher, local, desks: [])
         }
         try handOver()
         sockets.pull.close()
@@ -165,9 +178,10 @@ struct Intake: Sendable {
         logger.debug("intake stopped")
     }
 
+    /// `desks`: the workers' desks if another worker's intent may be resolved here (empty: not).
     private func handle(
         _ frames: [Message], _ count: Int, _ sockets: Sockets, _ bundles: Bundles, _ publisher: Publisher,
-        _ local: Local
+        _ local: Local, desks: [WorkerDesk]
     ) throws {
         let sessionProblem: String?
         var session = ""
@@ -195,6 +209,12 @@ struct Intake: Sendable {
         }
         counters.handedOver[worker].add()
         if worker == Self.reader { return try local(session, frames[0], frames[1], client ?? "") }
+        if !desks.isEmpty, bundles.isEmpty(worker),
+            try desks[worker].resolveIfIdle(
+                session: session, frame: frames[0], payload: frames[1], client: client ?? "")
+        {
+            return
+        }
         try bundles.add(frames[0], frames[1], client: client, for: worker, sockets)
     }
 

@@ -23,6 +23,8 @@ struct WorkerLoop: SocketLoop {
     let handoffHighWaterMark: Int32
     /// Worker 0's: the intents socket.
     let intake: Intake?
+    /// Every worker's desk (``WorkerDesk``); this worker's is `desks[index]`.
+    let desks: [WorkerDesk]
     /// Where spans of traced intents go (``IntentTrace``); nil: none are traced.
     let tracer: (any Tracer)?
     /// Intents traced a second for their producer's sampled flag, on all workers together.
@@ -74,12 +76,16 @@ struct WorkerLoop: SocketLoop {
         state.parkedSessions = store.shards[index].records.withLock { records in
             records.table.filter { $0.value.parkedCount > 0 }.mapValues { _ in 0 }
         }
+        let desk = desks[index]
+        desk.open(WorkerDesk.Held(state: state, sockets: sockets, loop: self))
+        defer { desk.close() }
         var frames: [Message] = []
         var stops = 0
         var nextExpiry = WallClock.now() + Self.expiryInterval
         // Worker 0: the intents socket, its control, the other workers' bundles.
         var taking = sockets.intake
-        let bundles = Intake.Bundles(workers: intake?.workers ?? 0, withClients: intake?.security != nil)
+        let bundles = Intake.Bundles(
+            workers: intake?.workers ?? 0, withClients: intake?.security != nil, desks: desks)
         var backlog = false  // a bundle waits for a worker whose queue is full
         var intakeFrames: [Message] = []
         // Waiting, usually: one poll(2) of the sockets' descriptors, and only the sockets that
@@ -115,67 +121,76 @@ struct WorkerLoop: SocketLoop {
                     readInbox = true
                     readControl = poller.events(at: 1).contains(.readable)
                 }
-                try supervisor.checkInjected(name)
-                if resolvers.generation != state.maps.generation { state.maps = resolvers.snapshot }
-                if let intake, let open = taking {
-                    func local(_ session: String, _ frame: Message, _ payload: Message, _ client: String) throws {
-                        counters.handled[index].add()
-                        try handleIntent(
-                            session: session, payload: payload, from: frame, client: client, &state, sockets)
-                    }
-                    if readControl, try open.control.receiveMultipart(into: &intakeFrames, wait: false) != nil {
-                        try intake.stop(open, bundles, &intakeFrames, publisher: sockets.publisher, local: local)
-                        taking = nil
-                        stops += 1
-                        ready = try ReadinessPoll([sockets.inbox])  // the PULL is closed
-                    } else {
-                        if readControl { ready.read(1, drained: true) }
-                        // A bundle still waiting (`backlog`) is offered again by a read.
-                        if backlog || !full.isEmpty || ready.fired(2) {
-                            let read = try intake.read(
-                                open, bundles, &intakeFrames, limit: 1024, publisher: sockets.publisher, local: local)
-                            backlog = read.backlog
-                            ready.read(2, drained: read.drained)
-                        }
-                    }
-                }
-                var drained = false
-                for _ in 0..<1024 where readInbox {
-                    guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else {
-                        drained = true
-                        break
-                    }
-                    switch Internal.kind(of: frames, count: count, at: .worker) {
-                    case .stop:
-                        stops += 1
-                    case .intents(let intents, let stride):
-                        for intent in 0..<intents {
+                // Awake: the desk is this worker's until it waits again (worker 0 resolves
+                // none of this shard's intents meanwhile).
+                try desk.withHeld { (held) throws in
+                    try supervisor.checkInjected(name)
+                    if resolvers.generation != held.state.maps.generation { held.state.maps = resolvers.snapshot }
+                    if let intake, let open = taking {
+                        func local(_ session: String, _ frame: Message, _ payload: Message, _ client: String) throws {
                             counters.handled[index].add()
-                            let session = frames[1 + stride * intent]
                             try handleIntent(
-                                session: session.string, payload: frames[2 + stride * intent], from: session,
-                                client: stride == 3 ? frames[3 + stride * intent].string : "", &state, sockets)
+                                session: session, payload: payload, from: frame, client: client, &held.state, sockets)
                         }
-                    case .request:
-                        counters.handled[index].add()
-                        try handleRequest(frames, &state, sockets)
-                    default:
-                        Internal.unexpected(count, at: .worker, counters: counters, logger: logger)
+                        if readControl, try open.control.receiveMultipart(into: &intakeFrames, wait: false) != nil {
+                            try intake.stop(open, bundles, &intakeFrames, publisher: sockets.publisher, local: local)
+                            taking = nil
+                            stops += 1
+                            ready = try ReadinessPoll([sockets.inbox])  // the PULL is closed
+                        } else {
+                            if readControl { ready.read(1, drained: true) }
+                            // A bundle still waiting (`backlog`) is offered again by a read.
+                            if backlog || !full.isEmpty || ready.fired(2) {
+                                let read = try intake.read(
+                                    open, bundles, &intakeFrames, limit: 1024, desks: desks,
+                                    publisher: sockets.publisher,
+                                    local: local)
+                                backlog = read.backlog
+                                ready.read(2, drained: read.drained)
+                            }
+                        }
                     }
+                    var drained = false
+                    for _ in 0..<1024 where readInbox {
+                        guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else {
+                            drained = true
+                            break
+                        }
+                        switch Internal.kind(of: frames, count: count, at: .worker) {
+                        case .stop:
+                            stops += 1
+                        case .intents(let intents, let stride):
+                            for intent in 0..<intents {
+                                counters.handled[index].add()
+                                let session = frames[1 + stride * intent]
+                                try handleIntent(
+                                    session: session.string, payload: frames[2 + stride * intent], from: session,
+                                    client: stride == 3 ? frames[3 + stride * intent].string : "", &held.state, sockets)
+                            }
+                            desk.noteTaken()
+                        case .request:
+                            counters.handled[index].add()
+                            try handleRequest(frames, &held.state, sockets)
+                        default:
+                            Internal.unexpected(count, at: .worker, counters: counters, logger: logger)
+                        }
+                    }
+                    if readInbox { ready.read(0, drained: drained) }
+                    if WallClock.now() >= nextExpiry {
+                        try expire(&held.state, sockets)
+                        held.state.landings.sweep(now: WallClock.now(), metrics: counters.routes)
+                        if tracer != nil { held.state.parkedTraces.sweep(now: WallClock.now()) }
+                        nextExpiry = WallClock.now() + Self.expiryInterval
+                    }
+                    try sockets.publisher.flush()  // nothing more to read: hand over what waits
                 }
-                if readInbox { ready.read(0, drained: drained) }
-                if WallClock.now() >= nextExpiry {
-                    try expire(&state, sockets)
-                    state.landings.sweep(now: WallClock.now(), metrics: counters.routes)
-                    if tracer != nil { state.parkedTraces.sweep(now: WallClock.now()) }
-                    nextExpiry = WallClock.now() + Self.expiryInterval
-                }
-                try sockets.publisher.flush()  // nothing more to read: hand over what waits
             }
             // What is still open is settled, so that no trace is left without its intent span.
-            state.parkedTraces.settleAll(at: WallClock.now())
-            state.landings.settleTraces(at: WallClock.now())
-            try sockets.publisher.stop()
+            try desk.withHeld { (held) throws in
+                held.state.parkedTraces.settleAll(at: WallClock.now())
+                held.state.landings.settleTraces(at: WallClock.now())
+                try sockets.publisher.stop()
+            }
             try sockets.replies.send(Internal.stop)
             logger.debug("worker stopped", metadata: ["worker": "\(index)"])
         } catch let error as ZeroMQError where error.code == .terminated {
@@ -212,6 +227,19 @@ struct WorkerLoop: SocketLoop {
 }
 
 extension WorkerLoop {
+    /// An intent of this worker's shard that worker 0 resolves on its own thread, under this
+    /// worker's desk (``WorkerDesk/resolveIfIdle(session:frame:payload:client:)``): published at
+    /// once, since this worker is asleep and would not flush its publisher before it wakes.
+    func resolveInline(
+        session: String, frame: Message, payload: Message, client: String, _ held: inout WorkerDesk.Held
+    ) throws {
+        if resolvers.generation != held.state.maps.generation { held.state.maps = resolvers.snapshot }
+        counters.handled[index].add()
+        counters.resolvedByReader.add()
+        try handleIntent(session: session, payload: payload, from: frame, client: client, &held.state, held.sockets)
+        try held.sockets.publisher.flush()
+    }
+
     /// A fire-and-forget intent from the intents socket.
     func handleIntent(
         session: String, payload: Message, from frame: Message, client: String, _ state: inout WorkerState,
