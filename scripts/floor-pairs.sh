@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# navigatord's CPU per intent against the raw relay's, for several builds in turn (issue 31): for
+# each of ROUNDS rounds, each BIN (a directory holding a release navigatord and navctl) gets a fresh
+# navigatord on free 127.0.0.1 ports, driven by this tree's release navload with `--floor` (the
+# relay measured right after the run, at the same rate). Prints one line a run: CPU per intent,
+# the ratio to the floor, p99 against the floor's p99. More rounds than ./dev bench takes, for a
+# machine whose figures move by a fifth from run to run.
+#
+#   scripts/floor-pairs.sh RATE ROUNDS BIN...        (DURATION=10 SESSIONS=20000 NAVIGATORD_ARGS=)
+#
+# Needs an otherwise idle machine. navigatord stays up, idle, while navload measures the floor.
+set -euo pipefail
+rate=$1
+rounds=$2
+shift 2
+here=$(cd "$(dirname "$0")/.." && pwd)
+load=$here/.build-release/release/navload
+[ -x "$load" ] || { echo "floor-pairs: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
+work=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
+for _ in $(seq "$rounds"); do
+  for bin in "$@"; do
+    rm -rf "$work/data"
+    i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+    "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off --data-directory "$work/data" \
+      --log-level warning "${extra[@]}" >"$work/navigatord.log" 2>&1 &
+    pid=$!
+    ready=""
+    for _ in $(seq 1 600); do
+      if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then ready=1; break; fi
+      sleep 0.1
+    done
+    [ -n "$ready" ] || { echo "floor-pairs: navigatord of $bin did not become ready:" >&2; cat "$work/navigatord.log" >&2; exit 1; }
+    out=$("$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --duration "${DURATION:-10}" \
+      --warmup 2 --sessions "${SESSIONS:-20000}" --floor 2>&1)
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+    echo "$bin $(echo "$out" | grep -E '^navigatord CPU per intent|^p99 / floor p99' | tr -s ' ' | paste -sd '|')"
+  done
+done
