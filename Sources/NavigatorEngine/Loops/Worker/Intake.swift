@@ -10,7 +10,10 @@ import ZeroMQ
 /// and hands the rest, without copying, to their sessions' workers. No thread stands between the
 /// socket and the worker that resolves: with one worker, an intent is read, resolved and
 /// published by one thread. (Until issue 16 an ingress thread of its own did this and woke a
-/// worker for every intent: at 2,000 intents/s that thread cost about 0.1 of a core.)
+/// worker for every intent: at 2,000 intents/s that thread cost about 0.1 of a core.) With
+/// several, an intent of another worker's shard is resolved here too, in that worker's place,
+/// while that worker sleeps with nothing handed to it waiting and the read found little
+/// (``WorkerDesk``): at a moderate rate one thread does the work, under load each worker its own.
 ///
 /// Backpressure: the hand-off to each other worker holds at most `handoffHighWaterMark`
 /// bundles. When one is full, worker 0 keeps that bundle and stops reading the PULL (it goes on
