@@ -148,7 +148,7 @@ extension Engine {
                     counters: counters, bound: bound, security: security, startedAt: startedAt,
                     clusterEndpoints: forwards ? [configuration.clusterEndpoint] : [],
                     instances: { [self] in instances }, instanceID: configuration.instanceID, desk: desk,
-                    recorders: recorders, routeMapDesk: routeMapDesk, rolloutKeeper: rolloutKeeper,
+                    recorders: recorders, routeMapDesk: routeMapDesk, desks: workerDesks, rolloutKeeper: rolloutKeeper,
                     follows: follows, supervisor: supervisor, logger: logger),
                 stop: {
                     signalStop(context, Internal.ingressControl)

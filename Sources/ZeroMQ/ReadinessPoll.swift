@@ -2,6 +2,10 @@ import CZeroMQ
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// Sleeps on the descriptors libzmq signals its sockets with (`ZMQ_FD`), in one poll(2), for a
@@ -9,12 +13,13 @@ import CZeroMQ
 ///
 /// `zmq_poll` asks every socket for `ZMQ_EVENTS` before it sleeps and again when it wakes, and
 /// each such question is a poll(2) of the socket's mailbox and a getpid(2) of libzmq's fork
-/// check: a worker woken for one intent made a dozen system calls before reading it. Here a
-/// wake-up costs one poll(2), and only the sockets whose descriptor fired are read.
+/// check (BENCHMARKS.md, "Fewer wake-ups per intent"). Here a wake-up costs one poll(2), and only
+/// the sockets whose descriptor fired are read.
 ///
 /// What makes it sound: a socket's descriptor becomes readable when a command reaches its
 /// mailbox, and a message arriving on a pipe its reader had found empty is such a command. A
-/// non-blocking receive that finds nothing processes the mailbox's commands first. So a socket
+/// non-blocking receive that finds nothing has processed the mailbox's commands and looked at
+/// the pipes again after them, leaving each pipe marked empty. So a socket
 /// read until a receive found nothing (``read(_:drained:)``) signals its descriptor when the next
 /// message comes, and may be slept on; one whose reader stopped early (a batch limit) may hold
 /// messages without a signal, so ``wait(milliseconds:)`` does not sleep until it is drained again.
@@ -50,10 +55,13 @@ public struct ReadinessPoll {
         let timeout = empty.allSatisfy { $0 } ? milliseconds : 0
         let count = nfds_t(descriptors.count)
         while true {
-            let result = descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, count, timeout) }
+            let (result, code) = descriptors.withUnsafeMutableBufferPointer { buffer in
+                let result = poll(buffer.baseAddress, count, timeout)
+                return (result, result < 0 ? errno : 0)
+            }
             if result >= 0 { break }
-            if errno == EINTR { continue }
-            throw ZeroMQError(code: .init(rawValue: errno), function: "poll")
+            if code == EINTR { continue }
+            throw ZeroMQError(code: .init(rawValue: code), function: "poll")
         }
         for index in descriptors.indices {
             if !empty[index] { descriptors[index].revents |= Int16(POLLIN) }

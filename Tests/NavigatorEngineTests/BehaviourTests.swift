@@ -72,6 +72,7 @@ struct BehaviourTests {
             let seen = try await onThread { () throws -> [String: [(UInt64, String)]] in
                 let client = try Client(endpoints)
                 let shell = try client.subscribe("s/")
+                // Each intent shows another chat than the one before it: a batch each.
                 func send(_ id: String, _ index: Int) throws {
                     for session in sessions {
                         try client.send(
@@ -100,7 +101,7 @@ struct BehaviourTests {
                     }
                     // What worker 0 must not overtake: it resolves none of worker 1's intents
                     // itself while a bundle it sent waits.
-                    #expect(server.workerDesks[1].bundlesWaiting > 0)
+                    #expect(server.workerDesks[1].intentsWaiting > 0)
                 }
                 #expect(held != nil, "worker 1 was not running")
                 // Let go: sent at once, the next ones follow the handed-over ones until worker 1
@@ -112,7 +113,7 @@ struct BehaviourTests {
                     try send("c\(index)", index)
                     try collect(3)
                 }
-                #expect(server.workerDesks[1].bundlesWaiting == 0)
+                #expect(server.workerDesks[1].intentsWaiting == 0)
                 return seen
             }
             for session in sessions {
@@ -126,6 +127,55 @@ struct BehaviourTests {
             let inline = server.counters.resolvedByReader.load
             #expect(inline > 0, "worker 0 resolved none of worker 1's intents")
             #expect(server.counters.handled[1].load >= inline + 150, "the held worker's intents were not handed over")
+        }
+    }
+
+    /// The guard of that order, on its own: while any intents message for worker 1 waits —
+    /// whoever sent it: worker 0's intake, or the requests thread with an intent made in process —
+    /// worker 0 resolves none of worker 1's intents itself.
+    @Test("worker 0 resolves none of another worker's intents while an intents message waits for it, whoever sent it")
+    func noOvertaking() async throws {
+        let session = (0..<1_000).map { "guard-\($0)" }.first { SessionStore.shardIndex(of: $0, count: 2) == 1 }!
+        try await withService(workers: 2) { server, endpoints in
+            let desk = server.workerDesks[1]
+            let (held, resolvedHere) = try await onThread { () throws -> (Bool, Bool) in
+                let client = try Client(endpoints)
+                let shell = try client.subscribe("s/")
+                // Each intent shows another chat than the one before it: a batch each.
+                func send(_ id: String, _ index: Int) throws {
+                    try client.send(
+                        wireIntent(id, [ScreenContext("chat", ["conversationId": "\(index % 3)"])]), session: session)
+                    let batch = try shell.nextPublished().batch
+                    #expect(batch.intentID == id)
+                }
+                // Made in process: the requests thread hands it to worker 1, and counts it.
+                let called = DispatchSemaphore(value: 0)
+                Task {
+                    let refusal = await server.send(
+                        wireIntent("port", [ScreenContext("chat", ["conversationId": "1"])], session: session),
+                        as: .anonymous)
+                    #expect(refusal == nil)
+                    called.signal()
+                }
+                called.wait()
+                #expect(try shell.nextPublished().batch.intentID == "port")
+                #expect(desk.intentsWaiting == 0)
+                // One message counted as waiting: every intent goes to worker 1.
+                #expect(desk.send { true })
+                let before = server.counters.resolvedByReader.load
+                for index in 0..<10 { try send("held\(index)", index) }
+                let held = server.counters.resolvedByReader.load == before
+                // Taken: worker 0 goes back to resolving them itself (unless worker 1 is awake).
+                desk.noteTaken()
+                for index in 0..<50 {
+                    try send("free\(index)", index + 1)  // not the chat already on top
+                    if server.counters.resolvedByReader.load > before { return (held, true) }
+                }
+                return (held, false)
+            }
+            #expect(held, "an intent was resolved in worker 1's place while a message for it waited")
+            #expect(resolvedHere, "worker 0 never resolved worker 1's intents itself")
+            #expect(desk.intentsWaiting == 0)
         }
     }
 

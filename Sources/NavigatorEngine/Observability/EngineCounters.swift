@@ -71,7 +71,8 @@ final class EngineCounters: Sendable {
     /// Of those, the ones that receive audit records (`""`, `"a"`, `"a/..."`): audit records are
     /// built and published only while there is one.
     let auditTopics = AtomicCounter()
-    /// Messages handed to each worker, and handled by it: the difference is its queue.
+    /// Messages for each worker (handed to it, or resolved by worker 0 in its place while it
+    /// slept), and handled: the difference is its queue.
     let handedOver: [AtomicCounter]
     let handled: [AtomicCounter]
     /// Running counts for the header seq of rejections and audit records.

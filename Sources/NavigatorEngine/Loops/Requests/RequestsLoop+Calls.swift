@@ -49,7 +49,11 @@ extension RequestsLoop {
             return try answer(nil)
         case .worker(let index): worker = index
         }
-        guard try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3], frames[4]], stride: 3)
+        let push = sockets.workers[worker]
+        guard
+            try desks[worker].send({
+                try Internal.trySendIntents(on: push, [frames[2], frames[3], frames[4]], stride: 3)
+            })
         else {
             return try answer(
                 .overloaded,

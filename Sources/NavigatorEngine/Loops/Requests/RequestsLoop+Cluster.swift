@@ -51,11 +51,11 @@ extension RequestsLoop {
                 return try refuseForwarded(frames[3], session: session, .forbidden, refusal, sockets)
             }
             let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
-            let handed =
-                security == nil
-                ? try Internal.trySendIntents(on: sockets.workers[worker], [frames[2], frames[3]], stride: 2)
-                : try Internal.trySendIntents(
-                    on: sockets.workers[worker], [frames[2], frames[3], frames[4]], stride: 3)
+            let push = sockets.workers[worker]
+            let intent = security == nil ? [frames[2], frames[3]] : [frames[2], frames[3], frames[4]]
+            let handed = try desks[worker].send({
+                try Internal.trySendIntents(on: push, intent, stride: intent.count)
+            })
             guard handed else {
                 return try refuseForwarded(
                     frames[3], session: session, .overloaded,

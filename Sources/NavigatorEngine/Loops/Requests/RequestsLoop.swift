@@ -41,6 +41,8 @@ struct RequestsLoop: SocketLoop {
     /// checks and impact reports.
     let recorders: [FlightRecorder]
     let routeMapDesk: RouteMapDesk
+    /// The workers' desks: each intents message sent to a worker is counted there (``WorkerDesk``).
+    let desks: [WorkerDesk]
     /// The staged rollout of route maps (routes_rollout).
     let rolloutKeeper: RolloutKeeper
     /// Rejections of forwarded intents that cannot be taken here go to the session's followers.

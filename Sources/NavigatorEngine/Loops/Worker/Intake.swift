@@ -65,7 +65,7 @@ struct Intake: Sendable {
         let stride: Int
         private var full: Int { Self.limit * stride }
 
-        /// Each worker's desk: told of every bundle sent (``WorkerDesk/noteSent()``).
+        /// Each worker's desk: counts every bundle sent (``WorkerDesk/send(_:)``).
         private let desks: [WorkerDesk]
 
         init(workers: Int, withClients: Bool, desks: [WorkerDesk]) {
@@ -105,8 +105,8 @@ struct Intake: Sendable {
         /// Sends the bundle for `worker` unless its queue is full; returns whether nothing waits.
         private func flush(_ worker: Int, _ sockets: Sockets) throws -> Bool {
             guard !pending[worker].isEmpty, let socket = sockets.workers[worker] else { return true }
-            guard try Internal.trySendIntents(on: socket, pending[worker], stride: stride) else { return false }
-            desks[worker].noteSent()
+            guard try desks[worker].send({ try Internal.trySendIntents(on: socket, pending[worker], stride: stride) })
+            else { return false }
             pending[worker].removeAll(keepingCapacity: true)
             return true
         }
@@ -143,14 +143,14 @@ struct Intake: Sendable {
     ) throws -> (backlog: Bool, drained: Bool) {
         if let forwarding { sockets.peers.prune(keeping: forwarding.peerEndpoints, now: MonotonicClock.now()) }
         var drained = false
-        for taken in 0..<limit {
+        for index in 0..<limit {
             if bundles.hasFull { break }
             guard let count = try sockets.pull.receiveMultipart(into: &frames, wait: false, maxFrames: 2) else {
                 drained = true
                 break
             }
             // Little waiting: the other workers' intents too are resolved here while they sleep.
-            try handle(frames, count, sockets, bundles, publisher, local, desks: taken < Self.inlineReads ? desks : [])
+            try handle(frames, count, sockets, bundles, publisher, local, desks: index < Self.inlineReads ? desks : [])
         }
         return (try !bundles.flushAll(sockets), drained)
     }

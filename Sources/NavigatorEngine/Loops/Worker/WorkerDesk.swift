@@ -3,34 +3,36 @@ import Synchronization
 import ZeroMQ
 
 /// What a worker resolves its shard's sessions with — its state (parked sessions, landings,
-/// traces) and its sockets — under a lock, so that worker 0 may resolve an intent of another
-/// worker's shard on its own thread while that worker sleeps.
+/// traces) and the sockets it publishes and replies on — under a lock, so that worker 0 may
+/// resolve an intent of another worker's shard on its own thread while that worker sleeps.
 ///
 /// At a moderate rate that spares an intent the hand-over: a bundle of one intent sent inproc
-/// and the other worker woken to take it (0.7 timeslices and ~40 µs an intent at 2,000/s over
-/// two workers; BENCHMARKS.md, "Where the time goes"). Under load the hand-over stays: worker 0
-/// resolves inline only while its reads of the intents socket find little waiting, and only
-/// while nothing of the intents socket waits for the other worker (every bundle sent to it
-/// taken, none pending), so a session's intents keep their order: an intent resolved inline
-/// came after everything handed over before it had been resolved.
+/// and a second thread woken to take it (BENCHMARKS.md, "Fewer wake-ups per intent"). Under load
+/// the hand-over stays: worker 0 resolves in place only while its read of the intents socket
+/// has found little, and only while no intents message for that worker waits — none in its own
+/// pending bundle, none sent and not yet taken (``intentsWaiting``, counted by every sender:
+/// worker 0's intake and the requests thread). So a session's intents keep their order: one
+/// resolved in place never overtakes one handed over before it.
 ///
-/// A worker holds its own desk's lock from the moment it wakes until it sleeps again; worker 0
-/// takes another's only if it is free (never waits for it), so the two cannot wait on each
-/// other.
+/// A worker holds its own desk's lock for each turn of its loop, from after its wait to before
+/// the next; worker 0 takes another's only if it is free (never waits for it), and nobody but
+/// worker 0 takes worker 0's, so no two threads wait on each other.
 final class WorkerDesk: Sendable {
     /// The worker's own, while it runs.
     struct Held: @unchecked Sendable {
-        // Unchecked: the sockets and state are used only under the desk's lock (a full memory
+        // Unchecked: the state, and the sockets worker 0 may use in the worker's place (its
+        // publisher's, its replies PUSH), are used under the desk's lock only — a full memory
         // barrier between one thread's use and the next, which is what libzmq asks of a socket
-        // that changes threads).
+        // that changes threads. The worker's inbox is read by the worker alone.
         var state: WorkerLoop.WorkerState
         let sockets: WorkerLoop.Sockets
         let loop: WorkerLoop
     }
 
     private let held = Locked<Held?>(nil)
-    /// Bundles of intents worker 0 sent to this worker, and those the worker has taken from its
-    /// inbox: equal when nothing of the intents socket waits for it.
+    /// Intents messages sent to this worker's inbox (worker 0's bundles, the requests thread's
+    /// intents made in process or forwarded by another instance), each counted before it is
+    /// sent; and those the worker has taken. Equal: no intent waits for the worker.
     private let sent = Atomic<Int>(0)
     private let taken = Atomic<Int>(0)
 
@@ -54,19 +56,32 @@ final class WorkerDesk: Sendable {
         }
     }
 
-    /// Bundles worker 0 sent this worker that it has not taken yet.
-    var bundlesWaiting: Int { sent.load(ordering: .relaxed) - taken.load(ordering: .acquiring) }
+    /// Intents messages sent to this worker that it has not taken yet (an over-count while a
+    /// send is under way or failed: never an under-count, which could let an intent overtake).
+    var intentsWaiting: Int { sent.load(ordering: .acquiring) - taken.load(ordering: .acquiring) }
 
-    /// Worker 0 sent this worker a bundle.
-    func noteSent() { sent.add(1, ordering: .relaxed) }
+    /// Sends an intents message to this worker with `send` (false: its queue is full, nothing
+    /// sent), counted before it goes.
+    func send(_ send: () throws -> Bool) rethrows -> Bool {
+        sent.add(1, ordering: .releasing)
+        let done: Bool
+        do {
+            done = try send()
+        } catch {
+            sent.subtract(1, ordering: .releasing)
+            throw error
+        }
+        if !done { sent.subtract(1, ordering: .releasing) }
+        return done
+    }
 
-    /// The worker took a bundle from its inbox (and resolved it).
+    /// The worker took an intents message from its inbox (and resolved it).
     func noteTaken() { taken.add(1, ordering: .releasing) }
 
     /// Resolves an intent of this worker's shard on the calling thread (worker 0's) if the worker
     /// sleeps and nothing of the intents socket waits for it; false (nothing done) if not.
     func resolveIfIdle(session: String, frame: Message, payload: Message, client: String) throws -> Bool {
-        guard bundlesWaiting == 0 else { return false }
+        guard intentsWaiting == 0 else { return false }
         let done = try held.withLockIfAvailable { (held) throws -> Bool in
             guard held != nil else { return false }
             try held!.loop.resolveInline(session: session, frame: frame, payload: payload, client: client, &held!)

@@ -89,7 +89,7 @@ struct WorkerLoop: SocketLoop {
         var backlog = false  // a bundle waits for a worker whose queue is full
         var intakeFrames: [Message] = []
         // Waiting, usually: one poll(2) of the sockets' descriptors, and only the sockets that
-        // fired are read (``ReadinessPoll``; zmq_poll made a dozen system calls a wake-up).
+        // fired are read (``ReadinessPoll``: zmq_poll asks each socket before and after).
         // Indices: the inbox, then worker 0's intents control and PULL.
         var ready = try ReadinessPoll([sockets.inbox] + (taking.map { [$0.control, $0.pull] } ?? []))
         // While a full bundle waits, zmq_poll: for room at its worker as well.
@@ -150,8 +150,8 @@ struct WorkerLoop: SocketLoop {
                             }
                         }
                     }
-                    var drained = false
-                    for _ in 0..<1024 where readInbox {
+                    var drained = !readInbox
+                    for _ in 0..<(readInbox ? 1024 : 0) {
                         guard let count = try sockets.inbox.receiveMultipart(into: &frames, wait: false) else {
                             drained = true
                             break
@@ -190,8 +190,8 @@ struct WorkerLoop: SocketLoop {
                 held.state.parkedTraces.settleAll(at: WallClock.now())
                 held.state.landings.settleTraces(at: WallClock.now())
                 try sockets.publisher.stop()
+                try sockets.replies.send(Internal.stop)
             }
-            try sockets.replies.send(Internal.stop)
             logger.debug("worker stopped", metadata: ["worker": "\(index)"])
         } catch let error as ZeroMQError where error.code == .terminated {
             logger.debug("worker ended by context shutdown", metadata: ["worker": "\(index)"])
