@@ -1,3 +1,4 @@
+import Locking
 import NavigatorCore
 import Synchronization
 
@@ -16,12 +17,12 @@ final class FlightRecorder: Sendable {
         let capacity: Int
     }
 
-    private let ring: Mutex<Ring>
+    private let ring: Locked<Ring>
     let capacity: Int
 
     init(capacity: Int) {
         self.capacity = capacity
-        ring = Mutex(Ring(capacity: capacity))
+        ring = Locked(Ring(capacity: capacity))
     }
 
     /// Keeps an intent and its session as it was (``SessionWork/IntentChange/before``: without

@@ -1,3 +1,4 @@
+import Locking
 import NavigatorCore
 import NavigatorWire
 import Synchronization
@@ -190,7 +191,7 @@ final class TracedWrites: Sendable {
     /// How long a change may wait to be written before its persist span is ended as not written
     /// (its session left this instance, say).
     static let staleAfter: Int64 = 300_000_000_000
-    private let pending = Mutex<(changes: [String: [Pending]], count: Int, nextPurge: Int64)>(([:], 0, 0))
+    private let pending = Locked<(changes: [String: [Pending]], count: Int, nextPurge: Int64)>(([:], 0, 0))
     let store: String
 
     init(store: String) { self.store = store }

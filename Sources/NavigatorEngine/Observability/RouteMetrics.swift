@@ -1,3 +1,4 @@
+import Locking
 import Metrics
 import NavigatorCore
 import Prometheus
@@ -36,7 +37,7 @@ final class RouteMetrics: Sendable {
     /// sending (nanoseconds).
     let landingWindow: Int64
     private let factory: PrometheusMetricsFactory
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Batches dropped from a full landing book (settled as not landed early).
     private let evicted: Metrics.Counter
 
@@ -113,7 +114,7 @@ final class RouteMetrics: Sendable {
         evicted = Metrics.Counter(label: "navigator_landing_evicted_total", factory: factory)
         // At least a second (the loader allows 1 to 3,600 s; a value set in code is held to it).
         self.landingWindow = max(1_000_000_000, Self.nanoseconds(landingWindow))
-        state = Mutex(State())
+        state = Locked(State())
     }
 
     // MARK: Labels

@@ -27,7 +27,7 @@ final class RolloutKeeper: Sendable {
     let logger: Logger
     /// The end of a rollout a reload could not write to the store yet (retried each round).
     private let pendingEnd = Locked<StoredRollout?>(nil)
-    private let serial = Mutex(())
+    private let serial = Locked(())
     private let stopping = Atomic<Bool>(false)
     /// Rounds made so far (tests wait for one to have judged the figures).
     let rounds = Atomic<Int>(0)
