@@ -238,11 +238,44 @@ extension ScreenTree {
     /// A tree already beyond `limits` (the limits were lowered) accepts changes that do not
     /// grow the measures over their limit.
     public mutating func apply(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) {
+        guard commands.count == 1 else { return try applyOnCopy(commands, within: limits) }
+        // One command (nearly every batch a tree gets): changed in place, and put back if the
+        // result is refused. A copy would copy every stack the change touches, since the copy
+        // and the tree share them.
+        let highestBefore = lastServiceID
+        let change: Undo?
+        do {
+            change = try applyOne(commands[0], keepingWhatGoes: true)
+        } catch {
+            lastServiceID = highestBefore
+            throw TreeError(error.code, "\(commands[0]): \(error.message)")
+        }
+        guard let change else { return }
+        let size: TreeSize
+        do {
+            size = try checkInvariant()
+        } catch {
+            putBack(change, highestServiceID: highestBefore)
+            throw error
+        }
+        if !size.excess(limits).isEmpty {
+            // Over a limit: allowed only if the tree was over it already. Rare: decided on the
+            // tree as it was.
+            putBack(change, highestServiceID: highestBefore)
+            return try applyOnCopy(commands, within: limits)
+        }
+        version &+= 1
+    }
+
+    /// ``apply(_:within:)`` on a copy, kept when the batch succeeds: for batches of several
+    /// commands (which may undo each other: re-applying `[popTo(a), push(b)]` changes nothing)
+    /// and for a tree over a limit, whose outcome needs the tree as it was beside the result.
+    mutating func applyOnCopy(_ commands: [Command], within limits: TreeLimits) throws(TreeError) {
         var copy = self
         var changes = 0
         for (index, command) in commands.enumerated() {
             do {
-                if try copy.applyOne(command) {
+                if try copy.applyOne(command, keepingWhatGoes: false) != nil {
                     copy.version &+= 1
                     changes += 1
                 }
@@ -251,7 +284,6 @@ extension ScreenTree {
                 throw TreeError(error.code, "\(position)\(command): \(error.message)")
             }
         }
-        // One change always leaves another tree; several may undo each other.
         if changes == 0 || (changes > 1 && copy.root == root && copy.modals == modals) {
             lastServiceID = copy.lastServiceID
             return
@@ -259,7 +291,6 @@ extension ScreenTree {
         let size = try copy.checkInvariant()
         let over = size.excess(limits)
         if !over.isEmpty {
-            // Only this rare path measures the tree as it was.
             let before = (try? checkInvariant()) ?? TreeSize()
             if let (measure, message) = over.first(where: { size[keyPath: $0.0] > before[keyPath: $0.0] }) {
                 _ = measure
@@ -280,8 +311,10 @@ extension ScreenTree {
         return copy
     }
 
-    /// Applies one command; returns whether the tree changed.
-    private mutating func applyOne(_ command: Command) throws(TreeError) -> Bool {
+    /// Applies one command; returns how to put back what it changed (nil: it changed nothing).
+    /// What it pops or dismisses is kept for that only if `keepingWhatGoes` (else the change
+    /// cannot be put back: a copy is being changed).
+    private mutating func applyOne(_ command: Command, keepingWhatGoes: Bool) throws(TreeError) -> Undo? {
         switch command {
         case .selectTab(let name):
             guard case .tabs(var bar) = root else {
@@ -292,20 +325,21 @@ extension ScreenTree {
                     .unknownTab, "no tab named \(name); expected one of \(bar.tabs.map(\.name).joined(separator: ", "))"
                 )
             }
-            guard bar.selected != name else { return false }
+            guard bar.selected != name else { return nil }
+            let previous = bar.selected
             bar.selected = name
             root = .tabs(bar)
-            return true
+            return .selected(previous)
 
         case .push(let screen, let ref):
-            guard !contains(screen.id) else { return false }
+            guard !contains(screen.id) else { return nil }
             try checkNew(screen.id)
             try mutateStack(ref) { $0.append(screen) }
             note(screen.id)
-            return true
+            return .pushed(ref)
 
         case .present(let modal):
-            if modalIndex(modal.id) != nil { return false }
+            if modalIndex(modal.id) != nil { return nil }
             guard !modal.stack.isEmpty else { throw TreeError(.emptyStack, "a modal needs at least one screen") }
             try checkNew(modal.id)
             // A modal's stack is nearly always short: its pairs are compared, no set is built
@@ -326,80 +360,89 @@ extension ScreenTree {
             modals.append(modal)
             note(modal.id)
             for screen in modal.stack { note(screen.id) }
-            return true
+            return .presented
 
         case .popTo(let id):
             guard let (ref, index, _) = locate(id) else {
                 throw TreeError(.unknownScreen, "no screen \(id) in the tree")
             }
+            var removed: [Screen] = []
             var changed = false
             try mutateStack(ref) { stack in
-                changed = stack.count > index + 1
+                guard stack.count > index + 1 else { return }
+                changed = true
+                if keepingWhatGoes { removed = Array(stack[(index + 1)...]) }
                 stack.removeSubrange((index + 1)...)
             }
-            return changed
+            return changed ? .popped(ref, removed) : nil
 
         case .popToRoot(let ref):
+            var removed: [Screen] = []
             var changed = false
             try mutateStack(ref) { stack in
-                changed = stack.count > 1
+                guard stack.count > 1 else { return }
+                changed = true
+                if keepingWhatGoes { removed = Array(stack[1...]) }
                 stack.removeSubrange(1...)
             }
-            return changed
+            return changed ? .popped(ref, removed) : nil
 
         case .dismissTo(nil):
-            guard !modals.isEmpty else { return false }
-            modals.removeAll()
-            return true
+            guard !modals.isEmpty else { return nil }
+            let removed = modals
+            modals = []
+            return .dismissed(removed)
 
         case .dismissTo(let id?):
             guard let index = modalIndex(id) else {
                 throw TreeError(.unknownModal, "no modal \(id) is presented")
             }
-            guard index < modals.count - 1 else { return false }
+            guard index < modals.count - 1 else { return nil }
+            let removed = keepingWhatGoes ? Array(modals[(index + 1)...]) : []
             modals.removeSubrange((index + 1)...)
-            return true
+            return .dismissed(removed)
 
         case .setRoot(let newRoot):
-            guard newRoot != root || !modals.isEmpty else { return false }
+            guard newRoot != root || !modals.isEmpty else { return nil }
+            let previous = Undo.root(root, modals)
             root = newRoot
             modals = []
             lastServiceID = max(lastServiceID, highestServiceID)
-            return true
+            return previous
 
         case .replace(let id, let screen) where id == screen.id:
             // The same screen with another context: it changes in place.
             guard let (ref, index, old) = locate(id) else {
                 throw TreeError(.unknownScreen, "no screen \(id) in the tree")
             }
-            guard old.context != screen.context else { return false }
+            guard old.context != screen.context else { return nil }
             try mutateStack(ref) { $0[index].context = screen.context }
-            return true
+            return .context(ref, index, old.context)
 
         case .replace(let id, let screen):
             if contains(screen.id) {
                 // The new screen is in place already; an old one that lingers (a batch re-applied
                 // after it pushed the old one again) goes.
-                guard let (ref, index, _) = locate(id) else { return false }
+                guard let (ref, index, old) = locate(id) else { return nil }
                 try mutateStack(ref) { $0.remove(at: index) }
-                return true
+                return .removed(ref, index, old)
             }
             try checkNew(screen.id)
-            guard let (ref, index, _) = locate(id) else {
+            guard let (ref, index, old) = locate(id) else {
                 throw TreeError(.unknownScreen, "no screen \(id) in the tree")
             }
             try mutateStack(ref) { $0[index] = screen }
             note(screen.id)
-            return true
+            return .replaced(ref, index, old)
 
         case .refresh(let id, let info):
             guard let (ref, index, screen) = locate(id) else {
                 throw TreeError(.unknownScreen, "no screen \(id) in the tree")
             }
             let merged = screen.context.info.merging(info) { _, new in new }
-            guard merged != screen.context.info else { return false }
+            guard merged != screen.context.info else { return nil }
             try mutateStack(ref) { $0[index].context.info = merged }
-            return true
+            return .context(ref, index, screen.context)
         }
     }
 
@@ -438,4 +481,49 @@ extension ScreenTree {
             throw TreeError(.unknownStack, "root stack: the root is a tab bar; name a tab")
         }
     }
+
+    /// Puts back what one command changed, and the highest service id.
+    private mutating func putBack(_ change: Undo, highestServiceID: UInt64) {
+        switch change {
+        case .selected(let name):
+            guard case .tabs(var bar) = root else { preconditionFailure("putting back a tab: the root changed") }
+            bar.selected = name
+            root = .tabs(bar)
+        case .pushed(let ref): putBack(ref) { $0.removeLast() }
+        case .presented: modals.removeLast()
+        case .popped(let ref, let removed): putBack(ref) { $0.append(contentsOf: removed) }
+        case .dismissed(let removed): modals.append(contentsOf: removed)
+        case .root(let previous, let previousModals):
+            root = previous
+            modals = previousModals
+        case .context(let ref, let index, let context): putBack(ref) { $0[index].context = context }
+        case .replaced(let ref, let index, let screen): putBack(ref) { $0[index] = screen }
+        case .removed(let ref, let index, let screen): putBack(ref) { $0.insert(screen, at: index) }
+        }
+        lastServiceID = highestServiceID
+    }
+
+    /// A stack changed back: it exists, as it did before the change.
+    private mutating func putBack(_ ref: StackRef, _ body: (inout [Screen]) -> Void) {
+        do {
+            try mutateStack(ref, body)
+        } catch {
+            preconditionFailure("putting back \(ref): \(error.message)")
+        }
+    }
+}
+
+/// What one command changed in a tree, to put back (``ScreenTree/apply(_:within:)``).
+private enum Undo {
+    case selected(String)
+    case pushed(StackRef)
+    case presented
+    /// These screens were popped off the top of the stack.
+    case popped(StackRef, [Screen])
+    /// These modals were dismissed off the top.
+    case dismissed([Modal])
+    case root(Root, [Modal])
+    case context(StackRef, Int, ScreenContext)
+    case replaced(StackRef, Int, Screen)
+    case removed(StackRef, Int, Screen)
 }

@@ -224,9 +224,60 @@ public struct Resolver: Sendable {
             return finish(.parked(reason, redirect: redirect))
         }
 
+        // What the batch does once its commands are applied to `state.tree`.
+        func conclude(_ commands: [Command]) -> Resolution {
+            if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
+            if commands.isEmpty {
+                steps.append(
+                    .init(
+                        .alreadyShown, "\(path.last!) is already on top with the same info; nothing to do",
+                        decisive: true))
+                return finish(.ignored("\(path.last!) is already shown"))
+            }
+            let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }
+            if let last = steps.indices.last(where: { steps[$0].step != .backStack }) { steps[last].decisive = true }
+            if path.count > 1 {
+                steps.append(
+                    .init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands"))
+            }
+            return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands))
+        }
+
+        // 4-8 for one context (nearly every intent), when nothing is to be undone first: planned
+        // on the session's tree and, unless a blocking modal is in the way, applied to it in
+        // place (all or nothing), with no working copy whose changes would copy what it shares.
+        var ids = IDAllocator(after: state.tree)
+        let idsAtStart = ids
+        var blockedPlan: StepPlan? = nil
+        if path.count == 1, !reconciledRootNeeded(for: state.tree), !dismissesRedirect(of: parked, in: state.tree) {
+            var step: StepPlan
+            do {
+                step = try planStep(to: path[0], in: state.tree, ids: &ids, context: context)
+            } catch {
+                steps.append(.init(.transition, Detail(error.message), decisive: true))
+                return finish(.rejected(error))
+            }
+            if blocker(of: step.plan.commands, in: state.tree) == nil {
+                let note = step.plan.detail
+                step.plan.detail = ""
+                steps.append(.init(step.kind, note))
+                if !step.plan.synthesized.isEmpty {
+                    steps.append(.init(.backStack, .sentence(.built(step.plan.synthesized))))
+                }
+                do {
+                    try state.tree.apply(step.plan.commands, within: options.limits)
+                } catch {
+                    steps.append(.init(step.kind, Detail(error.message), decisive: true))
+                    return finish(.rejected(ResolveError(treeError: error, "the planned commands do not apply")))
+                }
+                return conclude(step.plan.commands)
+            }
+            // The intent parks, or (critical) dismisses the modal first: below, from this plan.
+            blockedPlan = step
+        }
+
         // 4-8, for each context of the path, planned on a working copy of the tree.
         var tree = state.tree
-        var ids = IDAllocator(after: tree)
         var commands: [Command] = []
         var composed = path.count > 1  // several plans in one batch: publish their net effect
         if let root = reconciledRoot(for: tree, ids: &ids) {
@@ -258,9 +309,13 @@ public struct Resolver: Sendable {
         for (index, element) in path.enumerated() {
             let label: Detail = path.count > 1 ? .pathStep(index + 1, of: path.count, element) : ""
             var step: StepPlan
-            let idsBefore = ids
+            let idsBefore = index == 0 && blockedPlan != nil ? idsAtStart : ids
             do {
-                step = try planStep(to: element, in: tree, ids: &ids, context: context)
+                if index == 0, let blockedPlan {
+                    step = blockedPlan  // planned above on this very tree
+                } else {
+                    step = try planStep(to: element, in: tree, ids: &ids, context: context)
+                }
             } catch {
                 steps.append(.init(.transition, label + Detail(error.message), decisive: true))
                 return finish(.rejected(error))
@@ -334,35 +389,27 @@ public struct Resolver: Sendable {
             // copy is the result (applying the batch again would only repeat the work).
             state.tree = tree
         }
-        if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
-        if commands.isEmpty {
-            steps.append(
-                .init(
-                    .alreadyShown, "\(path.last!) is already on top with the same info; nothing to do", decisive: true))
-            return finish(.ignored("\(path.last!) is already shown"))
-        }
-        let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }
-        if let last = steps.indices.last(where: { steps[$0].step != .backStack }) { steps[last].decisive = true }
-        if path.count > 1 {
-            steps.append(.init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands"))
-        }
-        return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands))
+        return conclude(commands)
+    }
+
+    /// Whether ``reconciledRoot(for:ids:)`` would reset the tree's root (without building it).
+    func reconciledRootNeeded(for tree: ScreenTree) -> Bool {
+        guard case .tabs(let bar) = tree.root else { return false }
+        return map.tabs.isEmpty || bar.tabs.count != map.tabs.count
+            || !zip(bar.tabs, map.tabs).allSatisfy({ $0.name == $1.name })
+    }
+
+    /// Whether the released guard's redirect screen is up in a modal, to be dismissed first.
+    func dismissesRedirect(of parked: ParkedIntent?, in tree: ScreenTree) -> Bool {
+        guard case .guardUnmet(_, let redirectScreen)? = parked?.reason else { return false }
+        return tree.modals.contains { $0.stack[0].context.screen == redirectScreen }
     }
 
     /// The route map's initial root with fresh ids, if `tree`'s tab bar does not match the map's
     /// (other tab names or order, or a tab bar under a single-stack map): nil when it matches.
     func reconciledRoot(for tree: ScreenTree, ids: inout IDAllocator) -> Root? {
         // Nearly always the tabs match: find that out without building the initial tree.
-        switch tree.root {
-        case .tabs(let bar):
-            if !map.tabs.isEmpty && bar.tabs.count == map.tabs.count
-                && zip(bar.tabs, map.tabs).allSatisfy({ $0.name == $1.name })
-            {
-                return nil
-            }
-        case .stack:
-            return nil
-        }
+        guard reconciledRootNeeded(for: tree) else { return nil }
         switch (tree.root, map.initialTree().root) {
         case (.tabs(let have), .tabs(var want)):
             guard have.tabs.map(\.name) != want.tabs.map(\.name) else { return nil }

@@ -1,0 +1,136 @@
+import TestThreads
+import Testing
+
+@testable import NavigatorCore
+
+/// ``ScreenTree/apply(_:within:)`` changes the tree in place for a batch of one command, and puts
+/// back what it changed if the result is refused; ``ScreenTree/applyOnCopy(_:within:)`` is the
+/// way every batch was applied before (and batches of several commands still are), on a copy
+/// kept only on success. Over random trees and random commands — that apply, that do nothing,
+/// that fail, that break the invariant or a limit (lowered below the tree, too), batches applied
+/// twice — the two leave the same tree (root, modals, version, highest service id) and throw the
+/// same error.
+@Suite("Applying a batch in place")
+struct ApplyInPlaceTests {
+    /// Random commands over the ids of a small pool, so that they hit screens and modals of the
+    /// tree, miss them, or reuse their ids.
+    struct CommandGenerator {
+        var random: SeededRandom
+        var trees: TreeGenerator
+
+        mutating func id() -> NodeID {
+            Int.random(in: 0..<5, using: &random) == 0
+                ? NodeID.client(UInt64.random(in: 1...6, using: &random))
+                : NodeID(rawValue: UInt64.random(in: 1...24, using: &random))
+        }
+
+        mutating func ref(in tree: ScreenTree) -> StackRef {
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0: return .root
+            case 1: return .modal(tree.modals.randomElement(using: &random)?.id ?? id())
+            case 2: return .modal(id())
+            case 3: return .tab(["home", "chats", "settings", "nope"].randomElement(using: &random)!)
+            default: return tree.topStack
+            }
+        }
+
+        mutating func command(in tree: ScreenTree) -> Command {
+            switch Int.random(in: 0..<11, using: &random) {
+            case 0: return .selectTab(["home", "chats", "settings", "nope"].randomElement(using: &random)!)
+            case 1, 2: return .push(trees.screen(id()), onto: ref(in: tree))
+            case 3:
+                let count = Int.random(in: 0...2, using: &random)
+                let stack = (0..<count).map { _ in trees.screen(id()) }
+                return .present(
+                    Modal(id: id(), style: PresentationStyle.allCases.randomElement(using: &random)!, stack: stack))
+            case 4: return .popTo(id())
+            case 5: return .popToRoot(ref(in: tree))
+            case 6: return .dismissTo(Bool.random(using: &random) ? nil : id())
+            case 7:
+                let other = trees.tree()
+                return .setRoot(Bool.random(using: &random) ? other.root : .stack([]))
+            case 8:
+                let old = id()
+                return .replace(
+                    old,
+                    with: Bool.random(using: &random) ? Screen(id: old, trees.screen(old).context) : trees.screen(id()))
+            default:
+                var info: [String: String] = [:]
+                for key in ["a", "b", "c"] where Bool.random(using: &random) {
+                    info[key] = ["1", "2", "3"].randomElement(using: &random)!
+                }
+                return .refresh(id(), info: info)
+            }
+        }
+    }
+
+    static func outcome(_ tree: ScreenTree, _ commands: [Command], _ limits: TreeLimits, inPlace: Bool)
+        -> (tree: ScreenTree, error: TreeError?)
+    {
+        var tree = tree
+        do {
+            if inPlace {
+                try tree.apply(commands, within: limits)
+            } else {
+                try tree.applyOnCopy(commands, within: limits)
+            }
+            return (tree, nil)
+        } catch {
+            return (tree, error)
+        }
+    }
+
+    @Test("in place or on a copy, a batch leaves the same tree and throws the same error", arguments: 0..<24)
+    func sameAsOnACopy(seed: UInt64) async throws {
+        try await offPool {
+            var generator = CommandGenerator(
+                random: SeededRandom(seed: seed), trees: TreeGenerator(random: SeededRandom(seed: seed &+ 1000)))
+            var outcomes: [String: Int] = [:]
+            for round in 0..<400 {
+                var tree = generator.trees.tree()
+                // Tight limits now and then: growth beyond them is refused, shrinking allowed.
+                let limits =
+                    Int.random(in: 0..<3, using: &generator.random) == 0
+                    ? TreeLimits(maxModals: 1, maxStackDepth: 2, maxTabs: 3, maxInfoEntries: 2, maxTextBytes: 64)
+                    : .none
+                for _ in 0..<4 {
+                    // Mostly one command (the batches changed in place), some several.
+                    let count =
+                        Int.random(in: 0..<4, using: &generator.random) == 0
+                        ? Int.random(in: 2...5, using: &generator.random) : 1
+                    var commands: [Command] = []
+                    var planned = tree
+                    for _ in 0..<count {
+                        let command = generator.command(in: planned)
+                        commands.append(command)
+                        try? planned.applyOnCopy([command], within: .none)
+                    }
+                    // Once, and again on the result (a batch applied twice may undo itself).
+                    for pass in 0..<2 {
+                        let copy = Self.outcome(tree, commands, limits, inPlace: false)
+                        let inPlace = Self.outcome(tree, commands, limits, inPlace: true)
+                        let context =
+                            "seed \(seed) round \(round) pass \(pass)\ntree:\n\(tree.outline)\ncommands: \(commands)"
+                        #expect(
+                            inPlace.tree == copy.tree,
+                            "\(context)\nin place:\n\(inPlace.tree.outline)\non a copy:\n\(copy.tree.outline)")
+                        #expect(inPlace.tree.version == copy.tree.version, "\(context)")
+                        #expect(inPlace.tree.lastServiceID == copy.tree.lastServiceID, "\(context)")
+                        #expect(inPlace.error?.code == copy.error?.code, "\(context)")
+                        #expect(inPlace.error?.message == copy.error?.message, "\(context)")
+                        let kind =
+                            copy.error.map { "refused \($0.code)" }
+                            ?? (copy.tree.version == tree.version ? "no change" : "changed")
+                        outcomes["\(kind)\(pass == 1 ? " again" : "")", default: 0] += 1
+                        tree = copy.tree
+                    }
+                }
+            }
+            // The batches reach every kind of outcome, so the comparison means something.
+            #expect((outcomes["changed"] ?? 0) > 100, "\(outcomes)")
+            #expect((outcomes["no change again"] ?? 0) > 50, "\(outcomes)")
+            #expect(outcomes.keys.filter { $0.hasPrefix("refused") }.count >= 6, "\(outcomes)")
+            #expect(outcomes.keys.contains { $0.hasPrefix("refused limitExceeded") }, "\(outcomes)")
+        }
+    }
+}
