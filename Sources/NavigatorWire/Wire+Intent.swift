@@ -24,23 +24,22 @@ extension Navigator_V1_Intent {
 
     /// The intent as NavigatorCore sees it. `session` overrides the message's session (the session
     /// frame is authoritative on the intents socket); a message session that differs is refused.
+    /// (``IntentReader`` reads the same from the bytes, without this message.)
     public func core(session frame: String? = nil) throws(WireError) -> Intent {
-        if let frame, !session.isEmpty, session != frame {
-            throw WireError(
-                .sessionMismatch,
-                "intent session \"\(session)\" differs from the session frame \"\(frame)\"; expected the same or empty")
-        }
-        if !path.isEmpty && !url.isEmpty {
-            throw WireError(.malformed, "intent has both a path and a url; expected one of them")
-        }
-        let target: Intent.Target = url.isEmpty ? .path(path.map(\.core)) : .url(url)
-        var intent = Intent(
-            id: id, session: frame ?? session, target: target, animated: hasAnimated ? animated : true, source: source,
-            priority: priority.core, ttlMilliseconds: ttlMs, sentAt: sentAtUnixNanos, setConditions: setConditions,
-            waitForReady: waitForReady)
-        // W3C: a traceparent not of its form is ignored, not refused (the caller counts it).
-        if TraceParent.isValid(traceparent) { intent.traceparent = traceparent }
-        return intent
+        var fields = IntentFields()
+        fields.id = id
+        fields.session = session
+        fields.path = path.map(\.core)
+        fields.url = url
+        fields.animated = hasAnimated ? animated : nil
+        fields.source = source
+        fields.priority = Int32(truncatingIfNeeded: priority.rawValue)
+        fields.ttlMilliseconds = ttlMs
+        fields.sentAt = sentAtUnixNanos
+        fields.setConditions = setConditions
+        fields.waitForReady = waitForReady
+        fields.traceparent = traceparent
+        return try fields.intent(session: frame)
     }
 }
 

@@ -182,14 +182,16 @@ extension WorkerLoop {
 
     /// An intent whose traceparent is not of W3C's form: it goes on without one (as W3C says),
     /// counted, and logged (a few a second per peer at most).
-    func noteInvalidTraceparent(_ wire: Navigator_V1_Intent, peer: String, _ sockets: Sockets) {
+    func noteInvalidTraceparent(
+        session: String, intentID: String, traceparent: String, peer: String, _ sockets: Sockets
+    ) {
         counters.traceparentInvalid.add()
         if sockets.limiter.allow(peer) {
             logger.notice(
                 "intent traceparent ignored",
                 metadata: [
-                    "session": "\(LogText(wire.session))", "intent": "\(LogText(wire.id))",
-                    "traceparent": "\(LogText(wire.traceparent))",
+                    "session": "\(LogText(session))", "intent": "\(LogText(intentID))",
+                    "traceparent": "\(LogText(traceparent))",
                     "reason": "expected 00-<32 lowercase hex>-<16 lowercase hex>-<2 lowercase hex>, ids not all zero",
                 ])
         }

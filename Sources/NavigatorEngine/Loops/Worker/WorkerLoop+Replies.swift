@@ -62,7 +62,9 @@ extension WorkerLoop {
         do {
             intent = try wire.core()
             if wire.hasInvalidTraceparent {
-                noteInvalidTraceparent(wire, peer: client.isEmpty ? "requests" : client, sockets)
+                noteInvalidTraceparent(
+                    session: wire.session, intentID: wire.id, traceparent: wire.traceparent,
+                    peer: client.isEmpty ? "requests" : client, sockets)
             }
         } catch {
             counters.refused(Navigator_V1_RejectCode(error.code), intent: true)

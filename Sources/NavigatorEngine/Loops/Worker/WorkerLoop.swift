@@ -248,10 +248,14 @@ extension WorkerLoop {
         let taken = WallClock.now()
         let intent: Intent
         do {
-            // Decoded where libzmq received it, without copying the frame into an array first.
-            let wire = try payload.withUnsafeBytes { frame in try Navigator_V1_Intent(serializedBytes: frame.bytes) }
-            intent = try wire.core(session: session)
-            if wire.hasInvalidTraceparent { noteInvalidTraceparent(wire, peer: peerKey(frame, "intents"), sockets) }
+            // Read where libzmq received it, straight into an Intent (no frame copy, no message).
+            let read = try payload.withUnsafeBytes { bytes in try IntentReader.read(bytes, session: session) }
+            intent = read.intent
+            if let ignored = read.ignoredTraceparent {
+                noteInvalidTraceparent(
+                    session: read.session, intentID: intent.id, traceparent: ignored, peer: peerKey(frame, "intents"),
+                    sockets)
+            }
         } catch let error as WireError {
             return try reject(
                 session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
