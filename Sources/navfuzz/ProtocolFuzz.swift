@@ -38,6 +38,7 @@ enum ProtocolFuzz {
             let bytes = [UInt8](input[offset..<end])
             offset = end
             now += 1_000_000
+            compareIntentReader(bytes)
             guard let request = try? Navigator_V1_Request(serializedBytes: bytes) else { continue }
             var commands: [[Command]] = []
             switch request.kind {
@@ -69,6 +70,21 @@ enum ProtocolFuzz {
                 }
             }
             check(state, mirror)
+        }
+    }
+
+    /// The bytes read as an intent by hand (``IntentReader``, as workers read them) and by
+    /// SwiftProtobuf: the same intent, or refused by both.
+    static func compareIntentReader(_ bytes: [UInt8]) {
+        let expected: Intent?
+        if let message = try? Navigator_V1_Intent(serializedBytes: bytes) {
+            expected = try? message.core(session: "fuzz")
+        } else {
+            expected = nil
+        }
+        let got = try? bytes.withUnsafeBytes { try IntentReader.read($0, session: "fuzz").intent }
+        if got != expected {
+            fatalError("IntentReader read \(String(describing: got)); SwiftProtobuf \(String(describing: expected))")
         }
     }
 
