@@ -107,11 +107,11 @@ resolver_run() {
 # Issue 31's figures: saturation against the raw PUSH->PULL baseline; 2,000/s and 10,000/s over
 # 20,000 sessions against the raw relay floor at the same rate (CPU per intent and p99).
 saturation=(--rate 400000 --duration 4 --warmup 1 --baseline)
-moderate=(--rate 2000 --duration 10 --warmup 2 --sessions 20000 --floor)
-high=(--rate 10000 --duration 10 --warmup 2 --sessions 20000 --floor)
+moderate=(--rate 2000 --duration 10 --warmup 2 --sessions 20000 --floor --pause-service)
+high=(--rate 10000 --duration 10 --warmup 2 --sessions 20000 --floor --pause-service)
 if [ $quick = 1 ]; then
-  moderate=(--rate 2000 --duration 5 --warmup 1 --sessions 20000 --floor)
-  high=(--rate 10000 --duration 5 --warmup 1 --sessions 20000 --floor)
+  moderate=(--rate 2000 --duration 5 --warmup 1 --sessions 20000 --floor --pause-service)
+  high=(--rate 10000 --duration 5 --warmup 1 --sessions 20000 --floor --pause-service)
 fi
 
 for round in $(seq 1 "$rounds"); do

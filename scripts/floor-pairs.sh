@@ -8,7 +8,8 @@
 #
 #   scripts/floor-pairs.sh RATE ROUNDS BIN...        (DURATION=10 SESSIONS=20000 NAVIGATORD_ARGS=)
 #
-# Needs an otherwise idle machine. navigatord stays up, idle, while navload measures the floor.
+# Needs an otherwise idle machine. navigatord is paused (SIGSTOP) while navload measures the floor
+# (--pause-service): its idle threads moved the floor by more than builds differ.
 set -euo pipefail
 rate=$1
 rounds=$2
@@ -36,7 +37,7 @@ for _ in $(seq "$rounds"); do
     done
     [ -n "$ready" ] || { echo "floor-pairs: navigatord of $bin did not become ready:" >&2; cat "$work/navigatord.log" >&2; exit 1; }
     out=$("$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --duration "${DURATION:-10}" \
-      --warmup 2 --sessions "${SESSIONS:-20000}" --floor 2>&1)
+      --warmup 2 --sessions "${SESSIONS:-20000}" --floor --pause-service --service-pid "$pid" 2>&1)
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
     echo "$bin $(echo "$out" | grep -E '^navigatord CPU per intent|^p99 / floor p99' | tr -s ' ' | paste -sd '|')"
   done

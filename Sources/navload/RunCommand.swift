@@ -52,6 +52,11 @@ struct RunCommand: AsyncParsableCommand {
             "Also measure the CPU a raw libzmq relay (PULL -> XPUB, one thread, tcp loopback; navload relay) takes per message at the run's rate: the floor under navigatord's CPU per intent."
     )
     var floor = false
+    @Flag(
+        help:
+            "With --floor: stop navigatord (SIGSTOP) while the floor is measured, and continue it after (also when navload is interrupted), so that its idle threads do not move the floor. navigatord answers nothing meanwhile: for benchmarks only."
+    )
+    var pauseService = false
     @Option(
         help:
             "navigatord's process id for CPU and RSS (default: the navigatord running here; of several, the one listening on --intents, or an error)."
@@ -90,6 +95,10 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--rate \(rate) is out of range; expected 0 < rate <= 10,000,000")
         }
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
+        if pauseService && !floor {
+            throw ValidationError(
+                "--pause-service pauses navigatord while the floor is measured; expected --floor with it")
+        }
         if let soak, !(soak >= 0.5 && soak <= 3600) {
             throw ValidationError("--soak \(soak) is out of range; expected 0.5 to 3600 seconds between samples")
         }
@@ -183,8 +192,23 @@ struct RunCommand: AsyncParsableCommand {
             if floor {
                 let rate = last?.achievedRate ?? plan.rate
                 let size = max(16, last?.meanIntentBytes ?? 64)
-                let result = try await RelayFloor.measure(
-                    executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10))
+                let measure = {
+                    try await RelayFloor.measure(
+                        executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10))
+                }
+                let result: RelayFloor.Result
+                if pauseService {
+                    guard let pids = try ServicePause.processes(plan) else {
+                        throw ValidationError(
+                            "--pause-service: no navigatord listening on \(plan.endpoints.intents) on this machine; expected one here, or --service-pid"
+                        )
+                    }
+                    result = try await ServicePause.whilePaused(pids, measure)
+                    print(
+                        "floor: measured with navigatord paused (pid \(pids.map(String.init).joined(separator: ", ")))")
+                } else {
+                    result = try await measure()
+                }
                 print(
                     "floor: raw libzmq relay (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
                 )
