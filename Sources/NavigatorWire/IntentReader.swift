@@ -7,10 +7,11 @@ import NavigatorCore
 ///
 /// It reads what SwiftProtobuf reads, as SwiftProtobuf reads it, and refuses what it refuses
 /// (`IntentReaderTests` compares the two over random messages, merged messages, unknown fields
-/// of every wire type and bytes cut short or changed): fields in any order, a field given twice
-/// (the last scalar wins, paths and maps add up), unknown fields and known fields of another
-/// wire type skipped, strings checked to be UTF-8, a traceparent not of W3C's form ignored (and
-/// returned, for the caller to count).
+/// of every wire type and bytes cut short or changed; navfuzz on every input): fields in any
+/// order, a field given twice (the last scalar wins, paths and maps add up), unknown fields and
+/// known fields of another wire type skipped, strings checked to be UTF-8, at most 100 messages
+/// and groups nested, a traceparent not of W3C's form ignored (and returned, for the caller to
+/// count). Unlike SwiftProtobuf's, its refusals say where and what was expected.
 public enum IntentReader {
     /// What was read: the intent, and what the caller reports about it.
     public struct Read: Sendable {
@@ -21,14 +22,13 @@ public enum IntentReader {
         public var ignoredTraceparent: String?
     }
 
-    /// Why bytes are not a `navigator.v1.Intent` message.
-    public struct Malformed: Error, CustomStringConvertible {
-        public let description: String
-    }
+    /// What a ``WireError`` for bytes that are not the message starts with.
+    public static let notAnIntent = "intent is not a valid navigator.v1.Intent message"
 
     /// Reads an intent; `frame` is the session frame, which the message's session must equal
-    /// when it names one (``Navigator_V1_Intent/core(session:)``).
-    public static func read(_ bytes: UnsafeRawBufferPointer, session frame: String?) throws -> Read {
+    /// when it names one (``Navigator_V1_Intent/core(session:)``). Bytes that are not the message
+    /// are a ``WireError`` `malformed` that says where and what was expected.
+    public static func read(_ bytes: UnsafeRawBufferPointer, session frame: String?) throws(WireError) -> Read {
         var fields = IntentFields()
         // SwiftProtobuf's depth limit: 100 messages and groups nested, this message the first.
         var reader = ProtoReader(bytes, depthLeft: 99)
@@ -69,7 +69,7 @@ public enum IntentReader {
     }
 
     /// One `navigator.v1.ScreenContext`.
-    private static func readContext(_ reader: ProtoReader) throws -> ScreenContext {
+    private static func readContext(_ reader: ProtoReader) throws(WireError) -> ScreenContext {
         var reader = reader
         var context = ScreenContext("")
         while let (field, wire) = try reader.tag() {
@@ -152,78 +152,96 @@ struct ProtoReader {
 
     private let bytes: UnsafeRawBufferPointer
     private var index = 0
+    /// Where `bytes` start in the whole message (for errors).
+    private let origin: Int
     /// How many more messages and groups may nest inside: hostile bytes cannot recurse deeply.
     private var depthLeft: Int
 
-    init(_ bytes: UnsafeRawBufferPointer, depthLeft: Int) {
+    init(_ bytes: UnsafeRawBufferPointer, depthLeft: Int, origin: Int = 0) {
         self.bytes = bytes
         self.depthLeft = depthLeft
+        self.origin = origin
     }
 
     /// A reader of the length-delimited field that follows, a message nested one deeper.
-    mutating func nested() throws -> ProtoReader {
-        guard depthLeft > 0 else { throw malformed("messages nested more than 100 deep") }
-        return ProtoReader(try body(), depthLeft: depthLeft - 1)
+    mutating func nested() throws(WireError) -> ProtoReader {
+        guard depthLeft > 0 else { throw malformed("messages nested more than 100 deep", expected: "at most 100") }
+        let body = try body()
+        return ProtoReader(body, depthLeft: depthLeft - 1, origin: origin + index - body.count)
     }
 
     /// A reader of the map entry that follows (SwiftProtobuf does not count it as nesting).
-    mutating func entry() throws -> ProtoReader { ProtoReader(try body(), depthLeft: depthLeft) }
+    mutating func entry() throws(WireError) -> ProtoReader {
+        let body = try body()
+        return ProtoReader(body, depthLeft: depthLeft, origin: origin + index - body.count)
+    }
 
     private var available: Int { bytes.count - index }
 
-    private func malformed(_ what: String) -> IntentReader.Malformed {
-        IntentReader.Malformed(description: "\(what) at byte \(index)")
+    private func malformed(_ what: String, expected: String) -> WireError {
+        WireError(.malformed, "\(IntentReader.notAnIntent): \(what) at byte \(origin + index); expected \(expected)")
     }
 
     /// The next field's number and wire type, nil at the end. A tag is at most five bytes and
     /// names a field from 1 to 2^29 − 1 with wire type 0 to 5; an end-group tag out of a group
     /// is refused.
-    mutating func tag() throws -> (field: Int, wire: WireType)? {
+    mutating func tag() throws(WireError) -> (field: Int, wire: WireType)? {
         guard available > 0 else { return nil }
         let (field, wire) = try rawTag()
-        guard wire != .endGroup else { throw malformed("an end-group tag (field \(field)) outside a group") }
+        guard wire != .endGroup else {
+            throw malformed("an end-group tag (field \(field)) outside a group", expected: "a field")
+        }
         return (field, wire)
     }
 
     /// A map entry's next tag: read as any varint below 2^32 (SwiftProtobuf reads map entries
     /// so), an end-group tag refused.
-    mutating func mapEntryTag() throws -> (field: Int, wire: WireType)? {
+    mutating func mapEntryTag() throws(WireError) -> (field: Int, wire: WireType)? {
         guard available > 0 else { return nil }
         let start = index
         let value = try varint()
         guard value < UInt64(UInt32.max), value >> 3 != 0, let wire = WireType(rawValue: UInt8(value & 7)) else {
             index = start
-            throw malformed("a tag that names no field (\(value))")
+            throw malformed(
+                "a tag that names no field (\(value))", expected: "a field number of 1 or more, wire type 0 to 5")
         }
-        guard wire != .endGroup else { throw malformed("an end-group tag in a map entry") }
+        guard wire != .endGroup else {
+            throw malformed("an end-group tag in a map entry", expected: "a key or a value")
+        }
         return (Int(value >> 3), wire)
     }
 
-    private mutating func rawTag() throws -> (field: Int, wire: WireType) {
+    private mutating func rawTag() throws(WireError) -> (field: Int, wire: WireType) {
         let first = bytes[index]
-        guard let wire = WireType(rawValue: first & 7) else { throw malformed("wire type \(first & 7), not 0 to 5,") }
+        guard let wire = WireType(rawValue: first & 7) else {
+            throw malformed("wire type \(first & 7)", expected: "0 to 5")
+        }
         var field = Int(first & 0x7f) >> 3
         var length = 1
         var last = first
         while last & 0x80 != 0 {
-            guard length < 5, available > length else { throw malformed("a tag cut short or longer than five bytes") }
+            guard length < 5, available > length else {
+                throw malformed("a tag cut short or longer than five bytes", expected: "a whole tag")
+            }
             last = bytes[index + length]
-            if length == 4 && last > 15 { throw malformed("a field number beyond 2^29 - 1") }
+            if length == 4 && last > 15 { throw malformed("a field number beyond 2^29 - 1", expected: "a smaller one") }
             field |= Int(last & 0x7f) << (4 + 7 * (length - 1))
             length += 1
         }
-        guard field != 0 else { throw malformed("field number 0") }
+        guard field != 0 else { throw malformed("field number 0", expected: "1 or more") }
         index += length
         return (field, wire)
     }
 
     /// A varint of at most ten bytes.
-    mutating func varint() throws -> UInt64 {
-        guard available > 0 else { throw malformed("a varint past the end") }
+    mutating func varint() throws(WireError) -> UInt64 {
+        guard available > 0 else { throw malformed("a varint past the end", expected: "its bytes") }
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard available > 0, shift <= 63 else { throw malformed("a varint cut short or longer than ten bytes") }
+            guard available > 0, shift <= 63 else {
+                throw malformed("a varint cut short or longer than ten bytes", expected: "a whole varint")
+            }
             let byte = bytes[index]
             index += 1
             value |= UInt64(byte & 0x7f) &<< shift
@@ -233,11 +251,17 @@ struct ProtoReader {
     }
 
     /// A length-delimited field's bytes.
-    mutating func body() throws -> UnsafeRawBufferPointer {
+    mutating func body() throws(WireError) -> UnsafeRawBufferPointer {
         let length = try varint()
-        guard length < 0x7fff_ffff else { throw malformed("a length of \(length) bytes, 2 GiB or more,") }
+        guard length < 0x7fff_ffff else { throw malformed("a length of \(length) bytes", expected: "less than 2 GiB") }
+        return try take(length)
+    }
+
+    /// The next `length` bytes (an unknown length-delimited field's: no 2 GiB check there, as in
+    /// SwiftProtobuf).
+    private mutating func take(_ length: UInt64) throws(WireError) -> UnsafeRawBufferPointer {
         guard length <= UInt64(available) else {
-            throw malformed("a field of \(length) bytes where \(available) are left")
+            throw malformed("a field of \(length) bytes where \(available) are left", expected: "the whole field")
         }
         let start = index
         index += Int(length)
@@ -245,52 +269,59 @@ struct ProtoReader {
     }
 
     /// A string field: UTF-8, or refused.
-    mutating func string() throws -> String {
+    mutating func string() throws(WireError) -> String {
         let body = try body()
         guard let text = String(validating: body, as: UTF8.self) else {
-            throw malformed("a string that is not UTF-8 ending")
+            throw malformed("a string that is not UTF-8 ending", expected: "UTF-8")
         }
         return text
     }
 
     /// Passes over a field of this wire type (its tag read), checking it is well formed.
-    mutating func skip(_ wire: WireType, field: Int) throws {
+    mutating func skip(_ wire: WireType, field: Int) throws(WireError) {
         switch wire {
         case .varint: _ = try varint()
         case .fixed64: try advance(8)
         case .fixed32: try advance(4)
-        case .lengthDelimited: _ = try body()
+        case .lengthDelimited: _ = try take(try varint())
         case .startGroup:
             // Up to the end-group tag of the same field; groups may nest, as deep as messages.
-            guard depthLeft > 0 else { throw malformed("groups nested more than 100 deep") }
+            guard depthLeft > 0 else { throw malformed("groups nested more than 100 deep", expected: "at most 100") }
             depthLeft -= 1
             defer { depthLeft += 1 }
             while true {
-                guard available > 0 else { throw malformed("a group (field \(field)) without its end") }
+                guard available > 0 else {
+                    throw malformed("a group (field \(field)) without its end", expected: "its end-group tag")
+                }
                 let (inner, innerWire) = try groupTag()
                 if innerWire == .endGroup {
                     guard inner == field else {
-                        throw malformed("an end-group tag of field \(inner) inside the group of field \(field)")
+                        throw malformed(
+                            "an end-group tag of field \(inner) inside the group of field \(field)",
+                            expected: "the group's own")
                     }
                     return
                 }
                 try skip(innerWire, field: inner)
             }
-        case .endGroup: throw malformed("an end-group tag (field \(field)) outside a group")
+        case .endGroup: throw malformed("an end-group tag (field \(field)) outside a group", expected: "a field")
         }
     }
 
     /// A tag inside a group, read as SwiftProtobuf reads it there: any varint below 2^32.
-    private mutating func groupTag() throws -> (field: Int, wire: WireType) {
+    private mutating func groupTag() throws(WireError) -> (field: Int, wire: WireType) {
         let value = try varint()
         guard value < UInt64(UInt32.max), value >> 3 != 0, let wire = WireType(rawValue: UInt8(value & 7)) else {
-            throw malformed("a tag that names no field (\(value))")
+            throw malformed(
+                "a tag that names no field (\(value))", expected: "a field number of 1 or more, wire type 0 to 5")
         }
         return (Int(value >> 3), wire)
     }
 
-    private mutating func advance(_ count: Int) throws {
-        guard available >= count else { throw malformed("a \(count)-byte field where \(available) are left") }
+    private mutating func advance(_ count: Int) throws(WireError) {
+        guard available >= count else {
+            throw malformed("a \(count)-byte field where \(available) are left", expected: "the whole field")
+        }
         index += count
     }
 }

@@ -51,14 +51,6 @@ extension Navigator_V1_Priority {
         case .critical: self = .critical
         }
     }
-
-    public var core: Intent.Priority {
-        switch self {
-        case .high: .high
-        case .critical: .critical
-        default: .normal
-        }
-    }
 }
 
 extension Navigator_V1_ClientEvent {

@@ -138,6 +138,19 @@ struct RunCommand: AsyncParsableCommand {
         plan.streams = streams
         plan.http = http
         plan.ackShare = ackShare
+        // Found before the run, so that a run that cannot pause navigatord fails at once.
+        var pausePIDs: [Int32] = []
+        if pauseService {
+            guard let pids = try? ServicePause.processes(plan) else {
+                let error = ClientError(
+                    .invalidArgument,
+                    "--pause-service: no navigatord listening on \(plan.endpoints.intents) on this machine; expected one here, or --service-pid"
+                )
+                FileHandle.standardError.write(Data("navload: \(error)\n".utf8))
+                throw ExitCode(error.exitStatus)
+            }
+            pausePIDs = pids
+        }
         do {
             var output: [String: String] = [:]
             var last: LoadReport?
@@ -198,14 +211,10 @@ struct RunCommand: AsyncParsableCommand {
                 }
                 let result: RelayFloor.Result
                 if pauseService {
-                    guard let pids = try ServicePause.processes(plan) else {
-                        throw ValidationError(
-                            "--pause-service: no navigatord listening on \(plan.endpoints.intents) on this machine; expected one here, or --service-pid"
-                        )
-                    }
-                    result = try await ServicePause.whilePaused(pids, measure)
+                    result = try await ServicePause.whilePaused(pausePIDs, measure)
                     print(
-                        "floor: measured with navigatord paused (pid \(pids.map(String.init).joined(separator: ", ")))")
+                        "floor: measured with navigatord paused (pid \(pausePIDs.map(String.init).joined(separator: ", ")))"
+                    )
                 } else {
                     result = try await measure()
                 }

@@ -15,7 +15,8 @@ struct ServicePauseTests {
         return after.first!
     }
 
-    /// A state other than stopped within a deadline (a signal is delivered asynchronously).
+    /// Whether the process is (`stopped`) or is not stopped within a deadline: a signal takes
+    /// effect when the process next runs.
     static func waitForState(_ pid: Int32, stopped: Bool) throws -> Bool {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
@@ -42,12 +43,16 @@ struct ServicePauseTests {
 
         struct Failure: Error {}
         await #expect(throws: Failure.self) {
-            try await ServicePause.whilePaused([pid]) { () async throws -> Int in throw Failure() }
+            try await ServicePause.whilePaused([pid]) { () async throws -> Int in
+                // Seen stopped first, so that "continued" below means something.
+                #expect(try Self.waitForState(pid, stopped: true), "the process was not stopped while paused")
+                throw Failure()
+            }
         }
         #expect(try Self.waitForState(pid, stopped: false), "the process was not continued after a failure")
     }
 
-    @Test("a process that cannot be paused is an error naming it, and the others are continued")
+    @Test("a process that does not exist is an error naming it, and none is stopped")
     func cannotPause() async throws {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/bin/sleep")
@@ -65,6 +70,10 @@ struct ServicePauseTests {
         } catch let error as ClientError {
             #expect(error.description.contains("pid \(missing)"), "\(error)")
         }
-        #expect(try Self.waitForState(child.processIdentifier, stopped: false), "the first process was left stopped")
+        // Checked before any was stopped: the first process never was.
+        #expect(try Self.state(child.processIdentifier) != "T", "the first process was stopped")
+        await #expect(throws: ClientError.self) {
+            try await ServicePause.whilePaused([missing]) { 0 }
+        }
     }
 }

@@ -312,8 +312,9 @@ extension ScreenTree {
     }
 
     /// Applies one command; returns how to put back what it changed (nil: it changed nothing).
-    /// What it pops or dismisses is kept for that only if `keepingWhatGoes` (else the change
-    /// cannot be put back: a copy is being changed).
+    /// The screens a pop removes and the modals a dismiss to a modal removes are copied out for
+    /// that only if `keepingWhatGoes` (else that change cannot be put back: a copy is being
+    /// changed); what other changes replace is kept in any case, at no cost.
     private mutating func applyOne(_ command: Command, keepingWhatGoes: Bool) throws(TreeError) -> Undo? {
         switch command {
         case .selectTab(let name):

@@ -244,8 +244,9 @@ public struct Resolver: Sendable {
         }
 
         // 4-8 for one context (nearly every intent), when nothing is to be undone first: planned
-        // on the session's tree and, unless a blocking modal is in the way, applied to it in
-        // place (all or nothing), with no working copy whose changes would copy what it shares.
+        // on the session's tree and, unless a blocking modal is in the way, applied to it (all or
+        // nothing) without a working copy of the whole tree: a plan of one command changes it in
+        // place; one of several is applied to a copy inside ``ScreenTree/apply(_:within:)``.
         var ids = IDAllocator(after: state.tree)
         let idsAtStart = ids
         var blockedPlan: StepPlan? = nil

@@ -247,23 +247,22 @@ extension WorkerLoop {
     ) throws {
         let taken = WallClock.now()
         let intent: Intent
-        do {
+        do throws(WireError) {
             // Read where libzmq received it, straight into an Intent (no frame copy, no message).
-            let read = try payload.withUnsafeBytes { bytes in try IntentReader.read(bytes, session: session) }
+            let read = try payload.withUnsafeBytes { (bytes) throws(WireError) in
+                try IntentReader.read(bytes, session: session)
+            }
             intent = read.intent
             if let ignored = read.ignoredTraceparent {
                 noteInvalidTraceparent(
                     session: read.session, intentID: intent.id, traceparent: ignored, peer: peerKey(frame, "intents"),
                     sockets)
             }
-        } catch let error as WireError {
+        } catch {
+            // Bytes that are not the message, or a message that contradicts itself or its frame.
             return try reject(
                 session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
                 peer: peerKey(frame, "intents"), sockets)
-        } catch {
-            return try reject(
-                session: session, intentID: "", source: "", .malformed,
-                "intent is not a valid navigator.v1.Intent message: \(error)", peer: peerKey(frame, "intents"), sockets)
         }
         let outcome = try resolve(intent, client: client, taken: taken, &state, sockets)
         if case .rejected(let error) = outcome.resolution.outcome {
