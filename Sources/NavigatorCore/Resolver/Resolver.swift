@@ -249,7 +249,7 @@ public struct Resolver: Sendable {
         // place; one of several is applied to a copy inside ``ScreenTree/apply(_:within:)``.
         var ids = IDAllocator(after: state.tree)
         let idsAtStart = ids
-        var blockedPlan: StepPlan? = nil
+        var blockedPlan: (step: StepPlan, by: (index: Int, modal: Modal))? = nil
         if path.count == 1, !reconciledRootNeeded(for: state.tree), !dismissesRedirect(of: parked, in: state.tree) {
             var step: StepPlan
             do {
@@ -258,7 +258,8 @@ public struct Resolver: Sendable {
                 steps.append(.init(.transition, Detail(error.message), decisive: true))
                 return finish(.rejected(error))
             }
-            if blocker(of: step.plan.commands, in: state.tree) == nil {
+            let blocking = blocker(of: step.plan.commands, in: state.tree)
+            if blocking == nil {
                 let note = step.plan.detail
                 step.plan.detail = ""
                 steps.append(.init(step.kind, note))
@@ -273,8 +274,9 @@ public struct Resolver: Sendable {
                 }
                 return conclude(step.plan.commands)
             }
-            // The intent parks, or (critical) dismisses the modal first: below, from this plan.
-            blockedPlan = step
+            // The intent parks, or (critical) dismisses the modal first: below, from this plan and
+            // this blocker.
+            blockedPlan = (step, blocking!)
         }
 
         // 4-8, for each context of the path, planned on a working copy of the tree.
@@ -313,7 +315,7 @@ public struct Resolver: Sendable {
             let idsBefore = index == 0 && blockedPlan != nil ? idsAtStart : ids
             do {
                 if index == 0, let blockedPlan {
-                    step = blockedPlan  // planned above on this very tree
+                    step = blockedPlan.step  // planned above on this very tree
                 } else {
                     step = try planStep(to: element, in: tree, ids: &ids, context: context)
                 }
@@ -332,7 +334,9 @@ public struct Resolver: Sendable {
                 steps.append(.init(.backStack, built))
             }
             // 6. Blocking modals.
-            if let (blockIndex, modal) = blocker(of: step.plan.commands, in: tree) {
+            let blockedBy =
+                index == 0 && blockedPlan != nil ? blockedPlan!.by : blocker(of: step.plan.commands, in: tree)
+            if let (blockIndex, modal) = blockedBy {
                 let blocking = modal.stack[0]
                 guard intent.priority == .critical else {
                     if parked == nil, let full = parkingFull(state) {
