@@ -26,16 +26,24 @@ struct ServicePauseTests {
         return false
     }
 
-    @Test("stopped inside, continued after; continued after a failure too")
-    func pauseAndContinue() async throws {
+    /// A process to pause: `sleep 60`, killed by ``stop(_:)``.
+    static func sleeper() throws -> Process {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/bin/sleep")
         child.arguments = ["60"]
         try child.run()
-        defer {
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-        }
+        return child
+    }
+
+    static func stop(_ child: Process) {
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+    }
+
+    @Test("stopped inside, continued after; continued after a failure too")
+    func pauseAndContinue() async throws {
+        let child = try Self.sleeper()
+        defer { Self.stop(child) }
         let pid = child.processIdentifier
         let inside = try await ServicePause.whilePaused([pid]) { try Self.waitForState(pid, stopped: true) }
         #expect(inside, "the process was not stopped while paused")
@@ -54,14 +62,8 @@ struct ServicePauseTests {
 
     @Test("a process that does not exist is an error naming it, and none is stopped")
     func cannotPause() async throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        child.arguments = ["60"]
-        try child.run()
-        defer {
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-        }
+        let child = try Self.sleeper()
+        defer { Self.stop(child) }
         // A pid beyond pid_max: no such process.
         let missing: Int32 = 4_194_304 + 1
         do {
