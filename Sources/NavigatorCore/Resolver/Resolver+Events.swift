@@ -166,17 +166,13 @@ extension Resolver {
         }
         // Kept for the dedup window after they expired, as intent ids are.
         let cutoff = now - min(options.dedupWindow, RecentIntentIDs.longestWindow)
-        if let oldest = state.recentlyExpired.first, oldest.expiredAt <= cutoff {
-            state.recentlyExpired.removeAll { $0.expiredAt <= cutoff }
-        }
-        state.recentlyExpired += expired.map {
-            ExpiredIntent(
-                intentID: $0.intent.id, source: $0.intent.source, reason: $0.reason, parkedAt: $0.parkedAt,
-                expiredAt: now)
-        }
-        if state.recentlyExpired.count > ExpiredIntent.kept {
-            state.recentlyExpired.removeFirst(state.recentlyExpired.count - ExpiredIntent.kept)
-        }
+        state.recentlyExpired.forget(expiredAtOrBefore: cutoff)
+        state.recentlyExpired.append(
+            expired.map {
+                ExpiredIntent(
+                    intentID: $0.intent.id, source: $0.intent.source, reason: $0.reason, parkedAt: $0.parkedAt,
+                    expiredAt: now)
+            }, keeping: ExpiredIntent.kept)
         return expired
     }
 }

@@ -16,8 +16,8 @@ public struct SessionState: Hashable, Sendable, Codable {
     public internal(set) var shellReady: Bool
     /// The last parked intents that expired, oldest first (at most ``ExpiredIntent/kept``, each
     /// for the dedup window after it expired): shells that were not there when they expired can
-    /// see them.
-    public internal(set) var recentlyExpired: [ExpiredIntent]
+    /// see them. Packed: see ``ExpiredIntents``.
+    public internal(set) var recentlyExpired: ExpiredIntents
     /// The app version the session's shell said in its last `ready` (nil: not said): screens
     /// the route map marks `since:` a later version are not shown to it (their fallback is).
     public internal(set) var appVersion: AppVersion?
@@ -28,7 +28,7 @@ public struct SessionState: Hashable, Sendable, Codable {
         recentlyExpired: [ExpiredIntent] = [], appVersion: AppVersion? = nil
     ) {
         self.appVersion = appVersion
-        self.recentlyExpired = recentlyExpired
+        self.recentlyExpired = ExpiredIntents(recentlyExpired)
         self.shellReady = shellReady
         self.tree = tree
         self.conditions = conditions
@@ -45,13 +45,10 @@ public struct SessionState: Hashable, Sendable, Codable {
     /// its conditions and its parked intents.
     public mutating func forget(before now: Int64, window: Int64) -> Bool {
         let ids = recentIntentIDs.count
-        let expired = recentlyExpired.count
         recentIntentIDs.prune(now: now, window: window)
         let cutoff = now - min(window, RecentIntentIDs.longestWindow)
-        if recentlyExpired.contains(where: { $0.expiredAt <= cutoff }) {
-            recentlyExpired.removeAll { $0.expiredAt <= cutoff }
-        }
-        return recentIntentIDs.count != ids || recentlyExpired.count != expired
+        let forgotExpired = recentlyExpired.forget(expiredAtOrBefore: cutoff)
+        return recentIntentIDs.count != ids || forgotExpired
     }
 
     /// Whether anything would go by ``forget(before:window:)`` some time later.
