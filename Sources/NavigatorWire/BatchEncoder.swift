@@ -104,6 +104,14 @@ struct ProtoWriter {
         stringAlways(field, value)
     }
 
+    /// A string field given as its UTF-8 bytes, left out when empty.
+    mutating func string(_ field: Int, utf8: ArraySlice<UInt8>) {
+        guard !utf8.isEmpty else { return }
+        tag(field, 2)
+        varint(UInt64(utf8.count))
+        bytes += utf8
+    }
+
     /// A string field even when empty (a oneof's member, a map entry's key or value).
     mutating func stringAlways(_ field: Int, _ value: String) {
         tag(field, 2)

@@ -14,15 +14,29 @@ extension Navigator_V1_StoredSession {
         writer.conditions(3, state.conditions)
         writer.uint64(6, state.lastServiceSeq)
         writer.bool(7, state.shellReady)
-        for expired in state.recentlyExpired {
+        // Read as views of their packed buffer: no strings made.
+        state.recentlyExpired.forEachEntry { expired in
             writer.message(8) {
-                $0.string(1, expired.intentID)
-                $0.string(2, expired.source)
+                $0.string(1, utf8: expired.intentID)
+                $0.string(2, utf8: expired.source)
                 $0.int64(5, expired.expiredAt)
-                $0.parkReason(guardUnmet: 6, blocked: 7, notReady: 8, expired.reason)
+                switch expired.reason {
+                case .guardUnmet(let condition, let redirect):
+                    $0.message(6) {
+                        $0.string(1, utf8: condition)
+                        $0.string(2, utf8: redirect)
+                    }
+                case .blocked(let id, let screen):
+                    $0.message(7) {
+                        $0.uint64(1, id.rawValue)
+                        $0.string(2, utf8: screen)
+                    }
+                case .notReady:
+                    $0.message(8) { _ in }
+                }
                 // proto3 `optional`: written even when 0.
                 $0.tag(9, 0)
-                $0.varint(UInt64(bitPattern: expired.expiredAt &- expired.parkedAt))
+                $0.varint(expired.waited)
             }
         }
         writer.packedFixed64(9, ids)
@@ -38,24 +52,6 @@ extension ProtoWriter {
         for modal in tree.modals { message(2) { $0.modal(modal) } }
         uint64(3, tree.version)
         uint64(4, tree.lastServiceID)
-    }
-
-    /// A park reason as the oneof of `StoredParkedIntent` / `StoredExpiredIntent` holds it.
-    mutating func parkReason(guardUnmet: Int, blocked: Int, notReady: Int, _ reason: ParkReason) {
-        switch reason {
-        case .guardUnmet(let condition, let redirect):
-            message(guardUnmet) {
-                $0.string(1, condition)
-                $0.string(2, redirect)
-            }
-        case .blocked(let id, let screen):
-            message(blocked) {
-                $0.uint64(1, id.rawValue)
-                $0.string(2, screen)
-            }
-        case .notReady:
-            message(notReady) { _ in }
-        }
     }
 
     /// An int64 field (negative values take ten bytes, as protobuf says), left out when 0.

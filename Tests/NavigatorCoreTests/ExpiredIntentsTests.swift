@@ -4,11 +4,12 @@ import Testing
 @testable import NavigatorCore
 
 /// ``ExpiredIntents`` packs a session's recently expired intents into one buffer. Over random
-/// intents (every kind of reason, empty, long and non-ASCII strings, times before 1970, waits of
-/// any length, node ids of any size) and random runs of what the resolver does with them — add
-/// the newly expired keeping the newest 8, forget those past a cutoff — it holds what the array
-/// it replaced held, in the same order, compares and hashes as that array does, and encodes to
-/// the same JSON.
+/// intents (every kind of reason, empty, long and non-ASCII strings, times before 1970 and at
+/// the ends of Int64, a clock that steps back, waits of any length or negative, node ids of any
+/// size) and random runs of what the resolver does with them — add the newly expired keeping the
+/// newest 8, forget those past a cutoff — it holds what the array it replaced held, in the same
+/// order, equal where the arrays are equal and not where they differ, and encodes to the same
+/// JSON.
 @Suite("Recently expired intents, packed")
 struct ExpiredIntentsTests {
     struct Intents {
@@ -19,7 +20,7 @@ struct ExpiredIntentsTests {
             switch Int.random(in: 0..<6, using: &random) {
             case 0: ""
             case 1: "login"
-            case 2: UUID().uuidString.lowercased()
+            case 2: "\(random.next() | 1 << 63)-\(random.next())"  // as long as a UUID, or longer
             case 3: "écran-\(Int.random(in: 0..<1_000, using: &random))-🚀"
             case 4: String(repeating: "x", count: Int.random(in: 100..<400, using: &random))
             default: "chat-\(Int.random(in: 0..<100, using: &random))"
@@ -37,10 +38,11 @@ struct ExpiredIntentsTests {
             }
         }
 
-        /// One expiring now (times move forward; sometimes several expire at once).
+        /// One expiring now (time moves forward, sometimes back: a wall clock; sometimes several
+        /// expire at once).
         mutating func intent() -> ExpiredIntent {
-            clock += [0, 1, 1_000_000_000, 70_000_000_000].randomElement(using: &random)!
-            let waited = [0, 1, 127, 128, 300_000_000_000, Int64.max / 2].randomElement(using: &random)!
+            clock &+= [0, 1, 1_000_000_000, 70_000_000_000, -30_000_000_000].randomElement(using: &random)!
+            let waited = [0, 1, 127, 128, 300_000_000_000, -5, Int64.max, Int64.min].randomElement(using: &random)!
             return ExpiredIntent(
                 intentID: text(), source: text(), reason: reason(), parkedAt: clock &- waited, expiredAt: clock)
         }
@@ -76,6 +78,25 @@ struct ExpiredIntentsTests {
             #expect(packed.first == array.first)
             let rebuilt = ExpiredIntents(array)
             #expect(rebuilt == packed && rebuilt.hashValue == packed.hashValue)
+            // The entries' views read what the values hold.
+            var views: [ExpiredIntent] = []
+            packed.forEachEntry { entry in
+                let reason: ParkReason =
+                    switch entry.reason {
+                    case .notReady: .notReady
+                    case .guardUnmet(let condition, let redirect):
+                        .guardUnmet(
+                            condition: String(decoding: condition, as: UTF8.self),
+                            redirect: String(decoding: redirect, as: UTF8.self))
+                    case .blocked(let id, let screen): .blocked(by: id, screen: String(decoding: screen, as: UTF8.self))
+                    }
+                views.append(
+                    ExpiredIntent(
+                        intentID: String(decoding: entry.intentID, as: UTF8.self),
+                        source: String(decoding: entry.source, as: UTF8.self), reason: reason, parkedAt: entry.parkedAt,
+                        expiredAt: entry.expiredAt))
+            }
+            #expect(views == array)
         }
         #expect(forgot > 10)
         // Codable: the JSON an array of expired intents makes, and back.
@@ -108,7 +129,22 @@ struct ExpiredIntentsTests {
         // Each: its length (1), expired at (8), waited (6: 300 s in ns, 39 bits), the kind (1), the
         // condition (1 + 13) and redirect (1 + 5), the id (1 + 36), the source (1 + 4).
         #expect(packed.packedBytes == 8 * (1 + 8 + 6 + 1 + 14 + 6 + 37 + 5))
-        #expect(MemoryLayout<ExpiredIntents>.size == 16)
+        #expect(MemoryLayout<ExpiredIntents>.size == 8)  // one reference in a session's state
+    }
+
+    @Test("more than eight given (as a state file may hold): the next append keeps the newest eight, even of none")
+    func trimmedOnAppend() {
+        let intents = (0..<11).map { index in
+            ExpiredIntent(intentID: "e\(index)", source: "s", reason: .notReady, parkedAt: 0, expiredAt: Int64(index))
+        }
+        var packed = ExpiredIntents(intents)
+        #expect(packed.count == 11)
+        packed.append([], keeping: ExpiredIntent.kept)
+        #expect(packed.map(\.intentID) == (3..<11).map { "e\($0)" })
+        packed.append(Array(intents.prefix(10)), keeping: 3)
+        #expect(packed.map(\.intentID) == ["e7", "e8", "e9"])
+        packed.append([], keeping: 0)
+        #expect(packed.isEmpty && packed.count == 0 && packed.first == nil)
     }
 
     @Test("a session state keeps, forgets and restores them as before")

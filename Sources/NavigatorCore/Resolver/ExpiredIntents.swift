@@ -1,53 +1,52 @@
 /// The last parked intents that expired (``SessionState/recentlyExpired``), oldest first, packed
-/// into one byte buffer of about their size.
+/// into one byte buffer about their size: a live session keeps up to ``ExpiredIntent/kept`` of
+/// them for the dedup window (``Resolver/Options/dedupWindow``) after they expired, and an array
+/// of ``ExpiredIntent`` values took several times their bytes (each value's fixed size, each
+/// long string an allocation of its own, the array's spare places). The buffer is rebuilt, at
+/// its size, only when entries come or go.
 ///
-/// A live session keeps them for the dedup window after they expired (ten minutes by default),
-/// at most ``ExpiredIntent/kept``. As an array of ``ExpiredIntent`` values each took 88 bytes
-/// and its id an allocation of its own, in an array that had grown to 16 places once it held 8:
-/// about 1.4 KB a session, the most of what a session still gained between the 10th and 20th
-/// minutes of a soak. Packed, an entry takes the bytes of its text and numbers (about 40 for a
-/// UUID id, a source and a guard's names), and the buffer is rebuilt at its size when entries
-/// come or go — which happens when intents expire, not per intent.
+/// Reading one as an ``ExpiredIntent`` makes its strings; ``forEachEntry(_:)`` reads them as
+/// views of the buffer instead, allocating nothing (the state file's encoder uses it).
 ///
-/// Reading an entry makes an ``ExpiredIntent`` (its strings from the bytes); entries are read
-/// when the state is saved and when a shell or operator asks for the session.
+/// Two lists are equal when their bytes are: like the array, as long as equal strings are
+/// written with the same Unicode scalars (Swift calls `"é"` as one scalar and as `e` and an
+/// accent equal; their bytes differ).
 public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStringConvertible {
     /// Each entry: its length (a varint, not counting itself), then when it expired (8 bytes,
-    /// little-endian, first so that forgetting reads no more), how long it waited (varint, ns),
-    /// its reason's kind (0 not ready, 1 a guard unmet, 2 blocked) and fields (a guard's condition
-    /// and redirect; a blocker's node id as a varint and its screen), its intent id and its
-    /// source. A string is its UTF-8 length as a varint, then its bytes.
+    /// little-endian, first so that forgetting reads no more), how long it waited (the two's
+    /// complement of `expiredAt &- parkedAt` as a varint), its reason's kind (0 not ready, 1 a
+    /// guard unmet, 2 blocked) and fields (a guard's condition and redirect; a blocker's node id
+    /// as a varint and its screen), its intent id and its source. A string is its UTF-8 length
+    /// as a varint, then its bytes.
     private var bytes: [UInt8]
-    /// How many entries there are.
-    public private(set) var count: Int
 
-    public init() {
-        bytes = []
-        count = 0
-    }
+    public init() { bytes = [] }
 
     /// These intents, in this order (all of them: keeping at most ``ExpiredIntent/kept`` is
     /// ``append(_:keeping:)``'s).
-    public init(_ intents: some Sequence<ExpiredIntent>) {
-        var entries: [[UInt8]] = []
-        for intent in intents { entries.append(Self.entry(intent)) }
-        self.init(entries: entries[...])
-    }
-
-    private init(entries: ArraySlice<[UInt8]>) {
+    public init(_ intents: [ExpiredIntent]) {
         var size = 0
-        for entry in entries { size += Self.varintSize(UInt64(entry.count)) + entry.count }
-        var bytes: [UInt8] = []
+        for intent in intents { size += Self.sizeWithLength(intent) }
+        bytes = []
         bytes.reserveCapacity(size)
-        for entry in entries {
-            Self.varint(UInt64(entry.count), into: &bytes)
-            bytes += entry
-        }
-        self.bytes = bytes
-        count = entries.count
+        for intent in intents { Self.write(intent, into: &bytes) }
     }
 
-    public var isEmpty: Bool { count == 0 }
+    public var isEmpty: Bool { bytes.isEmpty }
+
+    /// How many entries there are (read from the buffer: at most a few).
+    public var count: Int {
+        var count = 0
+        var offset = 0
+        while offset < bytes.count {
+            let length = Int(Self.readVarint(bytes, &offset))
+            offset += length
+            count += 1
+        }
+        return count
+    }
+
+    public var underestimatedCount: Int { count }
 
     /// The oldest.
     public var first: ExpiredIntent? {
@@ -55,37 +54,88 @@ public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStrin
         return iterator.next()
     }
 
-    /// The packed bytes this takes (the buffer's size, not counting what malloc rounds it to).
-    public var packedBytes: Int { bytes.count }
+    /// The buffer's size in bytes (not what malloc rounds it up to).
+    var packedBytes: Int { bytes.count }
 
-    /// Forgets the entries that expired at or before `cutoff` (unix ns); whether any went.
+    /// Forgets the entries that expired at or before `cutoff` (unix ns), wherever they are in the
+    /// list (a wall clock can step back); whether any went. Allocates only when some go.
     @discardableResult
     public mutating func forget(expiredAtOrBefore cutoff: Int64) -> Bool {
-        // Read without allocating first: this runs on every expiry pass over every session.
-        var offset = 0
+        var keptSize = 0
         var any = false
-        while offset < bytes.count, !any {
+        var offset = 0
+        while offset < bytes.count {
+            let start = offset
             let length = Int(Self.readVarint(bytes, &offset))
-            any = Self.expiredAt(bytes, offset..<offset + length) <= cutoff
+            if Self.expiredAt(bytes, at: offset) <= cutoff { any = true } else { keptSize += offset + length - start }
             offset += length
         }
         guard any else { return false }
-        let kept = entryRanges().filter { Self.expiredAt(bytes, $0) > cutoff }
-        self = ExpiredIntents(entries: kept.map { Array(bytes[$0]) }[...])
+        var kept: [UInt8] = []
+        kept.reserveCapacity(keptSize)
+        offset = 0
+        while offset < bytes.count {
+            let start = offset
+            let length = Int(Self.readVarint(bytes, &offset))
+            if Self.expiredAt(bytes, at: offset) > cutoff { kept += bytes[start..<offset + length] }
+            offset += length
+        }
+        bytes = kept
         return true
     }
 
     /// Adds `intents` after the others, then keeps the newest `kept`.
     public mutating func append(_ intents: [ExpiredIntent], keeping kept: Int) {
-        guard !intents.isEmpty || count > kept else { return }
-        var entries = entryRanges().map { Array(bytes[$0]) }
-        for intent in intents { entries.append(Self.entry(intent)) }
-        self = ExpiredIntents(entries: entries.suffix(Swift.max(0, kept)))
+        let kept = Swift.max(0, kept)
+        let old = count
+        guard !intents.isEmpty || old > kept else { return }
+        // The newest `kept`: the last of the new ones, then as many old ones as fit before them.
+        let newKept = intents.suffix(kept)
+        var oldStart = 0
+        for _ in 0..<Swift.max(0, old - (kept - newKept.count)) {
+            let length = Int(Self.readVarint(bytes, &oldStart))
+            oldStart += length
+        }
+        var size = bytes.count - oldStart
+        for intent in newKept { size += Self.sizeWithLength(intent) }
+        var rebuilt: [UInt8] = []
+        rebuilt.reserveCapacity(size)
+        rebuilt += bytes[oldStart...]
+        for intent in newKept { Self.write(intent, into: &rebuilt) }
+        bytes = rebuilt
     }
 
     public var description: String { "\(Array(self))" }
 
     // MARK: Reading
+
+    /// One entry as views of the buffer (valid as long as the slices are kept: they hold it).
+    public struct Entry {
+        public enum Reason {
+            case notReady
+            case guardUnmet(condition: ArraySlice<UInt8>, redirect: ArraySlice<UInt8>)
+            case blocked(by: NodeID, screen: ArraySlice<UInt8>)
+        }
+
+        public var expiredAt: Int64
+        /// `expiredAt &- parkedAt`, as its two's complement.
+        public var waited: UInt64
+        public var reason: Reason
+        /// UTF-8.
+        public var intentID: ArraySlice<UInt8>
+        /// UTF-8.
+        public var source: ArraySlice<UInt8>
+
+        public var parkedAt: Int64 { expiredAt &- Int64(bitPattern: waited) }
+    }
+
+    /// Each entry, oldest first, as views of the buffer: nothing is copied or allocated.
+    public func forEachEntry(_ body: (Entry) throws -> Void) rethrows {
+        var offset = 0
+        while offset < bytes.count {
+            try body(Self.entry(bytes, &offset))
+        }
+    }
 
     public struct Iterator: IteratorProtocol {
         fileprivate let bytes: [UInt8]
@@ -93,51 +143,54 @@ public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStrin
 
         public mutating func next() -> ExpiredIntent? {
             guard offset < bytes.count else { return nil }
-            let length = Int(ExpiredIntents.readVarint(bytes, &offset))
-            let end = offset + length
-            defer { offset = end }
-            var at = offset + 8
-            let expiredAt = ExpiredIntents.expiredAt(bytes, offset..<end)
-            let waited = Int64(bitPattern: ExpiredIntents.readVarint(bytes, &at))
-            let kind = bytes[at]
-            at += 1
-            let reason: ParkReason
-            switch kind {
-            case 1:
-                let condition = ExpiredIntents.readString(bytes, &at)
-                reason = .guardUnmet(condition: condition, redirect: ExpiredIntents.readString(bytes, &at))
-            case 2:
-                let id = NodeID(rawValue: ExpiredIntents.readVarint(bytes, &at))
-                reason = .blocked(by: id, screen: ExpiredIntents.readString(bytes, &at))
-            default:
-                reason = .notReady
-            }
-            let intentID = ExpiredIntents.readString(bytes, &at)
-            let source = ExpiredIntents.readString(bytes, &at)
+            let entry = ExpiredIntents.entry(bytes, &offset)
+            let reason: ParkReason =
+                switch entry.reason {
+                case .notReady: .notReady
+                case .guardUnmet(let condition, let redirect):
+                    .guardUnmet(
+                        condition: String(decoding: condition, as: UTF8.self),
+                        redirect: String(decoding: redirect, as: UTF8.self))
+                case .blocked(let id, let screen): .blocked(by: id, screen: String(decoding: screen, as: UTF8.self))
+                }
             return ExpiredIntent(
-                intentID: intentID, source: source, reason: reason, parkedAt: expiredAt &- waited,
-                expiredAt: expiredAt)
+                intentID: String(decoding: entry.intentID, as: UTF8.self),
+                source: String(decoding: entry.source, as: UTF8.self), reason: reason, parkedAt: entry.parkedAt,
+                expiredAt: entry.expiredAt)
         }
     }
 
     public func makeIterator() -> Iterator { Iterator(bytes: bytes) }
 
-    /// Each entry's bytes, without its length.
-    private func entryRanges() -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
-        ranges.reserveCapacity(count)
-        var offset = 0
-        while offset < bytes.count {
-            let length = Int(Self.readVarint(bytes, &offset))
-            ranges.append(offset..<offset + length)
-            offset += length
+    /// The entry at `offset` (its length first); `offset` moves past it.
+    private static func entry(_ bytes: [UInt8], _ offset: inout Int) -> Entry {
+        let length = Int(readVarint(bytes, &offset))
+        let end = offset + length
+        defer { offset = end }
+        let expiredAt = expiredAt(bytes, at: offset)
+        var at = offset + 8
+        let waited = readVarint(bytes, &at)
+        let kind = bytes[at]
+        at += 1
+        let reason: Entry.Reason
+        switch kind {
+        case 1:
+            let condition = readString(bytes, &at)
+            reason = .guardUnmet(condition: condition, redirect: readString(bytes, &at))
+        case 2:
+            let id = NodeID(rawValue: readVarint(bytes, &at))
+            reason = .blocked(by: id, screen: readString(bytes, &at))
+        default:
+            reason = .notReady
         }
-        return ranges
+        let intentID = readString(bytes, &at)
+        return Entry(
+            expiredAt: expiredAt, waited: waited, reason: reason, intentID: intentID, source: readString(bytes, &at))
     }
 
-    private static func expiredAt(_ bytes: [UInt8], _ entry: Range<Int>) -> Int64 {
+    private static func expiredAt(_ bytes: [UInt8], at offset: Int) -> Int64 {
         var value: UInt64 = 0
-        for index in 0..<8 { value |= UInt64(bytes[entry.lowerBound + index]) << (8 * UInt64(index)) }
+        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
         return Int64(bitPattern: value)
     }
 
@@ -153,35 +206,50 @@ public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStrin
         }
     }
 
-    private static func readString(_ bytes: [UInt8], _ offset: inout Int) -> String {
+    private static func readString(_ bytes: [UInt8], _ offset: inout Int) -> ArraySlice<UInt8> {
         let length = Int(readVarint(bytes, &offset))
         defer { offset += length }
-        return String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        return bytes[offset..<offset + length]
     }
 
     // MARK: Writing
 
-    private static func entry(_ intent: ExpiredIntent) -> [UInt8] {
-        var entry: [UInt8] = []
-        entry.reserveCapacity(32 + intent.intentID.utf8.count + intent.source.utf8.count)
+    /// The bytes `intent`'s entry takes, its length included.
+    private static func sizeWithLength(_ intent: ExpiredIntent) -> Int {
+        let size = entrySize(intent)
+        return varintSize(UInt64(size)) + size
+    }
+
+    /// The bytes `intent`'s entry takes, without its length.
+    private static func entrySize(_ intent: ExpiredIntent) -> Int {
+        var size = 8 + varintSize(UInt64(bitPattern: intent.expiredAt &- intent.parkedAt)) + 1
+        switch intent.reason {
+        case .notReady: break
+        case .guardUnmet(let condition, let redirect): size += stringSize(condition) + stringSize(redirect)
+        case .blocked(let id, let screen): size += varintSize(id.rawValue) + stringSize(screen)
+        }
+        return size + stringSize(intent.intentID) + stringSize(intent.source)
+    }
+
+    private static func write(_ intent: ExpiredIntent, into bytes: inout [UInt8]) {
+        varint(UInt64(entrySize(intent)), into: &bytes)
         let expiredAt = UInt64(bitPattern: intent.expiredAt)
-        for index in 0..<8 { entry.append(UInt8(truncatingIfNeeded: expiredAt >> (8 * UInt64(index)))) }
-        varint(UInt64(bitPattern: intent.expiredAt &- intent.parkedAt), into: &entry)
+        for index in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: expiredAt >> (8 * UInt64(index)))) }
+        varint(UInt64(bitPattern: intent.expiredAt &- intent.parkedAt), into: &bytes)
         switch intent.reason {
         case .notReady:
-            entry.append(0)
+            bytes.append(0)
         case .guardUnmet(let condition, let redirect):
-            entry.append(1)
-            string(condition, into: &entry)
-            string(redirect, into: &entry)
+            bytes.append(1)
+            string(condition, into: &bytes)
+            string(redirect, into: &bytes)
         case .blocked(let id, let screen):
-            entry.append(2)
-            varint(id.rawValue, into: &entry)
-            string(screen, into: &entry)
+            bytes.append(2)
+            varint(id.rawValue, into: &bytes)
+            string(screen, into: &bytes)
         }
-        string(intent.intentID, into: &entry)
-        string(intent.source, into: &entry)
-        return entry
+        string(intent.intentID, into: &bytes)
+        string(intent.source, into: &bytes)
     }
 
     private static func varint(_ value: UInt64, into bytes: inout [UInt8]) {
@@ -203,12 +271,17 @@ public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStrin
         return size
     }
 
+    private static func stringSize(_ text: String) -> Int {
+        let length = text.utf8.count
+        return varintSize(UInt64(length)) + length
+    }
+
     private static func string(_ text: String, into bytes: inout [UInt8]) {
         varint(UInt64(text.utf8.count), into: &bytes)
         bytes += text.utf8
     }
 
-    // MARK: Codable: as the array of expired intents it was before it was packed.
+    // MARK: Codable: as the array of expired intents it holds.
 
     public init(from decoder: any Decoder) throws {
         self.init(try [ExpiredIntent](from: decoder))
