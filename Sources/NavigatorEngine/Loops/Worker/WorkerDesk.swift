@@ -27,6 +27,12 @@ final class WorkerDesk: Sendable {
         var state: WorkerLoop.WorkerState
         let sockets: WorkerLoop.Sockets
         let loop: WorkerLoop
+
+        /// ``WorkerLoop/resolveInline(session:frame:payload:client:_:_:)`` with this worker's
+        /// state and sockets, in place.
+        mutating func resolveInline(session: String, frame: Message, payload: Message, client: String) throws {
+            try loop.resolveInline(session: session, frame: frame, payload: payload, client: client, &state, sockets)
+        }
     }
 
     private let held = Locked<Held?>(nil)
@@ -84,7 +90,7 @@ final class WorkerDesk: Sendable {
         guard intentsWaiting == 0 else { return false }
         let done = try held.withLockIfAvailable { (held) throws -> Bool in
             guard held != nil else { return false }
-            try held!.loop.resolveInline(session: session, frame: frame, payload: payload, client: client, &held!)
+            try held!.resolveInline(session: session, frame: frame, payload: payload, client: client)
             return true
         }
         return done == true

@@ -231,13 +231,14 @@ extension WorkerLoop {
     /// worker's desk (``WorkerDesk/resolveIfIdle(session:frame:payload:client:)``): published at
     /// once, since this worker is asleep and would not flush its publisher before it wakes.
     func resolveInline(
-        session: String, frame: Message, payload: Message, client: String, _ held: inout WorkerDesk.Held
+        session: String, frame: Message, payload: Message, client: String, _ state: inout WorkerState,
+        _ sockets: Sockets
     ) throws {
-        if resolvers.generation != held.state.maps.generation { held.state.maps = resolvers.snapshot }
+        if resolvers.generation != state.maps.generation { state.maps = resolvers.snapshot }
         counters.handled[index].add()
         counters.resolvedByReader.add()
-        try handleIntent(session: session, payload: payload, from: frame, client: client, &held.state, held.sockets)
-        try held.sockets.publisher.flush()
+        try handleIntent(session: session, payload: payload, from: frame, client: client, &state, sockets)
+        try sockets.publisher.flush()
     }
 
     /// A fire-and-forget intent from the intents socket.
