@@ -35,7 +35,15 @@ final class WorkerDesk: Sendable {
         }
     }
 
-    private let held = Locked<Held?>(nil)
+    /// The worker's Held while it works. `open` says so without reading `held`: testing the
+    /// optional for nil loaded a copy of all of it (a retain and a release of each reference
+    /// in the worker's state) every turn; `held!` reads it in place.
+    private struct Slot {
+        var open = false
+        var held: Held?
+    }
+
+    private let slot = Locked<Slot>(Slot())
     /// Intents messages sent to this worker's inbox (worker 0's bundles, the requests thread's
     /// intents made in process or forwarded by another instance), each counted before it is
     /// sent; and those the worker has taken. Equal: no intent waits for the worker.
@@ -46,19 +54,25 @@ final class WorkerDesk: Sendable {
 
     /// The worker starts working with `state` and `sockets`.
     func open(_ held: sending Held) {
-        self.held.withLock { $0 = held }
+        slot.withLock {
+            $0.held = held
+            $0.open = true
+        }
     }
 
     /// The worker ends: nobody may use its sockets any more (they close with it).
     func close() {
-        held.withLock { $0 = nil }
+        slot.withLock {
+            $0.open = false
+            $0.held = nil
+        }
     }
 
     /// `body` with the worker's state and sockets, under the lock (the worker's own turn).
     func withHeld<R, E: Error>(_ body: (inout Held) throws(E) -> R) throws(E) -> R? {
-        try held.withLock { (held) throws(E) -> R? in
-            guard held != nil else { return nil }
-            return try body(&held!)
+        try slot.withLock { (slot) throws(E) -> R? in
+            guard slot.open else { return nil }
+            return try body(&slot.held!)
         }
     }
 
@@ -88,9 +102,9 @@ final class WorkerDesk: Sendable {
     /// sleeps and nothing of the intents socket waits for it; false (nothing done) if not.
     func resolveIfIdle(session: String, frame: Message, payload: Message, client: String) throws -> Bool {
         guard intentsWaiting == 0 else { return false }
-        let done = try held.withLockIfAvailable { (held) throws -> Bool in
-            guard held != nil else { return false }
-            try held!.resolveInline(session: session, frame: frame, payload: payload, client: client)
+        let done = try slot.withLockIfAvailable { (slot) throws -> Bool in
+            guard slot.open else { return false }
+            try slot.held!.resolveInline(session: session, frame: frame, payload: payload, client: client)
             return true
         }
         return done == true
