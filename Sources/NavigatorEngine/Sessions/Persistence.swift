@@ -24,7 +24,9 @@ final class Persistence: Sendable {
     /// False while the state file is found deleted or replaced and not yet written again in
     /// full (/readyz says so).
     let fileInPlace = Atomic<Bool>(true)
-    /// Sessions written by flushes, candidates for packing.
+    /// Sessions written by flushes, candidates for packing: when, not what (a session under
+    /// load is written again and again and never packed; keeping what was written would keep a
+    /// second copy of every such session's state).
     private let candidates = Locked(Candidates())
     /// The encodings of the parked lists the last flushes wrote, for live sessions that have
     /// parked intents: reused while a list does not change. Only flushes and packing touch it.
@@ -187,9 +189,8 @@ final class Persistence: Sendable {
                 cache.releaseSpareRoom()
             }
             if packAfter > 0 {
-                // What was written is what a session unchanged since will be packed as.
                 candidates.withLock { candidates in
-                    for (name, _, bytes) in rows { candidates.add(name, at: now, bytes) }
+                    for (name, _, _) in rows { candidates.add(name, at: now) }
                 }
             }
             return true
@@ -253,25 +254,26 @@ final class Persistence: Sendable {
 
     /// The last write of each session flushed within the idle time, and the writes in order.
     struct Candidates {
-        private var latest: [String: (at: Int64, bytes: [UInt8])] = [:]
+        private var latest: [String: Int64] = [:]
         private var order: [(at: Int64, session: String)] = []
         private var head = 0
 
-        /// A session a flush wrote at `at` (monotonic ns): only its latest write is kept.
-        mutating func add(_ session: String, at: Int64, _ bytes: [UInt8]) {
-            latest[session] = (at, bytes)
+        /// A session a flush wrote at `at` (monotonic ns): only its latest write counts.
+        mutating func add(_ session: String, at: Int64) {
+            latest[session] = at
             order.append((at, session))
         }
 
-        /// The sessions whose latest write is at or before `cutoff`, with it; they are forgotten.
-        mutating func take(through cutoff: Int64) -> [(session: String, at: Int64, bytes: [UInt8])] {
-            var due: [(session: String, at: Int64, bytes: [UInt8])] = []
+        /// The sessions whose latest write is at or before `cutoff`, with its time; they are
+        /// forgotten.
+        mutating func take(through cutoff: Int64) -> [(session: String, at: Int64)] {
+            var due: [(session: String, at: Int64)] = []
             while head < order.count, order[head].at <= cutoff {
                 let (at, session) = order[head]
                 head += 1
                 // An older write of a session written again later is passed over.
-                if let last = latest[session], last.at == at {
-                    due.append((session, at, last.bytes))
+                if latest[session] == at {
+                    due.append((session, at))
                     latest[session] = nil
                 }
             }
@@ -288,14 +290,15 @@ final class Persistence: Sendable {
     }
 
     /// Packs the sessions that have not changed for ``packAfter`` (see ``SessionStore/Record``):
-    /// those a flush wrote at least that long ago and nothing changed since, with the bytes that
-    /// flush wrote (no second encoding). A session changed since stays live. Returns how many
-    /// were packed.
+    /// those a flush wrote at least that long ago and nothing changed since, as the state file
+    /// keeps them — encoded again here, out of the shard's lock, from a copy of the unchanged
+    /// record (its parked list's encoding reused). A session changed since stays live. Returns
+    /// how many were packed.
     @discardableResult
     func compactIdle(now: Int64 = MonotonicClock.now()) -> Int {
         guard packAfter > 0 else { return 0 }
         let due = candidates.withLock { $0.take(through: now - packAfter) }
-        var byShard = Array(repeating: [(session: String, at: Int64, bytes: [UInt8])](), count: store.shards.count)
+        var byShard = Array(repeating: [(session: String, at: Int64)](), count: store.shards.count)
         for entry in due { byShard[store.shardIndex(of: entry.session)].append(entry) }
         var packed = 0
         for (shard, entries) in zip(store.shards, byShard) {
@@ -304,9 +307,30 @@ final class Persistence: Sendable {
                 // A chunk at a time: the worker waits for this lock.
                 let chunk = entries[start..<min(start + 1024, entries.count)]
                 start = chunk.endIndex
+                // Copies of the records unchanged since their write (a live state is copied on
+                // its next change while a copy holds it), encoded outside the lock.
+                let idle = shard.records.withLock { records in
+                    chunk.compactMap { name, at in
+                        records[name].flatMap { !$0.isPacked && $0.changedAt <= at ? (name, at, $0) : nil }
+                    }
+                }
+                let cached = parkedEncodings.withLock { cache in idle.map { cache[$0.0] } }
+                var encoded: [(name: String, at: Int64, bytes: [UInt8])] = []
+                encoded.reserveCapacity(idle.count)
+                for ((name, at, record), parked) in zip(idle, cached) {
+                    do {
+                        encoded.append((name, at, try record.storedReusingParked(parked).bytes))
+                    } catch {
+                        // Not expected (the state was encoded by its last flush): it stays live.
+                        logger.error(
+                            "an idle session could not be encoded to be packed; it stays in memory as it is",
+                            metadata: ["session": "\(name)", "error": "\(error)"])
+                    }
+                }
                 let packedNames = shard.records.withLock { records in
                     var names: [String] = []
-                    for (name, at, bytes) in chunk {
+                    for (name, at, bytes) in encoded {
+                        // Changed between the two takings of the lock: stays live.
                         guard let record = records[name], !record.isPacked, record.changedAt <= at else { continue }
                         records.pack(name, bytes)
                         names.append(name)
