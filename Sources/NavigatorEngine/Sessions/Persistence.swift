@@ -29,7 +29,8 @@ final class Persistence: Sendable {
     /// second copy of every such session's state).
     private let candidates = Locked(Candidates())
     /// The encodings of the parked lists the last flushes wrote, for live sessions that have
-    /// parked intents: reused while a list does not change. Only flushes and packing touch it.
+    /// parked intents: reused while a list does not change. Only the flush thread touches it
+    /// (flushes, packing, idle expiry).
     private let parkedEncodings = Locked<[String: SessionStore.Record.ParkedEncoding]>([:])
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
@@ -292,27 +293,41 @@ final class Persistence: Sendable {
     /// Packs the sessions that have not changed for ``packAfter`` (see ``SessionStore/Record``):
     /// those a flush wrote at least that long ago and nothing changed since, as the state file
     /// keeps them — encoded again here, out of the shard's lock, from a copy of the unchanged
-    /// record (its parked list's encoding reused). A session changed since stays live. Returns
-    /// how many were packed.
+    /// record (its parked list's encoding reused while the list is unchanged). A session changed
+    /// since stays live. Between chunks of 1,024 sessions `between` runs (the flush thread
+    /// answers acknowledged requests there). Returns how many were packed.
     @discardableResult
-    func compactIdle(now: Int64 = MonotonicClock.now()) -> Int {
+    func compactIdle(now: Int64 = MonotonicClock.now()) -> Int { compactIdle(now: now, between: {}) }
+
+    /// ``compactIdle(now:)``, running `between` between its chunks.
+    @discardableResult
+    func compactIdle(now: Int64, between: () throws -> Void) rethrows -> Int {
         guard packAfter > 0 else { return 0 }
         let due = candidates.withLock { $0.take(through: now - packAfter) }
         var byShard = Array(repeating: [(session: String, at: Int64)](), count: store.shards.count)
         for entry in due { byShard[store.shardIndex(of: entry.session)].append(entry) }
         var packed = 0
+        var failed: [(session: String, error: any Error)] = []
+        var chunks = 0
         for (shard, entries) in zip(store.shards, byShard) {
             var start = 0
             while start < entries.count {
+                if chunks > 0 { try between() }
+                chunks += 1
                 // A chunk at a time: the worker waits for this lock.
                 let chunk = entries[start..<min(start + 1024, entries.count)]
                 start = chunk.endIndex
                 // Copies of the records unchanged since their write (a live state is copied on
                 // its next change while a copy holds it), encoded outside the lock.
                 let idle = shard.records.withLock { records in
-                    chunk.compactMap { name, at in
-                        records[name].flatMap { !$0.isPacked && $0.changedAt <= at ? (name, at, $0) : nil }
+                    var idle: [(String, Int64, SessionStore.Record)] = []
+                    idle.reserveCapacity(chunk.count)
+                    for (name, at) in chunk {
+                        if let record = records[name], !record.isPacked, record.changedAt <= at {
+                            idle.append((name, at, record))
+                        }
                     }
+                    return idle
                 }
                 let cached = parkedEncodings.withLock { cache in idle.map { cache[$0.0] } }
                 var encoded: [(name: String, at: Int64, bytes: [UInt8])] = []
@@ -321,10 +336,9 @@ final class Persistence: Sendable {
                     do {
                         encoded.append((name, at, try record.storedReusingParked(parked).bytes))
                     } catch {
-                        // Not expected (the state was encoded by its last flush): it stays live.
-                        logger.error(
-                            "an idle session could not be encoded to be packed; it stays in memory as it is",
-                            metadata: ["session": "\(name)", "error": "\(error)"])
+                        // Not expected (its last flush encoded the same state): it stays live,
+                        // and is looked at again after its next change and flush.
+                        failed.append((name, error))
                     }
                 }
                 let packedNames = shard.records.withLock { records in
@@ -346,6 +360,11 @@ final class Persistence: Sendable {
                 let due = now + rememberedFor()
                 resting.withLock { resting in for name in packedNames { resting.add(name, due: due) } }
             }
+        }
+        for (session, error) in failed.prefix(3) {
+            logger.error(
+                "an idle session could not be encoded to be packed; it stays in memory as it is",
+                metadata: ["session": "\(LogText(session))", "error": "\(error)", "sessions": "\(failed.count)"])
         }
         return packed
     }
@@ -541,7 +560,7 @@ final class Persistence: Sendable {
             if round.contains(where: { !$0.isEmpty }) { try between() }
         }
         let started = MonotonicClock.now()
-        let packed = compactIdle(now: started) + forgetPast(now: started)
+        let packed = try compactIdle(now: started, between: between) + forgetPast(now: started)
         let moved = compactArenas()
         let trimmed = MonotonicClock.now()
         // Freed live states sit in pages malloc keeps; hand whole free pages back once a
