@@ -127,6 +127,22 @@ public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStrin
         public var source: ArraySlice<UInt8>
 
         public var parkedAt: Int64 { expiredAt &- Int64(bitPattern: waited) }
+
+        /// The entry as a value (its strings made from the bytes).
+        public var intent: ExpiredIntent {
+            let reason: ParkReason =
+                switch self.reason {
+                case .notReady: .notReady
+                case .guardUnmet(let condition, let redirect):
+                    .guardUnmet(
+                        condition: String(decoding: condition, as: UTF8.self),
+                        redirect: String(decoding: redirect, as: UTF8.self))
+                case .blocked(let id, let screen): .blocked(by: id, screen: String(decoding: screen, as: UTF8.self))
+                }
+            return ExpiredIntent(
+                intentID: String(decoding: intentID, as: UTF8.self), source: String(decoding: source, as: UTF8.self),
+                reason: reason, parkedAt: parkedAt, expiredAt: expiredAt)
+        }
     }
 
     /// Each entry, oldest first, as views of the buffer: nothing is copied or allocated.
@@ -143,20 +159,7 @@ public struct ExpiredIntents: Hashable, Sendable, Sequence, Codable, CustomStrin
 
         public mutating func next() -> ExpiredIntent? {
             guard offset < bytes.count else { return nil }
-            let entry = ExpiredIntents.entry(bytes, &offset)
-            let reason: ParkReason =
-                switch entry.reason {
-                case .notReady: .notReady
-                case .guardUnmet(let condition, let redirect):
-                    .guardUnmet(
-                        condition: String(decoding: condition, as: UTF8.self),
-                        redirect: String(decoding: redirect, as: UTF8.self))
-                case .blocked(let id, let screen): .blocked(by: id, screen: String(decoding: screen, as: UTF8.self))
-                }
-            return ExpiredIntent(
-                intentID: String(decoding: entry.intentID, as: UTF8.self),
-                source: String(decoding: entry.source, as: UTF8.self), reason: reason, parkedAt: entry.parkedAt,
-                expiredAt: entry.expiredAt)
+            return ExpiredIntents.entry(bytes, &offset).intent
         }
     }
 
