@@ -70,6 +70,31 @@ struct PackingTests {
         store.shards[store.shardIndex(of: session)].records.withLock { $0[session] }
     }
 
+    @Test("sessions handed to another instance leave the write-behind's kept parked encodings with their records")
+    func droppedPartitionsForgetParkedEncodings() throws {
+        let directory = temporaryDirectory("navdrop")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let resolver = try Resolver(map: .demo)
+        let ownership = PartitionOwnership(instance: "a", partitions: 8)
+        let store = SessionStore(shards: 2, epoch: 1, ownership: ownership) { _ in resolver.initialState() }
+        let persistence = Persistence(
+            database: try StateFile(directory: directory.path), store: store, logger: Logger(label: "test"))
+        // Signed out, each parks an intent: its flush keeps the parked list's encoding.
+        let sessions = (0..<40).map { "s\($0)" }
+        for session in sessions {
+            _ = resolve("p-\(session)", [ScreenContext("editProfile")], session: session, store, resolver)
+        }
+        try persistence.flushAndPack()
+        #expect(persistence.sessionsWithParkedEncodings == Set(sessions))
+        let lost = ownership.partition(of: "s0")
+        let gone = Set(sessions.filter { ownership.partition(of: $0) == lost })
+        #expect(gone.count > 1 && gone.count < sessions.count)
+        #expect(persistence.drop(partitions: [lost]) == gone.count)
+        #expect(persistence.sessionsWithParkedEncodings == Set(sessions).subtracting(gone))
+        #expect(gone.allSatisfy { record($0, store) == nil })
+        #expect(persistence.drop(partitions: [lost]) == 0)
+    }
+
     @Test("coming to rest (a round with nothing to write after one that wrote) gives memory back once")
     func givesBackAtRest() throws {
         try withStore { store, persistence, resolver, _ in

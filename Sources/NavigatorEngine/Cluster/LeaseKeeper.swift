@@ -89,7 +89,7 @@ final class LeaseKeeper: Sendable {
         let lost = Set(ownership.all.keys).subtracting(renewed.keys)
         if !lost.isEmpty {
             ownership.remove(lost)
-            let dropped = store.drop(partitions: lost)
+            let dropped = persistence.drop(partitions: lost)
             left(lost)
             logger.warning(
                 "partition leases lost (they ran out before renewal); their sessions are another instance's now",
@@ -154,7 +154,7 @@ final class LeaseKeeper: Sendable {
         try leases.release(Array(partitions))
         ownership.remove(partitions)
         defer { left(partitions) }
-        return store.drop(partitions: partitions)
+        return persistence.drop(partitions: partitions)
     }
 
     /// Runs rounds on a thread of its own until ``stop()``; a round that fails is logged and
@@ -180,7 +180,7 @@ final class LeaseKeeper: Sendable {
                         // The leases ran out meanwhile: another instance may hold them now.
                         let lost = Set(ownership.all.keys)
                         ownership.remove(lost)
-                        store.drop(partitions: lost)
+                        persistence.drop(partitions: lost)
                         left(lost)
                         logger.critical(
                             "partition leases ran out while the database could not be reached; this instance serves no session until it can claim some again",

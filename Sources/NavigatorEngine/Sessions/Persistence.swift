@@ -29,8 +29,9 @@ final class Persistence: Sendable {
     /// second copy of every such session's state).
     private let candidates = Locked(Candidates())
     /// The encodings of the parked lists the last flushes wrote, for live sessions that have
-    /// parked intents: reused while a list does not change. Only the flush thread touches it
-    /// (flushes, packing, idle expiry).
+    /// parked intents: reused while a list does not change. The flush thread fills it (flushes,
+    /// packing, idle expiry); sessions handed to another instance leave it
+    /// (``drop(partitions:)``, on the lease thread).
     private let parkedEncodings = Locked<[String: SessionStore.Record.ParkedEncoding]>([:])
     /// Sessions packed since malloc last handed free pages back (``flushAndPack(between:)``).
     private let packedSinceTrim = Atomic<Int>(0)
@@ -466,6 +467,27 @@ final class Persistence: Sendable {
         }
         return moved
     }
+
+    /// Forgets the sessions of these partitions (another instance's now): their records and
+    /// changed marks in the store, and the parked lists' encodings kept for their next write.
+    /// Returns how many sessions it dropped.
+    @discardableResult
+    func drop(partitions: Set<Int32>) -> Int {
+        // Not while a write is under way: it read the records before they went and would keep
+        // their encodings after.
+        writing.withLock { _ in
+            let dropped = store.drop(partitions: partitions)
+            guard !dropped.isEmpty else { return 0 }
+            parkedEncodings.withLock { cache in
+                for name in dropped { cache[name] = nil }
+                cache.releaseSpareRoom()
+            }
+            return dropped.count
+        }
+    }
+
+    /// The sessions whose parked list's encoding is kept for their next write (for tests).
+    var sessionsWithParkedEncodings: Set<String> { parkedEncodings.withLock { Set($0.keys) } }
 
     /// When this store was filled from the file: restored sessions unchanged since count as idle
     /// from then.

@@ -354,11 +354,11 @@ final class SessionStore: Sendable {
     func owner(of session: String) -> String? { ownership?.owner(of: session) }
 
     /// Forgets the sessions of these partitions (no longer this instance's): their records and
-    /// their changed marks. Returns how many were dropped.
-    @discardableResult
-    func drop(partitions: Set<Int32>) -> Int {
-        guard let ownership, !partitions.isEmpty else { return 0 }
-        var dropped = 0
+    /// their changed marks. Returns the sessions dropped. (``Persistence/drop(partitions:)``
+    /// forgets what the write-behind keeps of them too.)
+    func drop(partitions: Set<Int32>) -> [String] {
+        guard let ownership, !partitions.isEmpty else { return [] }
+        var dropped: [String] = []
         for shard in shards {
             let names = shard.records.withLock { records -> [String] in
                 let names = records.table.keys.filter { partitions.contains(ownership.partition(of: $0)) }
@@ -375,7 +375,7 @@ final class SessionStore: Sendable {
                 dirty.releaseSpareRoom()
             }
             count.subtract(names.count, ordering: .relaxed)
-            dropped += names.count
+            dropped += names
         }
         return dropped
     }
