@@ -51,4 +51,20 @@ static inline int czmq_trim_heap(void) {
 #endif
 }
 
+// Fixes malloc's trim and mmap thresholds (glibc's mallopt; 0 elsewhere, and when refused): set,
+// they no longer rise as the process frees large blocks.
+#if defined(__GLIBC__)
+extern int mallopt(int param, int value);
+#endif
+static inline int czmq_fix_heap_thresholds(int trim, int mmap) {
+#if defined(__GLIBC__)
+    // M_TRIM_THRESHOLD and M_MMAP_THRESHOLD of <malloc.h>.
+    return mallopt(-1, trim) != 0 && mallopt(-3, mmap) != 0;
+#else
+    (void)trim;
+    (void)mmap;
+    return 0;
+#endif
+}
+
 #endif

@@ -14,6 +14,37 @@ public enum Heap {
     @discardableResult
     public static func returnFreePages() -> Bool { czmq_trim_heap() != 0 }
 
+    /// What ``holdThresholds(environment:)`` fixes malloc's trim and mmap thresholds at: glibc's
+    /// own starting values.
+    public static let heldThreshold = 128 << 10
+
+    /// Keeps malloc's trim and mmap thresholds at ``heldThreshold`` for the life of the process,
+    /// unless `environment` sets either (`MALLOC_TRIM_THRESHOLD_`, `MALLOC_MMAP_THRESHOLD_`, or
+    /// `GLIBC_TUNABLES` naming `glibc.malloc.trim_threshold` or `glibc.malloc.mmap_threshold`):
+    /// then glibc has them as the operator wants. Whether they were fixed here.
+    ///
+    /// Left to glibc, both rise each time the process frees a large block that had its own
+    /// mapping (the trim threshold to twice that block, up to 64 MiB). A thread's malloc arena
+    /// keeps the free space at its end, up to that threshold, resident for good: `malloc_trim`
+    /// gives back free pages inside arenas but not that space. In a long-lived service one large
+    /// free early on (a table that grew, a restore's buffers) left megabytes resident per arena.
+    @discardableResult
+    public static func holdThresholds(environment: [String: String]) -> Bool {
+        guard !environmentSetsThresholds(environment) else { return false }
+        return czmq_fix_heap_thresholds(Int32(heldThreshold), Int32(heldThreshold)) != 0
+    }
+
+    /// Whether `environment` sets malloc's trim or mmap threshold for glibc.
+    public static func environmentSetsThresholds(_ environment: [String: String]) -> Bool {
+        if environment["MALLOC_TRIM_THRESHOLD_"] != nil || environment["MALLOC_MMAP_THRESHOLD_"] != nil { return true }
+        guard let tunables = environment["GLIBC_TUNABLES"] else { return false }
+        // name=value pairs separated by colons.
+        return tunables.split(separator: ":").contains { pair in
+            let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
+            return name == "glibc.malloc.trim_threshold" || name == "glibc.malloc.mmap_threshold"
+        }
+    }
+
     /// `bytes` (a multiple of the page size) of zeroed memory mapped for the caller alone,
     /// outside malloc's heap: long-lived blocks there do not pin malloc's pages, and unmapped
     /// they go back to the system whole. Nil when the system refuses (then use malloc).

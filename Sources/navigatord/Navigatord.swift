@@ -4,6 +4,7 @@ import NavigatorCore
 import NavigatorEngine
 import NavigatorTokens
 import NavigatorYAML
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -349,6 +350,12 @@ struct Navigatord: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "navigatord")
+        // Before the store is read: a restore frees large blocks, which would raise them.
+        if Heap.holdThresholds(environment: environment) {
+            logger.debug("malloc's trim and mmap thresholds held at \(Heap.heldThreshold / 1024) KiB")
+        } else {
+            logger.debug("malloc's trim and mmap thresholds left to glibc and the environment")
+        }
         let telemetry: Telemetry?
         do {
             telemetry = try Telemetry.fromEnvironment(environment, logger: logger)
