@@ -44,6 +44,11 @@ struct Navigatord: AsyncParsableCommand {
             of its traceparent, go there over OTLP/HTTP; the other OTEL_ variables apply \
             (OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_SERVICE_NAME, ...). See docs/operations.md.
 
+            Memory: navigatord holds glibc's malloc trim and mmap thresholds at 128 KiB, so \
+            that what it frees goes back to the system (glibc raises them as large blocks are \
+            freed); MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_, or GLIBC_TUNABLES naming \
+            glibc.malloc.trim_threshold or glibc.malloc.mmap_threshold leave them to glibc.
+
             Security: without --secret-key-file and --access-file every endpoint must be \
             loopback, ipc or inproc (else navigatord refuses to start, unless \
             --allow-insecure-remote). With them, every socket is a CURVE server, only the \
