@@ -16,7 +16,10 @@ cleanup() {
   scripts/postgres.sh stop "$db"
   rm -rf "$work"
 }
-trap cleanup EXIT
+# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
+# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
+trap 'set +e; cleanup' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 export NAVIGATOR_STORE=$(scripts/postgres.sh start "$db")
 start() {
   local n=$1

@@ -36,7 +36,10 @@ cleanup() {
   scripts/postgres.sh stop "$db"
   rm -rf "$work"
 }
-trap cleanup EXIT
+# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
+# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
+trap 'set +e; cleanup' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 admin=$(POSTGRES_OPTIONS="-c shared_preload_libraries=pg_stat_statements" scripts/postgres.sh start "$db")
 psql "$admin" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

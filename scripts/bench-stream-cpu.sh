@@ -19,7 +19,10 @@ load=.build-release/release/navload
 work=$(mktemp -d)
 pid=""
 cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
+# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
+# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
+trap 'set +e; cleanup' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 declare -A cpu cpuseconds batches
 for streams in "$n" 0; do

@@ -19,7 +19,10 @@ ctl=${NAVCTL:-$bin/navctl}
 work=$(mktemp -d)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
+# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
+# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
+trap 'set +e; cleanup' EXIT
+trap 'exit 130' INT TERM HUP PIPE
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"; h="127.0.0.1:$(port)"
 # NAVIGATORD_ARGS: more navigatord options (for a shorter run: "--dedup-window-seconds 120" with
