@@ -38,10 +38,11 @@ public enum Heap {
     public static func environmentSetsThresholds(_ environment: [String: String]) -> Bool {
         if environment["MALLOC_TRIM_THRESHOLD_"] != nil || environment["MALLOC_MMAP_THRESHOLD_"] != nil { return true }
         guard let tunables = environment["GLIBC_TUNABLES"] else { return false }
-        // name=value pairs separated by colons.
+        // name=value pairs separated by colons; glibc passes over a name without a value.
         return tunables.split(separator: ":").contains { pair in
-            let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
-            return name == "glibc.malloc.trim_threshold" || name == "glibc.malloc.mmap_threshold"
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { return false }
+            return parts[0] == "glibc.malloc.trim_threshold" || parts[0] == "glibc.malloc.mmap_threshold"
         }
     }
 
