@@ -211,6 +211,9 @@ struct RouteMapTests {
             (.int, "99999999999999999999", nil), (.bool, "YES", "true"), (.bool, "0", "false"), (.bool, "maybe", nil),
             (.uuid, "ABCDEF00-0000-4000-8000-000000000001", "abcdef00-0000-4000-8000-000000000001"),
             (.uuid, "abcdef00-0000-4000-8000-00000000000", nil), (.uuid, "abcdef00x0000-4000-8000-000000000001", nil),
+            (.uuid, "abcdef00-0000-4000-8000-000000000001", "abcdef00-0000-4000-8000-000000000001"),
+            (.uuid, "Abcdef00-0000-4000-8000-00000000000G", nil), (.uuid, "abcdef00-0000-4000-8000-0000000000é", nil),
+            (.uuid, "abcdef00-0000-4000-8000-00000000000-", nil),
             (.oneOf(["EUR", "USD"]), "USD", "USD"), (.oneOf(["EUR", "USD"]), "usd", nil), (.string, "", ""),
         ] as [(InfoType, String, String?)])
     func infoTypes(type: InfoType, value: String, expected: String?) {

@@ -17,46 +17,60 @@ extension ScreenTree {
         return rebuild + target.modals.map { .present($0) }
     }
 
+    /// Every command goes into one array (this runs for every batch of several plans).
     private func stepCommands(to target: ScreenTree) -> [Command] {
         var commands: [Command] = []
+        commands.reserveCapacity(4)
         switch (root, target.root) {
         case (.tabs(let from), .tabs(let to))
-        where from.tabs.map(\.name) == to.tabs.map(\.name)
-            && zip(from.tabs, to.tabs).allSatisfy({ $0.stack[0].id == $1.stack[0].id }):
-            commands += dismissals(to: target)
+        where from.tabs.count == to.tabs.count
+            && zip(from.tabs, to.tabs).allSatisfy({ $0.name == $1.name && $0.stack[0].id == $1.stack[0].id }):
+            dismissals(to: target, into: &commands)
             if from.selected != to.selected { commands.append(.selectTab(to.selected)) }
             for (old, new) in zip(from.tabs, to.tabs) {
-                commands += Self.stackCommands(.tab(new.name), from: old.stack, to: new.stack)
+                Self.stackCommands(.tab(new.name), from: old.stack, to: new.stack, into: &commands)
             }
         case (.stack(let from), .stack(let to)) where from.first?.id == to.first?.id:
-            commands += dismissals(to: target)
-            commands += Self.stackCommands(.root, from: from, to: to)
+            dismissals(to: target, into: &commands)
+            Self.stackCommands(.root, from: from, to: to, into: &commands)
         default:
             if root != target.root || !modals.isEmpty { commands.append(.setRoot(target.root)) }
-            return commands + target.modals.map { .present($0) }
+            for modal in target.modals { commands.append(.present(modal)) }
+            return commands
         }
         let kept = keptModals(in: target)
         for index in 0..<kept {
-            commands += Self.stackCommands(
-                .modal(modals[index].id), from: modals[index].stack, to: target.modals[index].stack)
+            Self.stackCommands(
+                .modal(modals[index].id), from: modals[index].stack, to: target.modals[index].stack, into: &commands)
         }
-        return commands + target.modals[kept...].map { .present($0) }
+        for modal in target.modals[kept...] { commands.append(.present(modal)) }
+        return commands
     }
 
     /// How many leading modals the target keeps (same ids, same order).
     private func keptModals(in target: ScreenTree) -> Int {
-        zip(modals, target.modals).prefix { $0.id == $1.id && $0.style == $1.style }.count
+        Self.commonPrefix(modals, target.modals) { $0.id == $1.id && $0.style == $1.style }
     }
 
-    private func dismissals(to target: ScreenTree) -> [Command] {
+    /// How many leading elements of `a` and `b` pair up, counted without an array.
+    private static func commonPrefix<Element>(
+        _ a: [Element], _ b: [Element], _ same: (Element, Element) -> Bool
+    ) -> Int {
+        var count = 0
+        while count < a.count, count < b.count, same(a[count], b[count]) { count += 1 }
+        return count
+    }
+
+    private func dismissals(to target: ScreenTree, into commands: inout [Command]) {
         let kept = keptModals(in: target)
-        guard modals.count > kept else { return [] }
-        return [.dismissTo(kept == 0 ? nil : modals[kept - 1].id)]
+        guard modals.count > kept else { return }
+        commands.append(.dismissTo(kept == 0 ? nil : modals[kept - 1].id))
     }
 
-    private static func stackCommands(_ ref: StackRef, from old: [Screen], to new: [Screen]) -> [Command] {
-        var commands: [Command] = []
-        let common = zip(old, new).prefix { $0.id == $1.id }.count
+    private static func stackCommands(
+        _ ref: StackRef, from old: [Screen], to new: [Screen], into commands: inout [Command]
+    ) {
+        let common = commonPrefix(old, new) { $0.id == $1.id }
         for index in 0..<common where old[index].context != new[index].context {
             let (was, now) = (old[index].context, new[index].context)
             if was.screen != now.screen || was.info.keys.contains(where: { now.info[$0] == nil }) {
@@ -80,6 +94,5 @@ extension ScreenTree {
             commands.append(.popTo(old[common - 1].id))
         }
         for screen in new[nextNew...] { commands.append(.push(screen, onto: ref)) }
-        return commands
     }
 }

@@ -40,6 +40,8 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case alreadyOnTop(Screen)
         /// `pushing chat(conversationId=42) onto its home tab chats`
         case pushing(ScreenContext, onto: Place)
+        /// `chat(conversationId=42) is already on top with the same info; nothing to do`
+        case nothingToDo(ScreenContext)
         /// `chat(conversationId=42) is in tab chats; popping to it`
         case poppingTo(ScreenContext, in: StackRef)
         /// `presenting mediaViewer(mediaId=m1) as a overCurrent modal`
@@ -182,6 +184,9 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
                 text += " onto the current "
                 text += ref.description
             }
+        case .nothingToDo(let target):
+            target.write(to: &text)
+            text += " is already on top with the same info; nothing to do"
         case .poppingTo(let target, let ref):
             target.write(to: &text)
             text += " is in "

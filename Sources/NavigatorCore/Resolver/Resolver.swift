@@ -229,9 +229,7 @@ public struct Resolver: Sendable {
             if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
             if commands.isEmpty {
                 steps.append(
-                    .init(
-                        .alreadyShown, "\(path.last!) is already on top with the same info; nothing to do",
-                        decisive: true))
+                    .init(.alreadyShown, .sentence(.nothingToDo(path.last!)), decisive: true))
                 return finish(.ignored("\(path.last!) is already shown"))
             }
             let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }

@@ -33,12 +33,15 @@ public enum InfoType: Hashable, Sendable {
             default: return nil
             }
         case .uuid:
-            let lower = value.lowercased()
-            let utf8 = Array(lower.utf8)
-            guard utf8.count == 36 else { return nil }
-            for (index, byte) in utf8.enumerated() {
-                if [8, 13, 18, 23].contains(index) {
+            // Checked on the bytes as they are: nearly every value is lower case already and is
+            // returned as it is, with no new string.
+            guard value.utf8.count == 36 else { return nil }
+            var capitals = false
+            for (index, byte) in value.utf8.enumerated() {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
                     guard byte == UInt8(ascii: "-") else { return nil }
+                } else if (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte) {
+                    capitals = true
                 } else {
                     let isHex =
                         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
@@ -46,7 +49,7 @@ public enum InfoType: Hashable, Sendable {
                     guard isHex else { return nil }
                 }
             }
-            return lower
+            return capitals ? value.lowercased() : value
         case .oneOf(let values):
             return values.contains(value) ? value : nil
         }

@@ -61,9 +61,14 @@ public struct URLPattern: Hashable, Sendable {
         public init?(_ url: String) {
             guard let (scheme, rest) = URLPattern.split(url) else { return nil }
             self.scheme = scheme
-            let pathAndQuery = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-            segments = pathAndQuery[0].split(separator: "/", omittingEmptySubsequences: true)
-            query = pathAndQuery.count == 2 ? pathAndQuery[1] : nil
+            // The query found by a scan, not a split: the segments are the one array made.
+            if let mark = rest.firstIndex(of: "?") {
+                segments = rest[..<mark].split(separator: "/", omittingEmptySubsequences: true)
+                query = rest[rest.index(after: mark)...]
+            } else {
+                segments = rest.split(separator: "/", omittingEmptySubsequences: true)
+                query = nil
+            }
         }
     }
 
