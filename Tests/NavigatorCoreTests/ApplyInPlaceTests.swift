@@ -3,13 +3,13 @@ import Testing
 
 @testable import NavigatorCore
 
-/// ``ScreenTree/apply(_:within:)`` changes the tree in place for a batch of one command, and puts
-/// back what it changed if the result is refused; ``ScreenTree/applyOnCopy(_:within:)`` is the
-/// way every batch was applied before (and batches of several commands still are), on a copy
-/// kept only on success. Over random trees and random commands — that apply, that do nothing,
-/// that fail, that break the invariant or a limit (lowered below the tree, too), batches applied
-/// twice — the two leave the same tree (root, modals, version, highest service id) and throw the
-/// same error.
+/// ``ScreenTree/apply(_:within:)`` changes the tree in place for a batch of up to four commands,
+/// and puts back what they changed if one fails or the result is refused;
+/// ``ScreenTree/applyOnCopy(_:within:)`` is the way every batch was applied before (and longer
+/// batches still are), on a copy kept only on success. Over random trees and random commands —
+/// that apply, that do nothing, that fail, that break the invariant or a limit (lowered below the
+/// tree, too), batches applied twice, which may undo themselves — the two leave the same tree
+/// (root, modals, version, highest service id) and throw the same error.
 @Suite("Applying a batch in place")
 struct ApplyInPlaceTests {
     /// Random commands over the ids of a small pool, so that they hit screens and modals of the
@@ -94,7 +94,7 @@ struct ApplyInPlaceTests {
                     ? TreeLimits(maxModals: 1, maxStackDepth: 2, maxTabs: 3, maxInfoEntries: 2, maxTextBytes: 64)
                     : .none
                 for _ in 0..<4 {
-                    // Mostly one command (the batches changed in place), some several.
+                    // Mostly one command, some several (up to four in place, five on a copy).
                     let count =
                         Int.random(in: 0..<4, using: &generator.random) == 0
                         ? Int.random(in: 2...5, using: &generator.random) : 1

@@ -238,7 +238,10 @@ extension ScreenTree {
     /// A tree already beyond `limits` (the limits were lowered) accepts changes that do not
     /// grow the measures over their limit.
     public mutating func apply(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) {
-        guard commands.count == 1 else { return try applyOnCopy(commands, within: limits) }
+        guard commands.count == 1 else {
+            if commands.count <= UndoLog.capacity { return try applyInPlace(commands, within: limits) }
+            return try applyOnCopy(commands, within: limits)
+        }
         // One command (nearly every batch a tree gets): changed in place, and put back if the
         // result is refused. A copy would copy every stack the change touches, since the copy
         // and the tree share them.
@@ -267,9 +270,70 @@ extension ScreenTree {
         version &+= 1
     }
 
-    /// ``apply(_:within:)`` on a copy, kept when the batch succeeds: for batches of several
-    /// commands (which may undo each other: re-applying `[popTo(a), push(b)]` changes nothing)
-    /// and for a tree over a limit, whose outcome needs the tree as it was beside the result.
+    /// A batch of a few commands (a tab selected or modals dismissed before a push, a pop before
+    /// it: nearly every batch of several) changed in place, each command's change recorded, and
+    /// all of them put back if one fails or the result is refused. As on a copy, a batch whose
+    /// net effect is nothing (re-applying `[popTo(a), push(b)]`) leaves the version as it was:
+    /// told apart from a change by what the batch surely changed (a new service id still in the
+    /// tree, another count of modals or screens, another selected tab), and only when none of
+    /// these holds by comparing with the tree put back on a copy.
+    private mutating func applyInPlace(_ commands: [Command], within limits: TreeLimits) throws(TreeError) {
+        let highestBefore = lastServiceID
+        let modalsBefore = modals.count
+        let screensBefore = screenCount
+        let selectedBefore = selectedTab
+        var log = UndoLog()
+        for (index, command) in commands.enumerated() {
+            do {
+                if let change = try applyOne(command, keepingWhatGoes: true) { log.append(change) }
+            } catch {
+                putBack(log, highestServiceID: highestBefore)
+                let position = commands.count > 1 ? "command \(index + 1) of \(commands.count), " : ""
+                throw TreeError(error.code, "\(position)\(command): \(error.message)")
+            }
+        }
+        guard log.count > 0 else { return }
+        if log.count > 1 {
+            let surelyChanged =
+                modals.count != modalsBefore || screenCount != screensBefore || selectedTab != selectedBefore
+                || (lastServiceID > highestBefore && contains(NodeID(rawValue: lastServiceID)))
+            if !surelyChanged {
+                var before = self
+                before.putBack(log, highestServiceID: highestBefore)
+                // Nothing changed in all: the version stays, the highest id seen is kept.
+                if before.root == root && before.modals == modals { return }
+            }
+        }
+        let size: TreeSize
+        do {
+            size = try checkInvariant()
+        } catch {
+            putBack(log, highestServiceID: highestBefore)
+            throw error
+        }
+        if !size.excess(limits).isEmpty {
+            // Over a limit: allowed only if the tree was over it already (rare): decided on a copy.
+            putBack(log, highestServiceID: highestBefore)
+            return try applyOnCopy(commands, within: limits)
+        }
+        version &+= UInt64(log.count)
+    }
+
+    /// Screens in every stack of the tree.
+    private var screenCount: Int {
+        var count = 0
+        switch root {
+        case .tabs(let bar): for tab in bar.tabs { count += tab.stack.count }
+        case .stack(let screens): count = screens.count
+        }
+        for modal in modals { count += modal.stack.count }
+        return count
+    }
+
+    /// ``apply(_:within:)`` on a copy, kept when the batch succeeds: for batches of more commands
+    /// than ``UndoLog`` holds (which may undo each other: re-applying `[popTo(a), push(b)]`
+    /// changes nothing) and for a tree over a limit, whose outcome needs the tree as it was
+    /// beside the result.
     mutating func applyOnCopy(_ commands: [Command], within limits: TreeLimits) throws(TreeError) {
         var copy = self
         var changes = 0
@@ -504,12 +568,51 @@ extension ScreenTree {
         lastServiceID = highestServiceID
     }
 
+    /// Every change of a batch put back, the last first.
+    private mutating func putBack(_ log: UndoLog, highestServiceID: UInt64) {
+        var index = log.count
+        while index > 0 {
+            index -= 1
+            putBack(log[index], highestServiceID: highestServiceID)
+        }
+    }
+
     /// A stack changed back: it exists, as it did before the change.
     private mutating func putBack(_ ref: StackRef, _ body: (inout [Screen]) -> Void) {
         do {
             try mutateStack(ref, body)
         } catch {
             preconditionFailure("putting back \(ref): \(error.message)")
+        }
+    }
+}
+
+/// The changes of a batch of up to four commands, in order, held in the value (no array).
+private struct UndoLog {
+    static let capacity = 4
+    private var first: Undo?
+    private var second: Undo?
+    private var third: Undo?
+    private var fourth: Undo?
+    private(set) var count = 0
+
+    mutating func append(_ change: Undo) {
+        switch count {
+        case 0: first = change
+        case 1: second = change
+        case 2: third = change
+        case 3: fourth = change
+        default: preconditionFailure("an undo log holds \(Self.capacity) changes")
+        }
+        count += 1
+    }
+
+    subscript(index: Int) -> Undo {
+        switch index {
+        case 0: first!
+        case 1: second!
+        case 2: third!
+        default: fourth!
         }
     }
 }

@@ -243,8 +243,8 @@ public struct Resolver: Sendable {
 
         // 4-8 for one context (nearly every intent), when nothing is to be undone first: planned
         // on the session's tree and, unless a blocking modal is in the way, applied to it (all or
-        // nothing) without a working copy of the whole tree: a plan of one command changes it in
-        // place; one of several is applied to a copy inside ``ScreenTree/apply(_:within:)``.
+        // nothing) without a working copy of the whole tree: ``ScreenTree/apply(_:within:)``
+        // changes it in place and puts back what it changed if the batch is refused.
         var ids = IDAllocator(after: state.tree)
         let idsAtStart = ids
         var blockedPlan: (step: StepPlan, by: (index: Int, modal: Modal))? = nil
