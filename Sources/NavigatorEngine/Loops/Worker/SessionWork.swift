@@ -147,9 +147,11 @@ enum SessionWork {
             (resolution?.commands.isEmpty == false ? 1 : 0) + (echo.isEmpty ? 0 : 1)
             + released.filter { !$0.commands.isEmpty }.count
         var tree = before
-        func add(_ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: String)
-            -> Batch?
-        {
+        // The summary is written out only for a batch (not for an intent ignored or refused).
+        func add(
+            _ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause,
+            _ summary: @autoclosure () -> String
+        ) -> Batch? {
             guard !commands.isEmpty else { return nil }
             if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
             record.seq += 1
@@ -158,7 +160,7 @@ enum SessionWork {
             if cause != .clientEvent { record.state.lastServiceSeq = record.seq }
             let batch = Batch(
                 session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
-                commands: commands, treeVersion: tree.version, summary: summary, cause: cause, epoch: epoch)
+                commands: commands, treeVersion: tree.version, summary: summary(), cause: cause, epoch: epoch)
             result.append((batch, intent?.sentAt ?? 0))
             return batch
         }
