@@ -42,6 +42,8 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case pushing(ScreenContext, onto: Place)
         /// `chat(conversationId=42) is already on top with the same info; nothing to do`
         case nothingToDo(ScreenContext)
+        /// `2 contexts resolved into one batch of 3 commands`
+        case pathResolved(contexts: Int, commands: Int)
         /// `chat(conversationId=42) is in tab chats; popping to it`
         case poppingTo(ScreenContext, in: StackRef)
         /// `presenting mediaViewer(mediaId=m1) as a overCurrent modal`
@@ -187,6 +189,11 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case .nothingToDo(let target):
             target.write(to: &text)
             text += " is already on top with the same info; nothing to do"
+        case .pathResolved(let contexts, let commands):
+            text += String(contexts)
+            text += " contexts resolved into one batch of "
+            text += String(commands)
+            text += " commands"
         case .poppingTo(let target, let ref):
             target.write(to: &text)
             text += " is in "

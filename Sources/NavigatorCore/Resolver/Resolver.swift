@@ -236,7 +236,7 @@ public struct Resolver: Sendable {
             if let last = steps.indices.last(where: { steps[$0].step != .backStack }) { steps[last].decisive = true }
             if path.count > 1 {
                 steps.append(
-                    .init(.path, "\(path.count) contexts resolved into one batch of \(commands.count) commands"))
+                    .init(.path, .sentence(.pathResolved(contexts: path.count, commands: commands.count))))
             }
             return finish(onlyRefresh ? .refreshed(commands) : .resolved(commands))
         }
