@@ -96,6 +96,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             return
         }
         head = .text(text)
+        if rest.isEmpty { rest.reserveCapacity(2) }  // one array for both parts
         rest.insert(.text(separator), at: 0)
         rest.insert(first, at: 1)
     }
@@ -114,7 +115,14 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
 
     /// One more part at the end.
     mutating func append(_ part: Part) {
-        if head == nil { head = part } else { rest.append(part) }
+        guard head != nil else {
+            head = part
+            return
+        }
+        // Room for the few parts that follow one another (a push's ", with", its parents,
+        // " beneath"): an array grown one part at a time is made three times.
+        if rest.isEmpty { rest.reserveCapacity(3) }
+        rest.append(part)
     }
 
     /// The parts in order.

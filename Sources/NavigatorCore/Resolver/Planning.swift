@@ -110,6 +110,12 @@ public struct PlanningContext: Sendable {
         return changes.isEmpty ? [] : [.refresh(screen.id, info: changes)]
     }
 
+    /// ``refresh(_:to:)`` added to a plan's commands (no array of its own).
+    func appendRefresh(_ screen: Screen, to target: ScreenContext, into commands: inout [Command]) {
+        let changes = changes(from: screen, to: target)
+        if !changes.isEmpty { commands.append(.refresh(screen.id, info: changes)) }
+    }
+
     /// The parent context of `target`, its info taken from the target's info.
     public func parent(of target: ScreenContext) -> ScreenContext? {
         guard let parentName = index.entries[target.screen]?.spec.parent, let parentEntry = index.entries[parentName]

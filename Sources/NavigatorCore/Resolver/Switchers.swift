@@ -51,7 +51,7 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
             if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
         }
         if index < screens.count - 1 { commands.append(.popTo(screen.id)) }
-        commands += context.refresh(screen, to: target)
+        context.appendRefresh(screen, to: target, into: &commands)
         return Plan(commands, "\(screen) is already in \(ref); bringing it to the top")
     }
 }
@@ -69,7 +69,7 @@ public struct TabRootSwitcher: ContextSwitcher {
             let root = context.freshTabBar(selecting: tab.name, ids: &ids)
             var commands: [Command] = [.setRoot(root)]
             if case .tabs(let bar) = root, let screen = bar.tabs.first(where: { $0.name == tab.name })?.stack[0] {
-                commands += context.refresh(screen, to: target)
+                context.appendRefresh(screen, to: target, into: &commands)
             }
             return Plan(commands, "\(target.screen) is the root of tab \(tab.name); restoring the tab bar")
         }
@@ -78,7 +78,7 @@ public struct TabRootSwitcher: ContextSwitcher {
         if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
         if tree.selectedTab != tab.name { commands.append(.selectTab(tab.name)) }
         if stack.count > 1 { commands.append(.popToRoot(.tab(tab.name))) }
-        commands += context.refresh(stack[0], to: target)
+        context.appendRefresh(stack[0], to: target, into: &commands)
         return Plan(commands, "\(target.screen) is the root of tab \(tab.name); selecting it and popping to its root")
     }
 }

@@ -27,7 +27,8 @@ public struct RouteMapTransitions: TransitionProvider {
             if let parent = context.parent(of: target) {
                 let parentPlan = try context.show(parent, in: tree, ids: &ids)
                 commands = parentPlan.commands
-                synthesized = parentPlan.synthesized + [parent]
+                synthesized = parentPlan.synthesized
+                synthesized.append(parent)
                 if !commands.isEmpty { detail = "showing its parent \(parent) first (\(parentPlan.detail)); " }
             }
             let modal = Modal(id: ids.take(), style: style, stack: [Screen(id: ids.take(), target)])
@@ -138,7 +139,7 @@ public struct RouteMapTransitions: TransitionProvider {
         let keepIndex = anchor?.stack ?? keptCount - 1
         if keepIndex < stack.count - 1 { commands.append(.popTo(stack[keepIndex].id)) }
         if let anchor, anchor.chain == chain.count - 1 {
-            commands += context.refresh(stack[anchor.stack], to: target)
+            context.appendRefresh(stack[anchor.stack], to: target, into: &commands)
             return Plan(commands, .sentence(.poppingTo(target, in: destination)))
         }
         // What is pushed: the rest of the chain, without tab roots (the tab has its own).
