@@ -106,8 +106,9 @@ public struct PlanningContext: Sendable {
 
     /// The refresh command a found screen needs, if any.
     public func refresh(_ screen: Screen, to target: ScreenContext) -> [Command] {
-        let changes = changes(from: screen, to: target)
-        return changes.isEmpty ? [] : [.refresh(screen.id, info: changes)]
+        var commands: [Command] = []
+        appendRefresh(screen, to: target, into: &commands)
+        return commands
     }
 
     /// ``refresh(_:to:)`` added to a plan's commands (no array of its own).
