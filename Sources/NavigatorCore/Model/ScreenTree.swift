@@ -238,50 +238,19 @@ extension ScreenTree {
     /// A tree already beyond `limits` (the limits were lowered) accepts changes that do not
     /// grow the measures over their limit.
     public mutating func apply(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) {
-        guard commands.count == 1 else {
-            if commands.count <= UndoLog.capacity { return try applyInPlace(commands, within: limits) }
-            return try applyOnCopy(commands, within: limits)
-        }
-        // One command (nearly every batch a tree gets): changed in place, and put back if the
-        // result is refused. A copy would copy every stack the change touches, since the copy
-        // and the tree share them.
+        guard commands.count <= UndoLog.capacity else { return try applyOnCopy(commands, within: limits) }
+        // Up to four commands (nearly every batch: one, or a tab selected or modals dismissed or
+        // a pop before a push): changed in place, each command's change recorded, and all of
+        // them put back if one fails or the result is refused. A copy would copy every stack the
+        // batch touches, since the copy and the tree share them.
+        //
+        // As on a copy, a batch of several whose net effect is nothing (re-applying
+        // `[popTo(a), push(b)]`) leaves the version as it was: told apart from a change by what
+        // the batch surely changed (a new service id still in the tree, another count of modals
+        // or screens, another selected tab), and only when none of these holds by comparing
+        // with the tree put back on a copy.
         let highestBefore = lastServiceID
-        let change: Undo?
-        do {
-            change = try applyOne(commands[0], keepingWhatGoes: true)
-        } catch {
-            lastServiceID = highestBefore
-            throw TreeError(error.code, "\(commands[0]): \(error.message)")
-        }
-        guard let change else { return }
-        let size: TreeSize
-        do {
-            size = try checkInvariant()
-        } catch {
-            putBack(change, highestServiceID: highestBefore)
-            throw error
-        }
-        if !size.excess(limits).isEmpty {
-            // Over a limit: allowed only if the tree was over it already. Rare: decided on the
-            // tree as it was.
-            putBack(change, highestServiceID: highestBefore)
-            return try applyOnCopy(commands, within: limits)
-        }
-        version &+= 1
-    }
-
-    /// A batch of a few commands (a tab selected or modals dismissed before a push, a pop before
-    /// it: nearly every batch of several) changed in place, each command's change recorded, and
-    /// all of them put back if one fails or the result is refused. As on a copy, a batch whose
-    /// net effect is nothing (re-applying `[popTo(a), push(b)]`) leaves the version as it was:
-    /// told apart from a change by what the batch surely changed (a new service id still in the
-    /// tree, another count of modals or screens, another selected tab), and only when none of
-    /// these holds by comparing with the tree put back on a copy.
-    private mutating func applyInPlace(_ commands: [Command], within limits: TreeLimits) throws(TreeError) {
-        let highestBefore = lastServiceID
-        let modalsBefore = modals.count
-        let screensBefore = screenCount
-        let selectedBefore = selectedTab
+        let before = commands.count > 1 ? (modals: modals.count, screens: screenCount, selected: selectedTab) : nil
         var log = UndoLog()
         for (index, command) in commands.enumerated() {
             do {
@@ -293,15 +262,15 @@ extension ScreenTree {
             }
         }
         guard log.count > 0 else { return }
-        if log.count > 1 {
+        if log.count > 1, let before {
             let surelyChanged =
-                modals.count != modalsBefore || screenCount != screensBefore || selectedTab != selectedBefore
+                modals.count != before.modals || screenCount != before.screens || selectedTab != before.selected
                 || (lastServiceID > highestBefore && contains(NodeID(rawValue: lastServiceID)))
             if !surelyChanged {
-                var before = self
-                before.putBack(log, highestServiceID: highestBefore)
+                var previous = self
+                previous.putBack(log, highestServiceID: highestBefore)
                 // Nothing changed in all: the version stays, the highest id seen is kept.
-                if before.root == root && before.modals == modals { return }
+                if previous.root == root && previous.modals == modals { return }
             }
         }
         let size: TreeSize
@@ -312,7 +281,8 @@ extension ScreenTree {
             throw error
         }
         if !size.excess(limits).isEmpty {
-            // Over a limit: allowed only if the tree was over it already (rare): decided on a copy.
+            // Over a limit: allowed only if the tree was over it already (rare): decided on a
+            // copy, beside the tree as it was.
             putBack(log, highestServiceID: highestBefore)
             return try applyOnCopy(commands, within: limits)
         }
@@ -568,13 +538,14 @@ extension ScreenTree {
         lastServiceID = highestServiceID
     }
 
-    /// Every change of a batch put back, the last first.
+    /// Every change of a batch put back, the last first, and the highest service id as it was.
     private mutating func putBack(_ log: UndoLog, highestServiceID: UInt64) {
         var index = log.count
         while index > 0 {
             index -= 1
             putBack(log[index], highestServiceID: highestServiceID)
         }
+        lastServiceID = highestServiceID
     }
 
     /// A stack changed back: it exists, as it did before the change.
