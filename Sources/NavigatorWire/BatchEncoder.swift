@@ -43,7 +43,20 @@ public struct Batch: Hashable, Sendable {
 
     /// The `navigator.v1.CommandBatch` bytes.
     public func encoded() -> [UInt8] {
-        var writer = ProtoWriter(capacity: 64 + summary.utf8.count + commands.count * 64)
+        var bytes: [UInt8] = []
+        encode(into: &bytes)
+        return bytes
+    }
+
+    /// The `navigator.v1.CommandBatch` bytes in place of what `bytes` held, in its storage when
+    /// that is large enough: a publisher encodes every batch into the same array.
+    public func encode(into bytes: inout [UInt8]) {
+        var writer = ProtoWriter(reusing: &bytes, capacity: 64 + summary.utf8.count + commands.count * 64)
+        defer { writer.finish(into: &bytes) }
+        write(to: &writer)
+    }
+
+    private func write(to writer: inout ProtoWriter) {
         writer.string(1, session)
         writer.uint64(2, seq)
         writer.string(3, intentID)
@@ -53,7 +66,6 @@ public struct Batch: Hashable, Sendable {
         writer.string(7, summary)
         writer.uint64(8, UInt64(cause.rawValue))
         writer.uint64(9, epoch)
-        return writer.bytes
     }
 }
 
@@ -67,6 +79,20 @@ struct ProtoWriter {
     init(capacity: Int) {
         bytes = []
         bytes.reserveCapacity(capacity)
+    }
+
+    /// A writer that writes into `storage`'s array (emptied, its capacity kept and grown to
+    /// `capacity`); ``finish(into:)`` hands it back. `storage` is empty meanwhile.
+    init(reusing storage: inout [UInt8], capacity: Int) {
+        bytes = []
+        swap(&bytes, &storage)
+        bytes.removeAll(keepingCapacity: true)
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Puts what was written into `storage`.
+    mutating func finish(into storage: inout [UInt8]) {
+        swap(&bytes, &storage)
     }
 
     mutating func varint(_ value: UInt64) {

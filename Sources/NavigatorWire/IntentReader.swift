@@ -36,7 +36,11 @@ public enum IntentReader {
             switch (field, wire) {
             case (1, .lengthDelimited): fields.id = try reader.string()
             case (2, .lengthDelimited): fields.session = try reader.string()
-            case (3, .lengthDelimited): fields.path.append(try readContext(try reader.nested()))
+            case (3, .lengthDelimited):
+                let context = try readContext(try reader.nested())
+                // The whole path's room at once, not grown one context at a time.
+                if fields.path.isEmpty { fields.path.reserveCapacity(1 + reader.count(ofField: 3)) }
+                fields.path.append(context)
             case (4, .lengthDelimited): fields.url = try reader.string()
             case (5, .varint): fields.animated = try reader.varint() != 0
             case (6, .lengthDelimited): fields.source = try reader.string()
@@ -168,6 +172,23 @@ struct ProtoReader {
         guard depthLeft > 0 else { throw malformed("messages nested more than 100 deep", expected: "at most 100") }
         let body = try body()
         return ProtoReader(body, depthLeft: depthLeft - 1, origin: origin + index - body.count)
+    }
+
+    /// How many more length-delimited fields numbered `field` follow, counted on a copy: this
+    /// reader does not move. The count ends at bytes that cannot be passed over, which reading
+    /// them will refuse with the reason.
+    func count(ofField field: Int) -> Int {
+        var copy = self
+        var count = 0
+        do throws(WireError) {
+            while let (next, wire) = try copy.tag() {
+                if next == field, wire == .lengthDelimited { count += 1 }
+                try copy.skip(wire, field: next)
+            }
+        } catch {
+            return count
+        }
+        return count
     }
 
     /// A reader of the map entry that follows (SwiftProtobuf does not count it as nesting).

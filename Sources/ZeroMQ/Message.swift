@@ -21,9 +21,35 @@ public final class Message {
     /// A message holding a copy of `bytes`, ready to send.
     public convenience init(copying bytes: some FrameBytes) throws(ZeroMQError) {
         self.init()
+        try fill(copying: bytes)
+    }
+
+    /// Makes the message hold a copy of `bytes` in place of what it held. A sent message holds
+    /// nothing (libzmq empties it), so a sender can fill the same message again instead of
+    /// making a new one for every frame. On failure the message is left empty.
+    public func refill(copying bytes: some FrameBytes) throws(ZeroMQError) {
+        zmq_msg_close(raw)  // releases what it held: nothing once sent
+        zmq_msg_init(raw)
+        try fill(copying: bytes)
+    }
+
+    /// Makes the message hold `other`'s content in place of what it held, without copying it
+    /// (`zmq_msg_move`, which releases what this one held); `other` is left empty.
+    public func refill(moving other: Message) {
+        zmq_msg_move(raw, other.raw)  // fails only for invalid messages, which a Message never holds
+    }
+
+    /// Copies `bytes` into the message, which is empty. A failed `zmq_msg_init_size` (ENOMEM)
+    /// leaves the struct half made, which `zmq_msg_close` would read: it is made empty again.
+    private func fill(copying bytes: some FrameBytes) throws(ZeroMQError) {
         let raw = self.raw
         try bytes.withFrameBytes { (buffer) throws(ZeroMQError) in
-            _ = try ZMQ.call("zmq_msg_init_size") { zmq_msg_init_size(raw, buffer.count) }
+            do throws(ZeroMQError) {
+                _ = try ZMQ.call("zmq_msg_init_size") { zmq_msg_init_size(raw, buffer.count) }
+            } catch {
+                zmq_msg_init(raw)
+                throw error
+            }
             if let base = buffer.baseAddress, buffer.count > 0 {
                 zmq_msg_data(raw).copyMemory(from: base, byteCount: buffer.count)
             }

@@ -80,6 +80,7 @@ struct BatchEncoderTests {
             var options = BinaryEncodingOptions()
             options.useDeterministicOrdering = true
             var longest = 0
+            var reused: [UInt8] = []
             for index in 0..<3_000 {
                 let batch = random.batch()
                 let expected: [UInt8] = try batch.message.serializedBytes(options: options)
@@ -92,6 +93,13 @@ struct BatchEncoderTests {
                 }
                 // And it reads back as the same batch.
                 #expect(try Navigator_V1_CommandBatch(serializedBytes: written) == batch.message)
+                // Encoded into the array the last batch was (as a publisher does): nothing of
+                // the longer batches before it is left.
+                batch.encode(into: &reused)
+                if reused != expected {
+                    Issue.record("batch \(index) encoded into a used array differs: \(reused.count) bytes")
+                    return
+                }
             }
             #expect(longest > 16_384, "no batch needed a 3-byte length")
         }

@@ -162,6 +162,42 @@ struct PatternTests {
         #expect(received.0 == [["round", "0", ""], ["round", "1", "xxxxxxxx"], ["round", "2", "xxxxxxxx"]])
         #expect(received.1 == 3)
     }
+
+    @Test("a sent message is refilled, by copy or by move, and sends its new content alone")
+    func refill() async throws {
+        let received = try await onThread {
+            let context = try Context()
+            let pull = try Socket(context, type: .pull).bounded()
+            try pull.bind("inproc://refill")
+            let push = try Socket(context, type: .push).bounded()
+            try push.connect("inproc://refill")
+            // Small (held in the struct) and large (allocated by libzmq) contents, in turn.
+            let frame = try Message(copying: String(repeating: "a", count: 100))
+            try push.send(frame)
+            #expect(frame.count == 0, "libzmq empties a message it sends")
+            var rounds: [[UInt8]] = [try pull.receiveMultipart().map(\.bytes)[0]]
+            for content in ["b", String(repeating: "c", count: 200), ""] {
+                try frame.refill(copying: content)
+                #expect(frame.count == content.utf8.count)
+                try push.send(frame)
+                rounds.append(try pull.receiveMultipart().map(\.bytes)[0])
+            }
+            // Refilled while it still holds something: what it held is released, not sent.
+            try frame.refill(copying: "unsent")
+            let other = try Message(copying: String(repeating: "d", count: 300))
+            frame.refill(moving: other)
+            #expect(other.count == 0, "the source of a move is left empty")
+            try push.send(frame)
+            rounds.append(try pull.receiveMultipart().map(\.bytes)[0])
+            return rounds
+        }
+        #expect(
+            received == [
+                Array(repeating: UInt8(ascii: "a"), count: 100), Array("b".utf8),
+                Array(repeating: UInt8(ascii: "c"), count: 200), [],
+                Array(repeating: UInt8(ascii: "d"), count: 300),
+            ])
+    }
 }
 
 @Suite("Receive buffers")

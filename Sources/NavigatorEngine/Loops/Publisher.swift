@@ -30,6 +30,11 @@ final class Publisher {
     private var header = [UInt8](repeating: 0, count: FrameHeader.size)
     /// Frames waiting for ``flush()``, three per message.
     private var pending: [ZeroMQ.Message] = []
+    /// Frames sent (libzmq empties a frame it takes), to be filled again: a batch's three frames
+    /// are not three new objects. Never more than ``pending`` has held at once.
+    private var spare: [ZeroMQ.Message] = []
+    /// The array each batch is encoded into before it is copied into its frame.
+    private var payload: [UInt8] = []
     static let bundleLimit = 64
 
     init(context: Context, commands: SharedSocket, follows: SessionFollows, counters: EngineCounters, epoch: UInt64)
@@ -45,8 +50,9 @@ final class Publisher {
 
     /// A batch, encoded by hand (``Batch/encoded()``).
     func batch(_ batch: Batch, sentAt: Int64) throws {
+        batch.encode(into: &payload)
         try send(
-            Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, batch.encoded(),
+            Topic.batches(batch.session), .batch, batch.animated ? .animated : [], batch.seq, sentAt, payload,
             epoch: batch.epoch)
         counters.batches.add()
         follows.published(batch)
@@ -78,7 +84,10 @@ final class Publisher {
     /// egress if subscriptions wait to be read.
     func flush() throws {
         guard !pending.isEmpty else { return }
-        defer { pending.removeAll(keepingCapacity: true) }
+        defer {
+            spare.append(contentsOf: pending)  // sent, hence empty; unsent ones are emptied when refilled
+            pending.removeAll(keepingCapacity: true)
+        }
         guard let events = try commands.send(pending, framesPerMessage: 3) else {
             // Egress has closed the XPUB: it failed, and the service is stopping.
             counters.unpublished.add(UInt64(pending.count / 3))
@@ -106,13 +115,20 @@ final class Publisher {
         _ topic: String, _ kind: FrameHeader.Kind, _ flags: FrameHeader.Flags, _ seq: UInt64, _ sentAt: Int64,
         _ payload: [UInt8], epoch: UInt64? = nil
     ) throws {
-        let frame = FrameHeader(
+        let fields = FrameHeader(
             kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now(), epoch: epoch ?? self.epoch
         )
-        header.withUnsafeMutableBytes { frame.encode(into: $0) }
-        pending.append(try ZeroMQ.Message(copying: topic))
-        pending.append(try ZeroMQ.Message(copying: header))
-        pending.append(try ZeroMQ.Message(copying: payload))
+        header.withUnsafeMutableBytes { fields.encode(into: $0) }
+        pending.append(try frame(copying: topic))
+        pending.append(try frame(copying: header))
+        pending.append(try frame(copying: payload))
         if pending.count >= Self.bundleLimit * 3 { try flush() }
+    }
+
+    /// A frame holding a copy of `bytes`: a spare one refilled, or a new one.
+    private func frame(copying bytes: some FrameBytes) throws -> ZeroMQ.Message {
+        guard let frame = spare.popLast() else { return try ZeroMQ.Message(copying: bytes) }
+        try frame.refill(copying: bytes)
+        return frame
     }
 }
