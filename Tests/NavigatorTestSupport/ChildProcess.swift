@@ -65,11 +65,28 @@ public final class ChildProcess: @unchecked Sendable {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
+        // Signals as a shell gives them: none blocked, and SIGTERM, SIGINT and SIGHUP not ignored
+        // even if something in the test process ignores them (a child would inherit that).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = Self.spawning.withLock { _ in posix_spawn(&pid, path, &actions, nil, argv, envp) }
+        let result = Self.spawning.withLock { _ in posix_spawn(&pid, path, &actions, &attributes, argv, envp) }
         guard result == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(result)))") }
         processIdentifier = pid
+        (lifeline ?? Lifeline.shared)?.watch(pid)
     }
+
+    /// The lifeline that stops this child if the test process ends first; nil: the shared one.
+    public var lifeline: Lifeline?
 
     /// Reaps the child if it has ended; returns its status word.
     private func reap() -> Int32? {
@@ -102,6 +119,121 @@ public final class ChildProcess: @unchecked Sendable {
     public var terminationStatus: Int32 {
         guard let word = reap() else { return -1 }
         return word & 0x7F == 0 ? (word >> 8) & 0xFF : word & 0x7F
+    }
+}
+
+/// Stops the children of a test process that ended without stopping them — killed by a signal,
+/// crashed, or ended by a closed pipe (`swift test | head`) — which would otherwise run on,
+/// holding ports and CPU. A watchdog (`/bin/bash`), started with the first child, reads a pipe
+/// whose write end only the test process holds (close-on-exec: no child inherits it). However
+/// the process ends, the kernel closes that end and the watchdog reads the end of input; it then
+/// sends SIGTERM to each child on its list that is still the process that was started (its
+/// start time in /proc the same), and SIGKILL to those left 5 s later. While the process lives
+/// the watchdog only waits. (PR_SET_PDEATHSIG would not do: it follows the thread that spawned
+/// the child, and the cooperative pool's threads come and go.)
+public final class Lifeline: Sendable {
+    /// The test process's lifeline; nil (said on stderr) when the watchdog cannot start.
+    public static let shared: Lifeline? = {
+        do {
+            return try Lifeline()
+        } catch {
+            FileHandle.standardError.write(
+                Data("lifeline: \(error); children of this test process are not stopped if it is killed\n".utf8))
+            return nil
+        }
+    }()
+
+    /// The children to stop: one line each, the pid and its start time (field 22 of /proc/PID/stat).
+    let list: String
+    /// The pipe's write end; -1 once cut (closing a descriptor twice could close another's).
+    private let writeEnd: Locked<Int32>
+    /// The watchdog's pid.
+    public let watchdog: pid_t
+
+    /// bash, for closing descriptors above 9: first every descriptor it inherited but its
+    /// input and output. It lives as long as the test process, and a socket or pipe of the test
+    /// process it held would stay open (its peer would never see it closed).
+    static let script = #"""
+        for fd in /proc/$$/fd/*; do
+          fd=${fd##*/}
+          if [ "$fd" -gt 2 ]; then { exec {fd}>&-; } 2>/dev/null; fi
+        done
+        read -r _
+        stopped=""
+        while read -r pid start; do
+          now=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f20)
+          if [ -n "$now" ] && [ "$now" = "$start" ] && kill -TERM "$pid" 2>/dev/null; then stopped="$stopped $pid"; fi
+        done < "$1"
+        i=0
+        while [ -n "$stopped" ] && [ $i -lt 50 ]; do
+          left=""
+          for pid in $stopped; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+          stopped=$left
+          [ -n "$stopped" ] && sleep 0.1
+          i=$((i + 1))
+        done
+        for pid in $stopped; do kill -KILL "$pid" 2>/dev/null; done
+        rm -f "$1"
+        """#
+
+    public init() throws {
+        list =
+            FileManager.default.temporaryDirectory.appendingPathComponent("navigator-children-\(UUID().uuidString)")
+            .path
+        guard FileManager.default.createFile(atPath: list, contents: nil) else {
+            throw ChildProcessError("cannot create \(list)")
+        }
+        var ends: [Int32] = [-1, -1]
+        try ChildProcess.spawning.withLock { _ in
+            guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+        let arguments: [String] = ["/bin/bash", "-c", Self.script, "lifeline", list]
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let result = ChildProcess.spawning.withLock { _ in posix_spawn(&pid, "/bin/bash", &actions, nil, argv, envp) }
+        close(ends[0])
+        guard result == 0 else {
+            close(ends[1])
+            throw ChildProcessError("posix_spawn /bin/bash: \(String(cString: strerror(result)))")
+        }
+        writeEnd = Locked(ends[1])
+        watchdog = pid
+    }
+
+    /// Puts `pid` on the list, with its start time (a pid the system gave to another process
+    /// since is left alone).
+    func watch(_ pid: pid_t) {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let paren = stat.lastIndex(of: ")")
+        else { return }  // already gone
+        let fields = stat[stat.index(after: paren)...].split(separator: " ")
+        guard fields.count > 19 else { return }
+        let line = "\(pid) \(fields[19])\n"
+        Self.appending.withLock { _ in
+            guard let handle = FileHandle(forWritingAtPath: list) else { return }
+            handle.seekToEndOfFile()
+            handle.write(Data(line.utf8))
+            handle.closeFile()
+        }
+    }
+
+    private static let appending = Locked<Void>(())
+
+    /// Ends the lifeline as the end of the process would: the watchdog stops the children
+    /// listed. Further calls do nothing.
+    public func cut() {
+        writeEnd.withLock { end in
+            guard end >= 0 else { return }
+            close(end)
+            end = -1
+        }
     }
 }
 
