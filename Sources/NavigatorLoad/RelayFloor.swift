@@ -76,24 +76,10 @@ public enum RelayFloor {
     private static func measureBlocking(executable: String, rate: Double, messageBytes: Int, seconds: Double) throws
         -> Result
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["relay"]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            // Also SIGTERM: the end of its standard input is not enough when another process
-            // started meanwhile (a test's child) inherited the pipe's write end — then the relay
-            // never saw it, and waitUntilExit spun for ever (seen once under the full suite).
-            process.terminate()
-            process.waitUntilExit()
-        }
+        let process = try Spawned(executable: executable, arguments: ["relay"])
+        defer { process.stop() }
         var line = [UInt8]()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
+        while let byte = try process.output.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
             line.append(byte)
         }
         let endpoints = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
@@ -129,7 +115,7 @@ public enum RelayFloor {
         }
         let size = max(8, messageBytes)
         let sent = Atomic<Int>(0)
-        let stats = ProcessStats(pid: process.processIdentifier)
+        let stats = ProcessStats(pid: process.pid)
         let cpuBefore = Locked<Double?>(nil)
         let producer = DedicatedThread(name: "navload-floor-tx") {
             guard let push = try? Socket(context, type: .push) else { return }
@@ -163,7 +149,7 @@ public enum RelayFloor {
         stop.store(true, ordering: .releasing)
         subscriber.join()
         guard let before = cpuBefore.withLock({ $0 }), let cpuAfter else {
-            throw ClientError(.socket, "the relay's CPU could not be read from /proc/\(process.processIdentifier)/stat")
+            throw ClientError(.socket, "the relay's CPU could not be read from /proc/\(process.pid)/stat")
         }
         let messages = sent.load(ordering: .acquiring)
         guard received.load(ordering: .relaxed) == messages else {

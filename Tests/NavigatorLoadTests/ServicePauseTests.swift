@@ -1,6 +1,7 @@
 import Foundation
 import NavigatorClient
 import NavigatorLoad
+import NavigatorTestSupport
 import Testing
 
 /// `navload --floor --pause-service`: the service is stopped while the floor is measured and
@@ -27,15 +28,15 @@ struct ServicePauseTests {
     }
 
     /// A process to pause: `sleep 60`, killed by ``stop(_:)``.
-    static func sleeper() throws -> Process {
-        let child = Process()
+    static func sleeper() throws -> ChildProcess {
+        let child = ChildProcess()
         child.executableURL = URL(fileURLWithPath: "/bin/sleep")
         child.arguments = ["60"]
         try child.run()
         return child
     }
 
-    static func stop(_ child: Process) {
+    static func stop(_ child: ChildProcess) {
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
     }
