@@ -180,13 +180,9 @@ struct ProtoReader {
     func count(ofField field: Int) -> Int {
         var copy = self
         var count = 0
-        do throws(WireError) {
-            while let (next, wire) = try copy.tag() {
-                if next == field, wire == .lengthDelimited { count += 1 }
-                try copy.skip(wire, field: next)
-            }
-        } catch {
-            return count
+        while let (next, wire) = try? copy.tag() {
+            if next == field, wire == .lengthDelimited { count += 1 }
+            guard (try? copy.skip(wire, field: next)) != nil else { break }
         }
         return count
     }

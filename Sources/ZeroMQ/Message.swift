@@ -159,3 +159,30 @@ extension Message: FrameBytes {
         try withUnsafeBytes(body)
     }
 }
+
+/// Messages a sender has sent, kept to be filled again (libzmq empties a message it sends): a
+/// sender that takes every frame from here makes no new message once it has as many as it
+/// sends at a time. One sender's, like its socket.
+public struct SpareMessages {
+    private var spare: [Message] = []
+
+    public init() {}
+
+    /// A message holding a copy of `bytes`: a spare one refilled, or a new one.
+    public mutating func message(copying bytes: some FrameBytes) throws(ZeroMQError) -> Message {
+        guard let message = spare.popLast() else { return try Message(copying: bytes) }
+        try message.refill(copying: bytes)
+        return message
+    }
+
+    /// A message holding `other`'s content (`other` left empty): a spare one, or a new one.
+    public mutating func message(moving other: Message) -> Message {
+        guard let message = spare.popLast() else { return Message(moving: other) }
+        message.refill(moving: other)
+        return message
+    }
+
+    /// Takes back messages given to a send: sent, they are empty; one a failed send kept still
+    /// holds its content until it is refilled.
+    public mutating func keep(_ messages: [Message]) { spare.append(contentsOf: messages) }
+}

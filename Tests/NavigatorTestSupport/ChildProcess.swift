@@ -42,13 +42,27 @@ public final class ChildProcess: @unchecked Sendable {
     /// A pipe, close-on-exec: the read end to read the child's output from (``ChildOutput``), the
     /// write end to give the child — close it once the child runs.
     public static func pipe() throws -> (read: FileHandle, write: Int32) {
+        let ends = try pipeEnds()
+        return (FileHandle(fileDescriptor: ends.read, closeOnDealloc: true), ends.write)
+    }
+
+    /// The same pipe's two descriptors.
+    static func pipeEnds() throws -> (read: Int32, write: Int32) {
         var ends: [Int32] = [-1, -1]
         try spawning.withLock { _ in
             guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         }
-        return (FileHandle(fileDescriptor: ends[0], closeOnDealloc: true), ends[1])
+        return (ends[0], ends[1])
     }
+
+    /// `strings` as the NUL-ended array posix_spawn takes; free each one after.
+    static func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] {
+        strings.map { strdup($0) } + [nil]
+    }
+
+    /// The test process's environment, for posix_spawn.
+    static var environmentStrings: [String] { ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" } }
 
     public func run() throws {
         guard let path = executableURL?.path else { throw ChildProcessError("no executable") }
@@ -58,13 +72,9 @@ public final class ChildProcess: @unchecked Sendable {
         for (descriptor, target) in [(standardInput, 0), (standardOutput, 1), (standardError, 2)] {
             if let descriptor { posix_spawn_file_actions_adddup2(&actions, descriptor, Int32(target)) }
         }
-        let environment = (self.environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
+        let argv = Self.cStrings([path] + arguments)
+        let envp = Self.cStrings(self.environment.map { $0.map { "\($0.key)=\($0.value)" } } ?? Self.environmentStrings)
+        defer { for pointer in argv + envp { free(pointer) } }
         // Signals as a shell gives them: none blocked, and SIGTERM, SIGINT and SIGHUP not ignored
         // even if something in the test process ignores them (a child would inherit that).
         var attributes = posix_spawnattr_t()
@@ -183,27 +193,22 @@ public final class Lifeline: Sendable {
         guard FileManager.default.createFile(atPath: list, contents: nil) else {
             throw ChildProcessError("cannot create \(list)")
         }
-        var ends: [Int32] = [-1, -1]
-        try ChildProcess.spawning.withLock { _ in
-            guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        }
+        let ends = try ChildProcess.pipeEnds()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
-        let arguments: [String] = ["/bin/bash", "-c", Self.script, "lifeline", list]
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        posix_spawn_file_actions_adddup2(&actions, ends.read, 0)
+        let argv = ChildProcess.cStrings(["/bin/bash", "-c", Self.script, "lifeline", list])
+        let envp = ChildProcess.cStrings(ChildProcess.environmentStrings)
         defer { for pointer in argv + envp { free(pointer) } }
         var pid: pid_t = 0
         let result = ChildProcess.spawning.withLock { _ in posix_spawn(&pid, "/bin/bash", &actions, nil, argv, envp) }
-        close(ends[0])
+        close(ends.read)
         guard result == 0 else {
-            close(ends[1])
+            close(ends.write)
             throw ChildProcessError("posix_spawn /bin/bash: \(String(cString: strerror(result)))")
         }
-        writeEnd = Locked(ends[1])
+        writeEnd = Locked(ends.write)
         watchdog = pid
     }
 

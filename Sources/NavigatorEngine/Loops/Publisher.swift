@@ -30,9 +30,8 @@ final class Publisher {
     private var header = [UInt8](repeating: 0, count: FrameHeader.size)
     /// Frames waiting for ``flush()``, three per message.
     private var pending: [ZeroMQ.Message] = []
-    /// Frames sent (libzmq empties a frame it takes), to be filled again: a batch's three frames
-    /// are not three new objects. Never more than ``pending`` has held at once.
-    private var spare: [ZeroMQ.Message] = []
+    /// Frames sent, to be filled again: a batch's three frames are not three new objects.
+    private var spare = SpareMessages()
     /// The array each batch is encoded into before it is copied into its frame.
     private var payload: [UInt8] = []
     static let bundleLimit = 64
@@ -85,7 +84,7 @@ final class Publisher {
     func flush() throws {
         guard !pending.isEmpty else { return }
         defer {
-            spare.append(contentsOf: pending)  // sent, hence empty; unsent ones are emptied when refilled
+            spare.keep(pending)
             pending.removeAll(keepingCapacity: true)
         }
         guard let events = try commands.send(pending, framesPerMessage: 3) else {
@@ -119,16 +118,9 @@ final class Publisher {
             kind: kind, flags: flags, seq: seq, sentAt: sentAt, publishedAt: WallClock.now(), epoch: epoch ?? self.epoch
         )
         header.withUnsafeMutableBytes { fields.encode(into: $0) }
-        pending.append(try frame(copying: topic))
-        pending.append(try frame(copying: header))
-        pending.append(try frame(copying: payload))
+        pending.append(try spare.message(copying: topic))
+        pending.append(try spare.message(copying: header))
+        pending.append(try spare.message(copying: payload))
         if pending.count >= Self.bundleLimit * 3 { try flush() }
-    }
-
-    /// A frame holding a copy of `bytes`: a spare one refilled, or a new one.
-    private func frame(copying bytes: some FrameBytes) throws -> ZeroMQ.Message {
-        guard let frame = spare.popLast() else { return try ZeroMQ.Message(copying: bytes) }
-        try frame.refill(copying: bytes)
-        return frame
     }
 }

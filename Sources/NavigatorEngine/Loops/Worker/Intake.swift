@@ -60,10 +60,9 @@ struct Intake: Sendable {
     /// `[session][Intent]` pairs: one inproc message (and at most one wake-up) per bundle.
     final class Bundles {
         private var pending: [[ZeroMQ.Message]]
-        /// Frames of bundles sent (libzmq empties what it takes), filled again by the next
-        /// intents: an intent handed over is not two new objects. Never more than the bundles
-        /// have held at once.
-        private var spare: [ZeroMQ.Message] = []
+        /// Frames of bundles sent, filled again by the next intents: an intent handed over is
+        /// not two new objects.
+        private var spare = SpareMessages()
         static let limit = 64
         /// Frames per intent: session and Intent, and in secure mode the client's name.
         let stride: Int
@@ -92,9 +91,9 @@ struct Intake: Sendable {
         func add(
             _ session: ZeroMQ.Message, _ payload: ZeroMQ.Message, client: String?, for worker: Int, _ sockets: Sockets
         ) throws {
-            pending[worker].append(frame(moving: session))
-            pending[worker].append(frame(moving: payload))
-            if stride == 3 { pending[worker].append(try frame(copying: client ?? "")) }
+            pending[worker].append(spare.message(moving: session))
+            pending[worker].append(spare.message(moving: payload))
+            if stride == 3 { pending[worker].append(try spare.message(copying: client ?? "")) }
             if pending[worker].count >= full { _ = try flush(worker, sockets) }
         }
 
@@ -111,23 +110,9 @@ struct Intake: Sendable {
             guard !pending[worker].isEmpty, let socket = sockets.workers[worker] else { return true }
             guard try desks[worker].send({ try Internal.trySendIntents(on: socket, pending[worker], stride: stride) })
             else { return false }
-            spare.append(contentsOf: pending[worker])
+            spare.keep(pending[worker])
             pending[worker].removeAll(keepingCapacity: true)
             return true
-        }
-
-        /// A frame holding a copy of `bytes`: a spare one refilled, or a new one.
-        private func frame(copying bytes: some FrameBytes) throws -> ZeroMQ.Message {
-            guard let frame = spare.popLast() else { return try ZeroMQ.Message(copying: bytes) }
-            try frame.refill(copying: bytes)
-            return frame
-        }
-
-        /// A frame holding `message`'s content (`message` left empty): a spare one, or a new one.
-        private func frame(moving message: ZeroMQ.Message) -> ZeroMQ.Message {
-            guard let frame = spare.popLast() else { return ZeroMQ.Message(moving: message) }
-            frame.refill(moving: message)
-            return frame
         }
     }
 
