@@ -5,7 +5,7 @@ import Testing
 
 /// ``ScreenTree/apply(_:within:)`` changes the tree in place for a batch of up to four commands,
 /// and puts back what they changed if one fails or the result is refused;
-/// ``ScreenTree/applyOnCopy(_:within:)`` is the way every batch was applied before (and longer
+/// ``ScreenTree/applyOnCopy(_:within:keepingIf:)`` is the way every batch was applied before (and longer
 /// batches still are), on a copy kept only on success. Over random trees and random commands —
 /// that apply, that do nothing, that fail, that break the invariant or a limit (lowered below the
 /// tree, too), batches applied twice, which may undo themselves — the two leave the same tree
@@ -64,20 +64,34 @@ struct ApplyInPlaceTests {
         }
     }
 
-    static func outcome(_ tree: ScreenTree, _ commands: [Command], _ limits: TreeLimits, inPlace: Bool)
-        -> (tree: ScreenTree, error: TreeError?)
-    {
+    static func outcome(
+        _ tree: ScreenTree, _ commands: [Command], _ limits: TreeLimits, inPlace: Bool,
+        keepingIf keep: (ScreenTree) -> Bool = { _ in true }
+    ) -> (tree: ScreenTree, error: TreeError?, kept: Bool) {
         var tree = tree
         do {
-            if inPlace {
-                try tree.apply(commands, within: limits)
-            } else {
-                try tree.applyOnCopy(commands, within: limits)
-            }
-            return (tree, nil)
+            let kept =
+                inPlace
+                ? try tree.apply(commands, within: limits, keepingIf: keep)
+                : try tree.applyOnCopy(commands, within: limits, keepingIf: keep)
+            return (tree, nil, kept)
         } catch {
-            return (tree, error)
+            return (tree, error, false)
         }
+    }
+
+    static func expectSame(
+        _ inPlace: (tree: ScreenTree, error: TreeError?, kept: Bool),
+        _ copy: (tree: ScreenTree, error: TreeError?, kept: Bool), _ context: String
+    ) {
+        #expect(
+            inPlace.tree == copy.tree,
+            "\(context)\nin place:\n\(inPlace.tree.outline)\non a copy:\n\(copy.tree.outline)")
+        #expect(inPlace.tree.version == copy.tree.version, "\(context)")
+        #expect(inPlace.tree.lastServiceID == copy.tree.lastServiceID, "\(context)")
+        #expect(inPlace.error?.code == copy.error?.code, "\(context)")
+        #expect(inPlace.error?.message == copy.error?.message, "\(context)")
+        #expect(inPlace.kept == copy.kept, "\(context)")
     }
 
     @Test("in place or on a copy, a batch leaves the same tree and throws the same error", arguments: 0..<24)
@@ -103,7 +117,7 @@ struct ApplyInPlaceTests {
                     for _ in 0..<count {
                         let command = generator.command(in: planned)
                         commands.append(command)
-                        try? planned.applyOnCopy([command], within: .none)
+                        _ = try? planned.applyOnCopy([command], within: .none, keepingIf: { _ in true })
                     }
                     // Once, and again on the result (a batch applied twice may undo itself).
                     for pass in 0..<2 {
@@ -111,13 +125,21 @@ struct ApplyInPlaceTests {
                         let inPlace = Self.outcome(tree, commands, limits, inPlace: true)
                         let context =
                             "seed \(seed) round \(round) pass \(pass)\ntree:\n\(tree.outline)\ncommands: \(commands)"
-                        #expect(
-                            inPlace.tree == copy.tree,
-                            "\(context)\nin place:\n\(inPlace.tree.outline)\non a copy:\n\(copy.tree.outline)")
-                        #expect(inPlace.tree.version == copy.tree.version, "\(context)")
-                        #expect(inPlace.tree.lastServiceID == copy.tree.lastServiceID, "\(context)")
-                        #expect(inPlace.error?.code == copy.error?.code, "\(context)")
-                        #expect(inPlace.error?.message == copy.error?.message, "\(context)")
+                        Self.expectSame(inPlace, copy, context)
+                        // Kept only if the result has an even number of modals: refused, the tree is
+                        // as it was, version and highest id included.
+                        let even: (ScreenTree) -> Bool = { $0.modals.count % 2 == 0 }
+                        let keptInPlace = Self.outcome(tree, commands, limits, inPlace: true, keepingIf: even)
+                        let keptOnCopy = Self.outcome(tree, commands, limits, inPlace: false, keepingIf: even)
+                        Self.expectSame(keptInPlace, keptOnCopy, "\(context)\nkept if even")
+                        if keptInPlace.error == nil {
+                            #expect(keptInPlace.kept == even(copy.tree), "\(context)")
+                            if !keptInPlace.kept {
+                                #expect(keptInPlace.tree == tree && keptInPlace.tree.version == tree.version)
+                                #expect(keptInPlace.tree.lastServiceID == tree.lastServiceID)
+                                outcomes["not kept", default: 0] += 1
+                            }
+                        }
                         let kind =
                             copy.error.map { "refused \($0.code)" }
                             ?? (copy.tree.version == tree.version ? "no change" : "changed")
@@ -131,6 +153,47 @@ struct ApplyInPlaceTests {
             #expect((outcomes["no change again"] ?? 0) > 50, "\(outcomes)")
             #expect(outcomes.keys.filter { $0.hasPrefix("refused") }.count >= 6, "\(outcomes)")
             #expect(outcomes.keys.contains { $0.hasPrefix("refused limitExceeded") }, "\(outcomes)")
+            #expect((outcomes["not kept"] ?? 0) > 50, "\(outcomes)")
+        }
+    }
+
+    /// ``ScreenTree/change(to:within:)`` tries the step-by-step batch on the tree itself; it
+    /// must give what ``ScreenTree/commands(to:)`` and then ``ScreenTree/apply(_:within:)`` give:
+    /// the same batch, tree, version and error, between random trees and random changes of them.
+    @Test("changing a tree into another gives the batch and the tree the diff and apply give", arguments: 0..<8)
+    func changeIsDiffThenApply(seed: UInt64) async throws {
+        try await offPool {
+            var generator = CommandGenerator(
+                random: SeededRandom(seed: seed), trees: TreeGenerator(random: SeededRandom(seed: seed &+ 2000)))
+            var rebuilt = 0
+            for round in 0..<300 {
+                let tree = generator.trees.tree()
+                var target = Int.random(in: 0..<8, using: &generator.random) == 0 ? generator.trees.tree() : tree
+                for _ in 0..<Int.random(in: 1...4, using: &generator.random) {
+                    _ = try? target.applyOnCopy(
+                        [generator.command(in: target)], within: .none, keepingIf: { _ in true })
+                }
+                let limits =
+                    Int.random(in: 0..<3, using: &generator.random) == 0
+                    ? TreeLimits(maxModals: 1, maxStackDepth: 2, maxTabs: 3, maxInfoEntries: 2, maxTextBytes: 64)
+                    : .none
+                var changed = tree
+                let changedResult = Result { () throws(TreeError) in try changed.change(to: target, within: limits) }
+                var applied = tree
+                let commands = applied.commands(to: target)
+                let appliedResult = Result { () throws(TreeError) in try applied.apply(commands, within: limits) }
+                let context = "seed \(seed) round \(round)\ntree:\n\(tree.outline)\ntarget:\n\(target.outline)"
+                if case .success(let batch) = changedResult { #expect(batch == commands, "\(context)") }
+                #expect(changed == applied && changed.version == applied.version, "\(context)")
+                #expect(changed.lastServiceID == applied.lastServiceID, "\(context)")
+                switch (changedResult, appliedResult) {
+                case (.success, .success): break
+                case (.failure(let a), .failure(let b)): #expect(a.message == b.message, "\(context)")
+                default: Issue.record("one failed, the other did not: \(context)")
+                }
+                if commands.contains(where: { if case .setRoot = $0 { true } else { false } }) { rebuilt += 1 }
+            }
+            #expect(rebuilt > 10, "the batches include rebuilds (\(rebuilt))")
         }
     }
 }

@@ -34,20 +34,55 @@ struct DetailPartsTests {
         var unlabelled = Detail.sentence(.built([chat(1)]))
         unlabelled.prefix("")
         #expect(unlabelled.description == "built chat(conversationId=1) beneath")
+        // Parts put in front of and after one another, across the two held in the value and
+        // the array: each order reads as the text joined.
+        var parts = Detail.sentence(.alreadyOnTop(screen))
+        parts.prefix(.pathStep(1, of: 2, chat(9)))
+        #expect(parts.rest.isEmpty)  // a label on a one-part detail makes no array
+        parts.append(.text("; "))
+        parts.append(.id(NodeID(3)))
+        parts.prefix("custom", ": ")
+        #expect(
+            parts.description
+                == "custom: step 1 of 2, chat(conversationId=9): chat(conversationId=9)#4 is already on top; #3")
         var onNothing: Detail = ""
         onNothing.prefix(.pathStep(1, of: 2, chat(9)))
         #expect(onNothing.description == "step 1 of 2, chat(conversationId=9): ")
     }
 
+    @Test("the built-in switchers' sentences name them as their names read, with no prefix put in front")
+    func builtInSwitcherSentences() {
+        #expect(ExistingScreenSwitcher().name == ExistingScreenSwitcher.builtInName)
+        #expect(TabRootSwitcher().name == TabRootSwitcher.builtInName)
+        let existing = Detail.sentence(.alreadyIn(screen, .tab("chats")))
+        #expect(existing.namesItsSwitcher)
+        #expect(
+            existing.description
+                == "existing screen: chat(conversationId=9)#4 is already in tab chats; bringing it to the top")
+        let tabRoot = Detail.sentence(.tabRoot(screen: "chatList", tab: "chats", restoringTabBar: false))
+        #expect(tabRoot.namesItsSwitcher)
+        #expect(
+            tabRoot.description == "tab root: chatList is the root of tab chats; selecting it and popping to its root")
+        let restoring = Detail.sentence(.tabRoot(screen: "home", tab: "home", restoringTabBar: true))
+        #expect(restoring.description == "tab root: home is the root of tab home; restoring the tab bar")
+        var labelled = existing
+        labelled.prefix(.pathStep(2, of: 3, chat(9)))
+        #expect(!labelled.namesItsSwitcher)
+        #expect(!Detail.sentence(.alreadyOnTop(screen)).namesItsSwitcher)
+    }
+
     @Test("appending to a sentence, and joining, keep the order; equal texts are equal details")
     func appendsAndEquality() throws {
-        var detail = Detail.sentence(.pushing(chat(5), onto: .current(.root)))
+        var detail = Detail.sentence(.pushing(chat(5), onto: .current(.root), beneath: []))
         detail.append(.text(", with "))
         detail.append(.contexts([chat(1), chat(2)], separator: ", "))
         detail.append(.text(" beneath"))
         let text =
             "pushing chat(conversationId=5) onto the current root stack, with chat(conversationId=1), chat(conversationId=2) beneath"
         #expect(detail.description == text)
+        // The same words from the sentence with its parents: a push's detail is one part.
+        let built = Detail.sentence(.pushing(chat(5), onto: .current(.root), beneath: [chat(1), chat(2)]))
+        #expect(built.description == text && built.second == nil)
         #expect(detail == Detail(text) && detail.hashValue == Detail(text).hashValue)
         var joined = Detail.sentence(.presenting(chat(5), .sheet))
         joined += "; \(screen)"

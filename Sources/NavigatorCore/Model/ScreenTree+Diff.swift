@@ -17,6 +17,20 @@ extension ScreenTree {
         return rebuild + target.modals.map { .present($0) }
     }
 
+    /// Changes this tree into `target` (its root and modals) and returns the batch that does it:
+    /// what ``commands(to:)`` and then ``apply(_:within:)`` do, without first trying the batch
+    /// on a copy (which copies every array the batch changes). Nearly always the step-by-step
+    /// batch reaches the target; when it does not, or breaks a limit, the tree is as it was
+    /// and the batch is found the usual way.
+    mutating func change(to target: ScreenTree, within limits: TreeLimits) throws(TreeError) -> [Command] {
+        let steps = stepCommands(to: target)
+        let reached = try? apply(steps, within: limits) { $0.root == target.root && $0.modals == target.modals }
+        if reached == true { return steps }
+        let commands = commands(to: target)
+        try apply(commands, within: limits)
+        return commands
+    }
+
     /// Every command goes into one array (this runs for every batch of several plans).
     private func stepCommands(to target: ScreenTree) -> [Command] {
         var commands: [Command] = []

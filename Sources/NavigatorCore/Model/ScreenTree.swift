@@ -238,7 +238,20 @@ extension ScreenTree {
     /// A tree already beyond `limits` (the limits were lowered) accepts changes that do not
     /// grow the measures over their limit.
     public mutating func apply(_ commands: [Command], within limits: TreeLimits = .none) throws(TreeError) {
-        guard commands.count <= UndoLog.capacity else { return try applyOnCopy(commands, within: limits) }
+        _ = try apply(commands, within: limits) { _ in true }
+    }
+
+    /// ``apply(_:within:)``, the result kept only if `keep` holds for it: else the tree is left
+    /// as it was and the answer is false. For a batch that may not reach what it
+    /// aims at (``change(to:within:)``), tried on the tree itself rather than on a copy.
+    mutating func apply(
+        _ commands: [Command], within limits: TreeLimits, keepingIf keep: (ScreenTree) -> Bool
+    ) throws(TreeError) -> Bool {
+        // `keep` is not optional: an optional closure escapes, and its context would be
+        // allocated for every batch.
+        guard commands.count <= UndoLog.capacity else {
+            return try applyOnCopy(commands, within: limits, keepingIf: keep)
+        }
         // Up to four commands (nearly every batch: one, or a tab selected or modals dismissed or
         // a pop before a push): changed in place, each command's change recorded, and all of
         // them put back if one fails or the result is refused. A copy would copy every stack the
@@ -261,7 +274,7 @@ extension ScreenTree {
                 throw TreeError(error.code, "\(position)\(command): \(error.message)")
             }
         }
-        guard log.count > 0 else { return }
+        guard log.count > 0 else { return keep(self) }
         if log.count > 1, let before {
             let surelyChanged =
                 modals.count != before.modals || screenCount != before.screens || selectedTab != before.selected
@@ -270,7 +283,11 @@ extension ScreenTree {
                 var previous = self
                 previous.putBack(log, highestServiceID: highestBefore)
                 // Nothing changed in all: the version stays, the highest id seen is kept.
-                if previous.root == root && previous.modals == modals { return }
+                if previous.root == root && previous.modals == modals {
+                    if keep(self) { return true }
+                    putBack(log, highestServiceID: highestBefore)
+                    return false
+                }
             }
         }
         let size: TreeSize
@@ -284,9 +301,14 @@ extension ScreenTree {
             // Over a limit: allowed only if the tree was over it already (rare): decided on a
             // copy, beside the tree as it was.
             putBack(log, highestServiceID: highestBefore)
-            return try applyOnCopy(commands, within: limits)
+            return try applyOnCopy(commands, within: limits, keepingIf: keep)
+        }
+        if !keep(self) {
+            putBack(log, highestServiceID: highestBefore)
+            return false
         }
         version &+= UInt64(log.count)
+        return true
     }
 
     /// Screens in every stack of the tree.
@@ -304,7 +326,9 @@ extension ScreenTree {
     /// than ``UndoLog`` holds (which may undo each other: re-applying `[popTo(a), push(b)]`
     /// changes nothing) and for a tree over a limit, whose outcome needs the tree as it was
     /// beside the result.
-    mutating func applyOnCopy(_ commands: [Command], within limits: TreeLimits) throws(TreeError) {
+    mutating func applyOnCopy(
+        _ commands: [Command], within limits: TreeLimits, keepingIf keep: (ScreenTree) -> Bool
+    ) throws(TreeError) -> Bool {
         var copy = self
         var changes = 0
         for (index, command) in commands.enumerated() {
@@ -319,8 +343,9 @@ extension ScreenTree {
             }
         }
         if changes == 0 || (changes > 1 && copy.root == root && copy.modals == modals) {
+            guard keep(copy) else { return false }
             lastServiceID = copy.lastServiceID
-            return
+            return true
         }
         let size = try copy.checkInvariant()
         let over = size.excess(limits)
@@ -331,7 +356,9 @@ extension ScreenTree {
                 throw TreeError(.limitExceeded, "the change would leave \(message)")
             }
         }
+        guard keep(copy) else { return false }
         self = copy
+        return true
     }
 
     public mutating func apply(_ command: Command, within limits: TreeLimits = .none) throws(TreeError) {
@@ -401,41 +428,38 @@ extension ScreenTree {
             guard let (ref, index, _) = locate(id) else {
                 throw TreeError(.unknownScreen, "no screen \(id) in the tree")
             }
-            var removed: [Screen] = []
-            var changed = false
-            try mutateStack(ref) { stack in
-                guard stack.count > index + 1 else { return }
-                changed = true
-                if keepingWhatGoes { removed = Array(stack[(index + 1)...]) }
-                stack.removeSubrange((index + 1)...)
-            }
-            return changed ? .popped(ref, removed) : nil
+            return try pop(ref, above: index, keepingWhatGoes: keepingWhatGoes)
 
         case .popToRoot(let ref):
-            var removed: [Screen] = []
-            var changed = false
-            try mutateStack(ref) { stack in
-                guard stack.count > 1 else { return }
-                changed = true
-                if keepingWhatGoes { removed = Array(stack[1...]) }
-                stack.removeSubrange(1...)
-            }
-            return changed ? .popped(ref, removed) : nil
+            return try pop(ref, above: 0, keepingWhatGoes: keepingWhatGoes)
 
-        case .dismissTo(nil):
-            guard !modals.isEmpty else { return nil }
-            let removed = modals
-            modals = []
-            return .dismissed(removed)
-
-        case .dismissTo(let id?):
-            guard let index = modalIndex(id) else {
-                throw TreeError(.unknownModal, "no modal \(id) is presented")
+        case .dismissTo(let id):
+            let index: Int
+            if let id {
+                guard let found = modalIndex(id) else {
+                    throw TreeError(.unknownModal, "no modal \(id) is presented")
+                }
+                index = found
+            } else {
+                index = -1
             }
             guard index < modals.count - 1 else { return nil }
-            let removed = keepingWhatGoes ? Array(modals[(index + 1)...]) : []
+            // The modals array keeps its room, so the next present makes none; one dismissed
+            // modal (nearly always) is kept for putting back in the value, not in an array.
+            let undo: Undo
+            if !keepingWhatGoes {
+                undo = .dismissed([])
+            } else if index == modals.count - 2 {
+                undo = .dismissedOne(modals[index + 1])
+            } else if index == -1 {
+                let removed = modals  // all of them: the array itself, not a copy
+                modals = []
+                return .dismissed(removed)
+            } else {
+                undo = .dismissed(Array(modals[(index + 1)...]))
+            }
             modals.removeSubrange((index + 1)...)
-            return .dismissed(removed)
+            return undo
 
         case .setRoot(let newRoot):
             guard newRoot != root || !modals.isEmpty else { return nil }
@@ -490,30 +514,52 @@ extension ScreenTree {
         if !id.isClientAssigned { lastServiceID = max(lastServiceID, id.rawValue) }
     }
 
+    /// The screens above `index` popped off a stack; how to put them back (nil: none were
+    /// there). One or two screens (nearly always) are kept in the value, not in an array.
+    private mutating func pop(_ ref: StackRef, above index: Int, keepingWhatGoes: Bool) throws(TreeError) -> Undo? {
+        var undo: Undo? = nil
+        try mutateStack(ref) { stack in
+            let count = stack.count - index - 1
+            guard count > 0 else { return }
+            if !keepingWhatGoes {
+                undo = .popped(ref, [])
+            } else if count <= 2 {
+                undo = .poppedFew(ref, stack[index + 1], count == 2 ? stack[index + 2] : nil)
+            } else {
+                undo = .popped(ref, Array(stack[(index + 1)...]))
+            }
+            stack.removeSubrange((index + 1)...)
+        }
+        return undo
+    }
+
     private mutating func mutateStack(_ ref: StackRef, _ body: (inout [Screen]) -> Void) throws(TreeError) {
-        switch (ref, root) {
-        case (.tab(let name), .tabs(var bar)):
+        // The root's payload is taken out and the root let go of it while the stack changes, so
+        // the change copies nothing the tree alone holds. (Not by switching over `(ref, root)`:
+        // that tuple holds the payload too, and every change copied the tab array.)
+        switch ref {
+        case .tab(let name):
+            guard case .tabs(var bar) = root else {
+                throw TreeError(.unknownStack, "\(ref): the root is a single stack; expected a tab bar")
+            }
             guard let index = bar.index(of: name) else {
                 throw TreeError(
                     .unknownStack,
                     "no tab named \(name); expected one of \(bar.tabs.map(\.name).joined(separator: ", "))")
             }
-            // The root lets go of the bar while it changes, so the change copies nothing the
-            // tree alone holds.
             root = .stack([])
             body(&bar.tabs[index].stack)
             root = .tabs(bar)
-        case (.root, .stack(var screens)):
+        case .root:
+            guard case .stack(var screens) = root else {
+                throw TreeError(.unknownStack, "root stack: the root is a tab bar; name a tab")
+            }
             root = .stack([])
             body(&screens)
             root = .stack(screens)
-        case (.modal(let id), _):
+        case .modal(let id):
             guard let index = modalIndex(id) else { throw TreeError(.unknownStack, "no modal \(id) is presented") }
             body(&modals[index].stack)
-        case (.tab, .stack):
-            throw TreeError(.unknownStack, "\(ref): the root is a single stack; expected a tab bar")
-        case (.root, .tabs):
-            throw TreeError(.unknownStack, "root stack: the root is a tab bar; name a tab")
         }
     }
 
@@ -527,7 +573,13 @@ extension ScreenTree {
         case .pushed(let ref): putBack(ref) { $0.removeLast() }
         case .presented: modals.removeLast()
         case .popped(let ref, let removed): putBack(ref) { $0.append(contentsOf: removed) }
+        case .poppedFew(let ref, let first, let second):
+            putBack(ref) { stack in
+                stack.append(first)
+                if let second { stack.append(second) }
+            }
         case .dismissed(let removed): modals.append(contentsOf: removed)
+        case .dismissedOne(let modal): modals.append(modal)
         case .root(let previous, let previousModals):
             root = previous
             modals = previousModals
@@ -595,8 +647,12 @@ private enum Undo {
     case presented
     /// These screens were popped off the top of the stack.
     case popped(StackRef, [Screen])
+    /// One screen, or two, were popped off the top of the stack (bottom first).
+    case poppedFew(StackRef, Screen, Screen?)
     /// These modals were dismissed off the top.
     case dismissed([Modal])
+    /// This modal, the top one, was dismissed.
+    case dismissedOne(Modal)
     case root(Root, [Modal])
     case context(StackRef, Int, ScreenContext)
     case replaced(StackRef, Int, Screen)

@@ -38,8 +38,9 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
 
         /// `chat(conversationId=42)#7 is already on top`
         case alreadyOnTop(Screen)
-        /// `pushing chat(conversationId=42) onto its home tab chats`
-        case pushing(ScreenContext, onto: Place)
+        /// `pushing chat(conversationId=42) onto its home tab chats`, and `, with chatList,
+        /// chat(conversationId=42) beneath` when parents are built beneath it.
+        case pushing(ScreenContext, onto: Place, beneath: [ScreenContext])
         /// `chat(conversationId=42) is already on top with the same info; nothing to do`
         case nothingToDo(ScreenContext)
         /// `2 contexts resolved into one batch of 3 commands`
@@ -55,6 +56,22 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         /// `parked 120 ms ago (waiting for authenticated (showing login)); trying again`: how
         /// long it waited, in nanoseconds.
         case retrying(parkedFor: Int64, ParkReason)
+        /// `existing screen: chat(conversationId=42)#7 is already in tab chats; bringing it to
+        /// the top`: ``ExistingScreenSwitcher``'s plan, its name included.
+        case alreadyIn(Screen, StackRef)
+        /// `tab root: chatList is the root of tab chats; selecting it and popping to its root`,
+        /// or `…; restoring the tab bar`: ``TabRootSwitcher``'s plan, its name included.
+        case tabRoot(screen: String, tab: String, restoringTabBar: Bool)
+    }
+
+    /// Whether the detail is one sentence that names the switcher that planned it (the built-in
+    /// switchers' plans): the resolver puts no name in front of it.
+    var namesItsSwitcher: Bool {
+        guard second == nil, case .sentence(let sentence)? = head else { return false }
+        switch sentence {
+        case .alreadyIn, .tabRoot: return true
+        default: return false
+        }
     }
 
     /// A detail that is one sentence.
@@ -68,10 +85,13 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         Detail(head: .pathStep(number, of: count, context))
     }
 
-    /// The first part, held in the value: a detail of one part (a message, a literal, a sentence)
-    /// allocates nothing. The others follow in `rest`, one array: a detail stays small, so copies
-    /// of steps and plans stay cheap (BENCHMARKS.md, "Resolver alone").
+    /// The first two parts, held in the value: a detail of one part (a message, a literal, a
+    /// sentence) allocates nothing, nor does one with a path step's label in front. The others
+    /// follow in `rest`, one array: a detail stays small, so copies of steps and plans stay
+    /// cheap (BENCHMARKS.md, "Resolver alone"). `second` is set only after `head`, and `rest`
+    /// only after `second`.
     var head: Part?
+    var second: Part?
     var rest: [Part] = []
 
     init(head: Part?) { self.head = head }
@@ -82,53 +102,66 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
 
     public init(stringInterpolation: StringInterpolation) {
         head = stringInterpolation.head
+        second = stringInterpolation.second
         rest = stringInterpolation.rest
     }
 
     public var isEmpty: Bool { head == nil }
 
-    /// `text` put before the parts: `existing screen: ` before a switcher's plan. In place when
-    /// the interpolation that made the detail left room (it leaves three parts: two for this,
-    /// one for a path step's label).
+    /// `text` put before the parts: a switcher's name before its plan (the built-in switchers'
+    /// sentences name them already: ``namesItsSwitcher``). In place when the interpolation that
+    /// made the detail left room (it leaves three parts: two for this, one for a path step's
+    /// label).
     mutating func prefix(_ text: String, _ separator: String) {
-        guard let first = head else {
+        guard head != nil else {
             self = "\(text)\(separator)"
             return
         }
-        head = .text(text)
-        if rest.isEmpty { rest.reserveCapacity(2) }  // one array for both parts
-        rest.insert(.text(separator), at: 0)
-        rest.insert(first, at: 1)
+        insertFirst(.text(separator))
+        insertFirst(.text(text))
     }
 
     /// `label` put before the parts (a path step's `step 2 of 3, …: `): in place when the label
-    /// is one part and this detail's interpolation left room.
+    /// is one part and this detail is one part (no array), or its interpolation left room.
     mutating func prefix(_ label: Detail) {
         guard let part = label.head else { return }
-        guard label.rest.isEmpty, let first = head else {
+        guard label.second == nil, head != nil else {
             self = label + self
             return
         }
+        insertFirst(part)
+    }
+
+    /// A part put before the others (the detail has one at least).
+    private mutating func insertFirst(_ part: Part) {
+        if let second {
+            if rest.isEmpty { rest.reserveCapacity(3) }
+            rest.insert(second, at: 0)
+        }
+        second = head
         head = part
-        rest.insert(first, at: 0)
     }
 
     /// One more part at the end.
     mutating func append(_ part: Part) {
-        guard head != nil else {
+        if head == nil {
             head = part
-            return
+        } else if second == nil {
+            second = part
+        } else {
+            // Room for the few parts that follow one another (a push's ", with", its parents,
+            // " beneath"): an array grown one part at a time is made three times.
+            if rest.isEmpty { rest.reserveCapacity(3) }
+            rest.append(part)
         }
-        // Room for the few parts that follow one another (a push's ", with", its parents,
-        // " beneath"): an array grown one part at a time is made three times.
-        if rest.isEmpty { rest.reserveCapacity(3) }
-        rest.append(part)
     }
 
     /// The parts in order.
     func forEachPart(_ body: (Part) -> Void) {
         guard let head else { return }
         body(head)
+        guard let second else { return }
+        body(second)
         for part in rest { body(part) }
     }
 
@@ -180,7 +213,7 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         case .alreadyOnTop(let screen):
             screen.write(to: &text)
             text += " is already on top"
-        case .pushing(let target, let place):
+        case .pushing(let target, let place, let beneath):
             text += "pushing "
             target.write(to: &text)
             switch place {
@@ -193,6 +226,11 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             case .current(let ref):
                 text += " onto the current "
                 text += ref.description
+            }
+            if !beneath.isEmpty {
+                text += ", with "
+                write(beneath, separator: ", ", to: &text)
+                text += " beneath"
             }
         case .nothingToDo(let target):
             target.write(to: &text)
@@ -221,6 +259,20 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             text += "that would dismiss or cover the blocking "
             screen.write(to: &text)
             text += "; the intent waits until it is gone"
+        case .alreadyIn(let screen, let ref):
+            text += ExistingScreenSwitcher.builtInName
+            text += ": "
+            screen.write(to: &text)
+            text += " is already in "
+            text += ref.description
+            text += "; bringing it to the top"
+        case .tabRoot(let screen, let tab, let restoring):
+            text += TabRootSwitcher.builtInName
+            text += ": "
+            text += screen
+            text += " is the root of tab "
+            text += tab
+            text += restoring ? "; restoring the tab bar" : "; selecting it and popping to its root"
         case .retrying(let waited, let reason):
             text += "parked "
             text += Resolver.ago(waited)
@@ -263,18 +315,21 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
 
     public struct StringInterpolation: StringInterpolationProtocol {
         var head: Part?
+        var second: Part?
         var rest: [Part] = []
-        /// Parts the array is made for: those beyond the head, and three for prefixes (a
+        /// Parts the array is made for: those beyond the first two, and three for prefixes (a
         /// switcher's name, a path step's label: ``Detail/prefix(_:_:)``, ``Detail/prefix(_:)``).
         let capacity: Int
 
         public init(literalCapacity: Int, interpolationCount: Int) {
-            capacity = interpolationCount * 2 + 3
+            capacity = interpolationCount * 2 + 2
         }
 
         mutating func append(_ part: Part) {
             if head == nil {
                 head = part
+            } else if second == nil {
+                second = part
             } else {
                 if rest.isEmpty { rest.reserveCapacity(capacity) }
                 rest.append(part)

@@ -59,10 +59,19 @@ final class RouteIndex: Sendable {
     /// `map.screens[name]?.field` copies the whole spec (a dozen reference counts) first.
     final class Entry: Sendable {
         let spec: ScreenSpec
-        init(_ spec: ScreenSpec) { self.spec = spec }
+        /// The declared info keys, for errors: `one of a, b` or `no info`.
+        let declaredKeys: String
+
+        init(_ spec: ScreenSpec) {
+            self.spec = spec
+            let keys = spec.info.keys.sorted()
+            declaredKeys = keys.isEmpty ? "no info" : "one of \(keys.joined(separator: ", "))"
+        }
     }
 
     let entries: [String: Entry]
+    /// Every screen's name, sorted, for errors.
+    let screenNames: String
     /// Each screen's required info keys, sorted (``ScreenSpec/requiredInfo``).
     let requiredInfo: [String: [String]]
     let blocking: Set<String>
@@ -70,6 +79,7 @@ final class RouteIndex: Sendable {
 
     init(_ map: RouteMap) {
         entries = map.screens.mapValues(Entry.init)
+        screenNames = map.screens.keys.sorted().joined(separator: ", ")
         requiredInfo = map.screens.mapValues(\.requiredInfo)
         blocking = Set(map.screens.filter(\.value.blocking).keys)
         tabRoots = Dictionary(map.tabs.map { ($0.root, $0.name) }, uniquingKeysWith: { first, _ in first })

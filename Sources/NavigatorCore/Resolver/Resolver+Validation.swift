@@ -19,8 +19,7 @@ extension Resolver {
                     entry.pattern.match(parsed).map { (entry.screen, $0) }
                 }).first
             else {
-                let known = urlPatterns.map(\.pattern.text).joined(separator: ", ")
-                throw ResolveError(.unknownURL, "no route matches \(url); expected one of \(known)")
+                throw ResolveError(.unknownURL, "no route matches \(url); expected one of \(core.knownURLs)")
             }
             path = [ScreenContext(match.0, match.1)]
         case .path(let contexts):
@@ -57,7 +56,7 @@ extension Resolver {
         guard let entry = self.index.entries[context.screen] else {
             throw ResolveError(
                 .unknownScreen,
-                "\(position)screen \(context.screen.isEmpty ? "(empty)" : context.screen) is not in the route map; expected one of \(map.screens.keys.sorted().joined(separator: ", "))"
+                "\(position)screen \(context.screen.isEmpty ? "(empty)" : context.screen) is not in the route map; expected one of \(self.index.screenNames)"
             )
         }
         let declaredInfo = entry.spec.info
@@ -70,11 +69,8 @@ extension Resolver {
         var info: [String: String]? = nil
         for (key, value) in context.info {
             guard let declared = declaredInfo[key] else {
-                let known = declaredInfo.keys.sorted()
                 throw ResolveError(
-                    .invalidInfo,
-                    "\(position)\(context.screen) has no info key \(key); expected \(known.isEmpty ? "no info" : "one of \(known.joined(separator: ", "))")"
-                )
+                    .invalidInfo, "\(position)\(context.screen) has no info key \(key); expected \(entry.declaredKeys)")
             }
             guard value.utf8.count <= options.limits.maxTextBytes else {
                 throw ResolveError(

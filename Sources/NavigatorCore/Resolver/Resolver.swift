@@ -41,6 +41,8 @@ public struct Resolver: Sendable {
         let index: RouteIndex
         /// The switchers' names, for explanations, worked out once.
         let switcherNames: [String]
+        /// The URL patterns, for errors.
+        let knownURLs: String
 
         init(map: RouteMap, switchers: [any ContextSwitcher], transitions: any TransitionProvider) {
             self.map = map
@@ -51,6 +53,7 @@ public struct Resolver: Sendable {
             urlPatterns = map.screens.keys.sorted().compactMap { name in
                 map.screens[name]!.url.flatMap { try? URLPattern($0) }.map { ($0, name) }
             }
+            knownURLs = urlPatterns.map(\.pattern.text).joined(separator: ", ")
         }
     }
 
@@ -380,10 +383,9 @@ public struct Resolver: Sendable {
         if composed {
             // Later steps may undo earlier ones (a push into a sheet that the next step
             // dismisses): publish the way from where the user is to where the path ends.
-            commands = state.tree.commands(to: tree)
             do {
                 // The batch as a whole, exactly as a shell will apply it.
-                try state.tree.apply(commands, within: options.limits)
+                commands = try state.tree.change(to: tree, within: options.limits)
             } catch {
                 return finish(.rejected(ResolveError(treeError: error, "the batch does not apply")))
             }
@@ -447,7 +449,7 @@ public struct Resolver: Sendable {
         }
         for (switcher, name) in zip(switchers, switcherNames) {
             if var plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
-                plan.detail.prefix(name, ": ")
+                if !plan.detail.namesItsSwitcher { plan.detail.prefix(name, ": ") }
                 return StepPlan(plan: plan, kind: .switcher)
             }
         }
@@ -466,6 +468,18 @@ public struct Resolver: Sendable {
         guard let first = tree.modals.firstIndex(where: context.isBlocking) else { return nil }
         let verdict = (first, tree.modals[first])
         guard !commands.isEmpty else { return nil }
+        // Nearly every plan made while a blocking modal is up dismisses every modal first (a
+        // push onto a home tab, a screen found in a tab) or sets the root: the blocking modal
+        // would go, and that is the verdict, found without applying the batch to a copy of the
+        // tree (which copies every array the batch changes).
+        for command in commands {
+            switch command {
+            case .setRoot, .dismissTo(nil): return verdict
+            case .dismissTo(let id?):
+                guard let index = tree.modalIndex(id), index >= first else { return verdict }
+            default: continue
+            }
+        }
         guard let after = try? tree.applying(commands) else { return verdict }
         if after.root != tree.root || after.modals.count > tree.modals.count { return verdict }
         if after.modals.count < first || Array(after.modals.prefix(first)) != Array(tree.modals.prefix(first)) {

@@ -52,8 +52,11 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
         }
         if index < screens.count - 1 { commands.append(.popTo(screen.id)) }
         context.appendRefresh(screen, to: target, into: &commands)
-        return Plan(commands, "\(screen) is already in \(ref); bringing it to the top")
+        return Plan(commands, .sentence(.alreadyIn(screen, ref)))
     }
+
+    /// The name its plans' sentence gives it (``ContextSwitcher/name``, written out once).
+    static let builtInName = "existing screen"
 }
 
 /// Built-in switcher: a tab's root screen selects the tab and pops it to its root. When the root
@@ -71,7 +74,7 @@ public struct TabRootSwitcher: ContextSwitcher {
             if case .tabs(let bar) = root, let screen = bar.tabs.first(where: { $0.name == tab.name })?.stack[0] {
                 context.appendRefresh(screen, to: target, into: &commands)
             }
-            return Plan(commands, "\(target.screen) is the root of tab \(tab.name); restoring the tab bar")
+            return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab.name, restoringTabBar: true)))
         }
         var commands: [Command] = []
         commands.reserveCapacity(4)
@@ -79,8 +82,11 @@ public struct TabRootSwitcher: ContextSwitcher {
         if tree.selectedTab != tab.name { commands.append(.selectTab(tab.name)) }
         if stack.count > 1 { commands.append(.popToRoot(.tab(tab.name))) }
         context.appendRefresh(stack[0], to: target, into: &commands)
-        return Plan(commands, "\(target.screen) is the root of tab \(tab.name); selecting it and popping to its root")
+        return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab.name, restoringTabBar: false)))
     }
+
+    /// The name its plans' sentence gives it (``ContextSwitcher/name``, written out once).
+    static let builtInName = "tab root"
 }
 
 extension ScreenTree {

@@ -120,7 +120,8 @@ public struct RouteMapTransitions: TransitionProvider {
         while true {
             anchor = nil
             for chainIndex in chain.indices.reversed() {
-                if let stackIndex = stack[..<keptCount].lastIndex(where: { context.matches($0, chain[chainIndex]) }) {
+                let element = chain[chainIndex]
+                if let stackIndex = stack[..<keptCount].lastIndex(where: { context.matches($0, element) }) {
                     anchor = (chainIndex, stackIndex)
                     break
                 }
@@ -150,12 +151,6 @@ public struct RouteMapTransitions: TransitionProvider {
             commands.append(.push(Screen(id: ids.take(), chain[index]), onto: destination))
             if index < last { synthesized.append(chain[index]) }
         }
-        var detail = Detail.sentence(.pushing(target, onto: place))
-        if !synthesized.isEmpty {
-            detail.append(.text(", with "))
-            detail.append(.contexts(synthesized, separator: ", "))
-            detail.append(.text(" beneath"))
-        }
-        return Plan(commands, detail, synthesized: synthesized)
+        return Plan(commands, .sentence(.pushing(target, onto: place, beneath: synthesized)), synthesized: synthesized)
     }
 }
