@@ -22,22 +22,6 @@ struct BlockerShortcutTests {
             "login": ScreenSpec(transition: .modal(.sheet), blocking: true),
         ])
 
-    /// The decision as it was made before the shortcut: on the batch applied to a copy.
-    static func onTheResult(_ commands: [Command], in tree: ScreenTree, _ context: PlanningContext) -> Int? {
-        guard let first = tree.modals.firstIndex(where: context.isBlocking) else { return nil }
-        guard !commands.isEmpty else { return nil }
-        guard let after = try? tree.applying(commands) else { return first }
-        if after.root != tree.root || after.modals.count > tree.modals.count { return first }
-        if after.modals.count < first || Array(after.modals.prefix(first)) != Array(tree.modals.prefix(first)) {
-            return first
-        }
-        let blockingScreens = tree.modals[first...].flatMap(\.stack).filter(context.isBlocking)
-        for screen in blockingScreens where after.locate(screen.id)?.screen.context.screen != screen.context.screen {
-            return first
-        }
-        return nil
-    }
-
     /// The ids a command brings into the tree.
     static func introduced(by command: Command) -> [NodeID] {
         switch command {
@@ -72,7 +56,9 @@ struct BlockerShortcutTests {
                     !$0.isClientAssigned && $0.rawValue > tree.lastServiceID
                 }
                 guard fresh else { continue }
-                let expected = Self.onTheResult(commands, in: tree, context)
+                // The decision as it was made before the shortcut: on the batch applied to a copy.
+                let first = tree.modals.firstIndex(where: context.isBlocking)!
+                let expected = resolver.blocksOnTheResult(commands, in: tree, first: first) ? first : nil
                 let verdict = resolver.blocker(of: commands, in: tree)
                 #expect(
                     verdict?.index == expected,

@@ -480,16 +480,21 @@ public struct Resolver: Sendable {
             default: continue
             }
         }
-        guard let after = try? tree.applying(commands) else { return verdict }
-        if after.root != tree.root || after.modals.count > tree.modals.count { return verdict }
+        return blocksOnTheResult(commands, in: tree, first: first) ? verdict : nil
+    }
+
+    /// Whether the commands, applied to a copy of `tree` whose first blocking modal is at
+    /// `first`, change the root or the modals beneath it, present over it, or remove or replace
+    /// a blocking screen (or do not apply): ``blocker(of:in:)``'s decision on the result.
+    func blocksOnTheResult(_ commands: [Command], in tree: ScreenTree, first: Int) -> Bool {
+        guard let after = try? tree.applying(commands) else { return true }
+        if after.root != tree.root || after.modals.count > tree.modals.count { return true }
         if after.modals.count < first || Array(after.modals.prefix(first)) != Array(tree.modals.prefix(first)) {
-            return verdict
+            return true
         }
+        let context = self.context
         let blockingScreens = tree.modals[first...].flatMap(\.stack).filter(context.isBlocking)
-        for screen in blockingScreens where after.locate(screen.id)?.screen.context.screen != screen.context.screen {
-            return verdict
-        }
-        return nil
+        return blockingScreens.contains { after.locate($0.id)?.screen.context.screen != $0.context.screen }
     }
 
     /// Why the session cannot park one more intent, if it cannot.
