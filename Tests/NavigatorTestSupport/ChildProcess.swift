@@ -14,7 +14,7 @@ import Synchronization
 /// /proc/self/fd (`findMaximumOpenFromProcSelfFD`, swift-corelibs-foundation#5472, fixed after
 /// this toolchain) and intermittently crashes the whole test process with SIGSEGV in
 /// `memmove`; seen here once in 6 full runs. The descriptors given to the child are dup'ed onto
-/// 0, 1 and 2; every other descriptor of the test process that matters is close-on-exec.
+/// 0, 1 and 2; every other descriptor of the test process is closed in the child.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked: the settings are written before `run()` by the owner only; the exit status
     // is behind a Mutex.
@@ -56,6 +56,17 @@ public final class ChildProcess: @unchecked Sendable {
         return (ends[0], ends[1])
     }
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later): a GNU extension that
+    /// Swift's Glibc module does not import (it is declared under `_GNU_SOURCE`), so looked up.
+    static let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        else {
+            fatalError("glibc has no posix_spawn_file_actions_addclosefrom_np; expected glibc 2.34 or later")
+        }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
     /// `strings` as the NUL-ended array posix_spawn takes; free each one after.
     static func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] {
         strings.map { strdup($0) } + [nil]
@@ -72,6 +83,9 @@ public final class ChildProcess: @unchecked Sendable {
         for (descriptor, target) in [(standardInput, 0), (standardOutput, 1), (standardError, 2)] {
             if let descriptor { posix_spawn_file_actions_adddup2(&actions, descriptor, Int32(target)) }
         }
+        // Nothing else of the test process's: a socket or pipe a child held on to would never
+        // look closed to its peer while the child lives.
+        guard Self.closeFrom(&actions, 3) == 0 else { throw ChildProcessError("posix_spawn: cannot close from 3") }
         let argv = Self.cStrings([path] + arguments)
         let envp = Self.cStrings(self.environment.map { $0.map { "\($0.key)=\($0.value)" } } ?? Self.environmentStrings)
         defer { for pointer in argv + envp { free(pointer) } }

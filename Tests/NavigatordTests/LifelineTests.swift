@@ -35,6 +35,28 @@ struct LifelineTests {
         try await Self.until("the other watchdog ends") { Self.reaped(kept.watchdog) }
     }
 
+    @Test("a child is given no descriptor of the test process beyond its standard three")
+    func childInheritsNothingElse() async throws {
+        // A pipe that is not close-on-exec, as a library might leave one.
+        var ends: [Int32] = [-1, -1]
+        try #require(Glibc.pipe(&ends) == 0)
+        defer { for end in ends { close(end) } }
+        let output = try ChildProcess.pipe()
+        let child = ChildProcess()
+        child.executableURL = URL(fileURLWithPath: "/bin/sh")
+        child.arguments = [
+            "-c",
+            "for fd in \(ends[0]) \(ends[1]); do [ -e /proc/self/fd/$fd ] && echo \"$fd inherited\"; done; echo done",
+        ]
+        child.standardOutput = output.write
+        try child.run()
+        close(output.write)
+        let text = ChildOutput(reading: output.read)
+        #expect(await text.waitForEnd(), "the child's output did not end within 10 s")
+        child.waitUntilExit()
+        #expect(text.text == "done\n", "the child held descriptors it was not given: \(text.text)")
+    }
+
     /// A child that would run ten minutes: a stand-in for navigatord.
     static func child(on lifeline: Lifeline) throws -> ChildProcess {
         let child = ChildProcess()
