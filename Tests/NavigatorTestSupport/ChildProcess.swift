@@ -31,14 +31,6 @@ public final class ChildProcess: @unchecked Sendable {
 
     public init() {}
 
-    /// Held while a pipe is made close-on-exec and while a child is spawned. pipe2 is not in
-    /// Swift's Glibc module, so a pipe is close-on-exec only once `fcntl` has run: a child
-    /// spawned by another test between the two would inherit both ends, keep the write end open
-    /// for its whole life, and the test reading that pipe would wait for an end of stream that
-    /// never comes (seen in CI: every test stalled ~10 s while two such waits held the
-    /// cooperative pool's threads).
-    static let spawning = Locked<Void>(())
-
     /// A pipe, close-on-exec: the read end to read the child's output from (``ChildOutput``), the
     /// write end to give the child — close it once the child runs.
     public static func pipe() throws -> (read: FileHandle, write: Int32) {
@@ -46,13 +38,13 @@ public final class ChildProcess: @unchecked Sendable {
         return (FileHandle(fileDescriptor: ends.read, closeOnDealloc: true), ends.write)
     }
 
-    /// The same pipe's two descriptors.
+    /// The same pipe's two descriptors. (pipe2 is not in Swift's Glibc module, so the pipe is
+    /// close-on-exec only once `fcntl` has run; a child spawned meanwhile by ``run()`` or a
+    /// ``Lifeline`` does not inherit it either way: it closes every descriptor above 2.)
     static func pipeEnds() throws -> (read: Int32, write: Int32) {
         var ends: [Int32] = [-1, -1]
-        try spawning.withLock { _ in
-            guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        }
+        guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         return (ends[0], ends[1])
     }
 
@@ -103,7 +95,7 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = Self.spawning.withLock { _ in posix_spawn(&pid, path, &actions, &attributes, argv, envp) }
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard result == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(result)))") }
         processIdentifier = pid
         (lifeline ?? Lifeline.shared)?.watch(pid)
@@ -174,14 +166,8 @@ public final class Lifeline: Sendable {
     /// The watchdog's pid.
     public let watchdog: pid_t
 
-    /// bash, for closing descriptors above 9: first every descriptor it inherited but its
-    /// input and output. It lives as long as the test process, and a socket or pipe of the test
-    /// process it held would stay open (its peer would never see it closed).
+    /// The watchdog: it waits for the end of its input, then stops the children on the list.
     static let script = #"""
-        for fd in /proc/$$/fd/*; do
-          fd=${fd##*/}
-          if [ "$fd" -gt 2 ]; then { exec {fd}>&-; } 2>/dev/null; fi
-        done
         read -r _
         stopped=""
         while read -r pid start; do
@@ -212,11 +198,18 @@ public final class Lifeline: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, ends.read, 0)
+        // It lives as long as the test process: a socket or pipe of the test process it held
+        // would never look closed to its peer.
+        guard ChildProcess.closeFrom(&actions, 3) == 0 else {
+            close(ends.read)
+            close(ends.write)
+            throw ChildProcessError("posix_spawn: cannot close from 3")
+        }
         let argv = ChildProcess.cStrings(["/bin/bash", "-c", Self.script, "lifeline", list])
         let envp = ChildProcess.cStrings(ChildProcess.environmentStrings)
         defer { for pointer in argv + envp { free(pointer) } }
         var pid: pid_t = 0
-        let result = ChildProcess.spawning.withLock { _ in posix_spawn(&pid, "/bin/bash", &actions, nil, argv, envp) }
+        let result = posix_spawn(&pid, "/bin/bash", &actions, nil, argv, envp)
         close(ends.read)
         guard result == 0 else {
             close(ends.write)
