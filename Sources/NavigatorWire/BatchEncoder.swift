@@ -109,6 +109,15 @@ struct ProtoWriter {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// `values` as consecutive fixed64s, little-endian.
+    mutating func fixed64s(_ values: [UInt64]) {
+        #if _endian(little)
+            values.withUnsafeBytes { bytes.append(contentsOf: $0) }  // as in memory: one copy
+        #else
+            for value in values { fixed64(value) }
+        #endif
+    }
+
     mutating func tag(_ field: Int, _ wireType: UInt8) { varint(UInt64(field) << 3 | UInt64(wireType)) }
 
     /// A varint field, left out when 0.

@@ -62,7 +62,7 @@ extension ProtoWriter {
         guard !values.isEmpty else { return }
         tag(field, 2)
         varint(UInt64(values.count * 8))
-        for value in values { fixed64(value) }
+        fixed64s(values)
     }
 
     /// A `map<string, bool>`, entries in key order.

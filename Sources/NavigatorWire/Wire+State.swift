@@ -35,18 +35,23 @@ extension Navigator_V1_StoredSession {
     /// them (a repeated field may come in any place).
     public static func encodedParkedField(_ parked: [ParkedIntent]) throws -> [UInt8] {
         var field: [UInt8] = []
-        for intent in parked {
-            let bytes: [UInt8] = try Navigator_V1_StoredParkedIntent(intent).serializedBytes()
-            field.append(4 << 3 | 2)  // field 4, length-delimited
-            var length = UInt64(bytes.count)
-            while length >= 0x80 {
-                field.append(UInt8(truncatingIfNeeded: length) | 0x80)
-                length >>= 7
-            }
-            field.append(UInt8(length))
-            field += bytes
-        }
+        for intent in parked { try appendParkedEntry(intent, to: &field) }
         return field
+    }
+
+    /// Appends one entry of the `parked` field (4) to `field`: its tag, length and
+    /// `StoredParkedIntent`. A list's field is its entries' in order, so an entry's bytes can be
+    /// kept and reused while that intent waits unchanged.
+    public static func appendParkedEntry(_ intent: ParkedIntent, to field: inout [UInt8]) throws {
+        let bytes: [UInt8] = try Navigator_V1_StoredParkedIntent(intent).serializedBytes()
+        field.append(4 << 3 | 2)  // field 4, length-delimited
+        var length = UInt64(bytes.count)
+        while length >= 0x80 {
+            field.append(UInt8(truncatingIfNeeded: length) | 0x80)
+            length >>= 7
+        }
+        field.append(UInt8(length))
+        field += bytes
     }
 
     /// The state back; a record that does not make a valid state says which part is wrong.

@@ -95,6 +95,69 @@ struct PackingTests {
         #expect(persistence.drop(partitions: [lost]) == 0)
     }
 
+    @Test(
+        "a parked list's encoding reuses the entries of intents still waiting unchanged, and is the list's whole encoding"
+    )
+    func parkedEncodingReusesEntries() throws {
+        var random = FuzzRandom(state: 31)
+        var serial = 0
+        func intent() -> ParkedIntent {
+            serial += 1
+            let info = random.chance(2) ? ["id": "\(random.below(1000))"] : [:]
+            let reason: ParkReason =
+                switch random.below(3) {
+                case 0: .notReady
+                case 1: .guardUnmet(condition: "authenticated", redirect: "login")
+                default: .blocked(by: NodeID(rawValue: UInt64(1 + random.below(50))), screen: "alert")
+                }
+            return ParkedIntent(
+                intent: Intent(
+                    id: "i\(serial)", session: "s", target: .path([ScreenContext("chat", info)]),
+                    source: random.chance(2) ? "push" : ""),
+                reason: reason, parkedAt: Int64(serial), expiresAt: Int64(serial) + 300)
+        }
+        var list: [ParkedIntent] = []
+        var earlier: SessionStore.Record.ParkedEncoding? = nil
+        for _ in 0..<2_000 {
+            let before = list
+            var kept = list.count  // how many of the earlier entries are still there unchanged
+            switch random.below(6) {
+            case 0, 1: list.append(intent())
+            case 2:
+                if !list.isEmpty {
+                    list.remove(at: random.below(list.count))
+                    kept -= 1
+                }
+            case 3:
+                // Up to 20 of the oldest leave: the first left is up to 20 further on, beyond
+                // the lookahead of 16 at times (then it is encoded again).
+                let gone = min(list.count, 1 + random.below(20))
+                list.removeFirst(gone)
+                kept = gone >= SessionStore.Record.ParkedEncoding.lookahead ? 0 : kept - gone
+            case 4:
+                if !list.isEmpty {
+                    let index = random.below(list.count)
+                    if list[index].reason != .notReady {
+                        list[index].reason = .notReady
+                        kept -= 1
+                    }
+                }
+            default:
+                if list.count > 40 {
+                    list = (0..<random.below(5)).map { _ in intent() }
+                    kept = 0
+                }
+            }
+            let encoding = try SessionStore.Record.ParkedEncoding(list, reusing: earlier)
+            #expect(encoding.bytes == (try Navigator_V1_StoredSession.encodedParkedField(list)))
+            #expect(encoding.encodes(list))
+            let decoded = try Navigator_V1_StoredSession(serializedBytes: encoding.bytes)
+            #expect(decoded.parked.count == list.count)
+            #expect(earlier == nil || encoding.reused == kept, "after \(before.count) intents, now \(list.count)")
+            earlier = encoding
+        }
+    }
+
     @Test("coming to rest (a round with nothing to write after one that wrote) gives memory back once")
     func givesBackAtRest() throws {
         try withStore { store, persistence, resolver, _ in
