@@ -12,7 +12,10 @@ seconds=${2:-20}
 connections=${3:-4}
 bin=${BIN:-}
 if [ -z "$bin" ]; then
-  swift build -c release --scratch-path .build-release --product navigatord --product navload >&2
+  # One product a command: given several --product, swift build builds only the last.
+  for product in navigatord navload; do
+    swift build -c release --scratch-path .build-release --product "$product" >&2
+  done
   bin=.build-release/release
 fi
 work=$(mktemp -d)

@@ -12,7 +12,10 @@ n=${2:-10000}
 seconds=${3:-20}
 bin=${BIN:-}
 if [ -z "$bin" ]; then
-  swift build -c release --scratch-path .build-release --product navigatord --product navload >&2
+  # One product a command: given several --product, swift build builds only the last.
+  for product in navigatord navload; do
+    swift build -c release --scratch-path .build-release --product "$product" >&2
+  done
   bin=.build-release/release
 fi
 load=.build-release/release/navload

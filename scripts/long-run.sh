@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# A long run at a fixed rate, thread by thread (issue 31): a fresh navigatord from BIN (a directory
+# holding a release navigatord and navctl) on free 127.0.0.1 ports, driven by this tree's release
+# navload at RATE intents/s over SESSIONS sessions for SECONDS. Every 30 s it prints, for the
+# intents of that window, each thread's CPU microseconds an intent (from
+# /proc/PID/task/*/stat: user and system time), navigatord's in all, and its RSS: what a
+# deployment sees once sessions have filled with what they remember (intent ids and expired
+# intents for the dedup window, parked intents for their time to live), which runs of seconds do
+# not show. Then navload's report.
+#
+#   scripts/long-run.sh BIN RATE SECONDS [SESSIONS]        (SESSIONS: 20000; NAVIGATORD_ARGS=)
+#
+# Needs an otherwise idle machine.
+set -euo pipefail
+bin=$1
+rate=$2
+seconds=$3
+sessions=${4:-20000}
+here=$(cd "$(dirname "$0")/.." && pwd)
+load=$here/.build-release/release/navload
+[ -x "$load" ] || { echo "long-run: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
+work=$(mktemp -d)
+pid=""
+driver=""
+cleanup() {
+  [ -n "$driver" ] && kill "$driver" 2>/dev/null && wait "$driver" 2>/dev/null
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
+# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
+trap 'set +e; cleanup' EXIT
+trap 'exit 130' INT TERM HUP PIPE
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
+i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+"$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off --data-directory "$work/data" \
+  --log-level warning "${extra[@]}" >"$work/navigatord.log" 2>&1 &
+pid=$!
+ready=""
+for _ in $(seq 1 600); do
+  if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then ready=1; break; fi
+  sleep 0.1
+done
+[ -n "$ready" ] || { echo "long-run: navigatord did not become ready" >&2; cat "$work/navigatord.log" >&2; exit 1; }
+"$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
+  --duration "$seconds" --warmup 0 >"$work/navload.log" 2>&1 &
+driver=$!
+/usr/bin/python3 - "$pid" "$rate" "$seconds" <<'EOF'
+import os, sys, time
+pid, rate, seconds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+tick = os.sysconf("SC_CLK_TCK")
+def sample():
+    threads = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+            fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+            threads[name] = threads.get(name, 0) + int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    rss = int(open(f"/proc/{pid}/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return time.monotonic(), threads, rss
+names = ["nav-flush", "nav-worker-0", "nav-worker-1", "ZMQbg/IO/0"]
+print("window (s)   " + "  ".join(f"{n:>12}" for n in names) + "    navigatord  RSS MiB   (CPU µs an intent)")
+start, last, _ = sample()
+last = (start, last)
+while last[0] - start < seconds - 1:
+    time.sleep(min(30, max(1, seconds - (last[0] - start))))
+    now, threads, rss = sample()
+    intents = (now - last[0]) * rate
+    cpu = lambda name: (threads.get(name, 0) - last[1].get(name, 0)) / tick * 1e6 / intents
+    total = (sum(threads.values()) - sum(last[1].values())) / tick * 1e6 / intents
+    print(f"{last[0] - start:4.0f}-{now - start:4.0f}   " + "  ".join(f"{cpu(n):12.1f}" for n in names)
+          + f"    {total:10.1f}  {rss / 2**20:7.0f}", flush=True)
+    last = (now, threads)
+EOF
+wait "$driver"
+driver=""
+grep -v '^ *[0-9.]* s  sent' "$work/navload.log" || true
