@@ -25,21 +25,11 @@ cleanup() { [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null && kill "$pid" 2>/dev
 # closed pipe) too, where bash would otherwise exit without it and leave what it started running.
 trap 'set +e; cleanup' EXIT
 trap 'exit 130' INT TERM HUP PIPE
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
+. "$here/scripts/navigatord-lib.sh"
 for _ in $(seq "$rounds"); do
   for bin in "$@"; do
-    rm -rf "$work/data"
-    i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
-    "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off --data-directory "$work/data" \
-      --log-level warning "${extra[@]}" >"$work/navigatord.log" 2>&1 &
-    pid=$!
-    ready=""
-    for _ in $(seq 1 600); do
-      if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then ready=1; break; fi
-      sleep 0.1
-    done
-    [ -n "$ready" ] || { echo "floor-pairs: navigatord of $bin did not become ready:" >&2; cat "$work/navigatord.log" >&2; exit 1; }
+    rm -rf "$work/data" "$work/navigatord.log"
+    start_navigatord "$bin" "$work/data" "$work/navigatord.log" floor-pairs
     out=$("$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --duration "${DURATION:-10}" \
       --warmup 2 --sessions "${SESSIONS:-20000}" --floor --pause-service --service-pid "$pid" 2>&1)
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""

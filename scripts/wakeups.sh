@@ -25,18 +25,8 @@ cleanup() {
 # closed pipe) too, where bash would otherwise exit without it and leave what it started running.
 trap 'set +e; cleanup' EXIT
 trap 'exit 130' INT TERM HUP PIPE
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
-read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
-"$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off \
-  --data-directory "$work/data" --log-level warning "${extra[@]}" >>"$work/navigatord.log" 2>&1 &
-pid=$!
-ready=""
-for _ in $(seq 1 600); do
-  if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then ready=1; break; fi
-  sleep 0.1
-done
-[ -n "$ready" ] || { echo "wakeups: navigatord did not become ready:" >&2; cat "$work/navigatord.log" >&2; exit 1; }
+. "$here/navigatord-lib.sh"
+start_navigatord "$bin" "$work/data" "$work/navigatord.log" wakeups
 "$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
   --duration $((seconds + warmup + 2)) --warmup 0 >"$work/navload.log" 2>&1 &
 load=$!

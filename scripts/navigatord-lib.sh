@@ -1,0 +1,26 @@
+# Sourced by the benchmark scripts (long-run.sh, wakeups.sh, floor-pairs.sh): starting a fresh
+# navigatord for a measurement.
+#
+#   start_navigatord BIN DATA_DIR LOG NAME
+#       starts BIN/navigatord on free 127.0.0.1 ports with its state in DATA_DIR, metrics off,
+#       warnings and worse into LOG, and the options of NAVIGATORD_ARGS; sets $pid and its
+#       endpoints $i (intents), $r (requests), $c (commands); returns once it answers (navctl
+#       stats), or exits naming NAME and showing LOG when it does not within 60 s. The caller
+#       stops it (its cleanup trap kills $pid).
+
+# A free TCP port of 127.0.0.1.
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+start_navigatord() {
+  local bin=$1 data=$2 log=$3 name=$4 ready="" extra=()
+  read -r -a extra <<<"${NAVIGATORD_ARGS:-}"
+  i="tcp://127.0.0.1:$(port)"; r="tcp://127.0.0.1:$(port)"; c="tcp://127.0.0.1:$(port)"
+  "$bin/navigatord" --intents "$i" --requests "$r" --commands "$c" --metrics off --data-directory "$data" \
+    --log-level warning "${extra[@]}" >>"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    if "$bin/navctl" stats --requests "$r" >/dev/null 2>&1; then ready=1; break; fi
+    sleep 0.1
+  done
+  [ -n "$ready" ] || { echo "$name: navigatord of $bin did not become ready:" >&2; cat "$log" >&2; exit 1; }
+}
