@@ -17,25 +17,15 @@ rate=$2
 seconds=$3
 sessions=${4:-20000}
 here=$(cd "$(dirname "$0")/.." && pwd)
-load=$here/.build-release/release/navload
-[ -x "$load" ] || { echo "long-run: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
-work=$(mktemp -d)
-pid=""
-driver=""
-cleanup() {
-  [ -n "$driver" ] && kill "$driver" 2>/dev/null && wait "$driver" 2>/dev/null
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
-# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
-trap 'set +e; cleanup' EXIT
-trap 'exit 130' INT TERM HUP PIPE
+navload=$here/.build-release/release/navload
+[ -x "$navload" ] || { echo "long-run: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
 . "$here/scripts/navigatord-lib.sh"
+work=$(mktemp -d)
+stop_on_exit
 start_navigatord "$bin" "$work/data" "$work/navigatord.log" long-run
-"$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
+"$navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
   --duration "$seconds" --warmup 0 >"$work/navload.log" 2>&1 &
-driver=$!
+load=$!
 /usr/bin/python3 - "$pid" "$rate" "$seconds" <<'EOF'
 import os, sys, time
 pid, rate, seconds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -53,8 +43,8 @@ def sample():
     return time.monotonic(), threads, rss
 names = ["nav-flush", "nav-worker-0", "nav-worker-1", "ZMQbg/IO/0"]
 print("window (s)   " + "  ".join(f"{n:>12}" for n in names) + "    navigatord  RSS MiB   (CPU µs an intent)")
-start, last, _ = sample()
-last = (start, last)
+start, threads, _ = sample()
+last = (start, threads)
 while last[0] - start < seconds - 1:
     time.sleep(min(30, max(1, seconds - (last[0] - start))))
     now, threads, rss = sample()
@@ -65,6 +55,6 @@ while last[0] - start < seconds - 1:
           + f"    {total:10.1f}  {rss / 2**20:7.0f}", flush=True)
     last = (now, threads)
 EOF
-wait "$driver"
-driver=""
+wait "$load"
+load=""
 grep -v '^ *[0-9.]* s  sent' "$work/navload.log" || true

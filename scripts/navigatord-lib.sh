@@ -1,6 +1,11 @@
 # Sourced by the benchmark scripts (long-run.sh, wakeups.sh, floor-pairs.sh): starting a fresh
 # navigatord for a measurement.
 #
+#   stop_on_exit
+#       when the script ends, however it ends, stops navload ($load) and navigatord ($pid), those
+#       of them that are running, and removes $work. (floor-pairs.sh, which pauses navigatord,
+#       has its own.)
+#
 #   start_navigatord BIN DATA_DIR LOG NAME
 #       starts BIN/navigatord on free 127.0.0.1 ports with its state in DATA_DIR, metrics off,
 #       warnings and worse into LOG, and the options of NAVIGATORD_ARGS; sets $pid and its
@@ -10,6 +15,19 @@
 
 # A free TCP port of 127.0.0.1.
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+stop_on_exit() {
+  load=""; pid=""
+  cleanup() {
+    [ -n "$load" ] && kill "$load" 2>/dev/null && wait "$load" 2>/dev/null
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$work"
+  }
+  # All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
+  # closed pipe) too, where bash would otherwise exit without it and leave what it started running.
+  trap 'set +e; cleanup' EXIT
+  trap 'exit 130' INT TERM HUP PIPE
+}
 
 start_navigatord() {
   local bin=$1 data=$2 log=$3 name=$4 ready="" extra=()

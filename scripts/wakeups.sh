@@ -14,18 +14,9 @@ seconds=${3:-10}
 sessions=${4:-20000}
 warmup=3
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-pid=""; load=""
-cleanup() {
-  [ -n "$load" ] && kill "$load" 2>/dev/null && wait "$load" 2>/dev/null
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-# All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a
-# closed pipe) too, where bash would otherwise exit without it and leave what it started running.
-trap 'set +e; cleanup' EXIT
-trap 'exit 130' INT TERM HUP PIPE
 . "$here/navigatord-lib.sh"
+work=$(mktemp -d)
+stop_on_exit
 start_navigatord "$bin" "$work/data" "$work/navigatord.log" wakeups
 "$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
   --duration $((seconds + warmup + 2)) --warmup 0 >"$work/navload.log" 2>&1 &

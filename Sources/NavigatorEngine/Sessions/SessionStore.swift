@@ -181,7 +181,7 @@ final class SessionStore: Sendable {
             /// Where each intent's entry ends in ``bytes``: an entry is kept for the next
             /// encoding while its intent waits unchanged.
             private let ends: [Int32]
-            /// How many entries were taken from the earlier encoding.
+            /// How many entries were taken from the earlier encoding (tests read it).
             let reused: Int
 
             /// Encodes `list`, taking from `earlier` (an encoding of the session's list as it
@@ -195,28 +195,18 @@ final class SessionStore: Sendable {
                 var ends: [Int32] = []
                 ends.reserveCapacity(list.count)
                 var reused = 0
-                if let earlier {
-                    bytes.reserveCapacity(earlier.bytes.count + 256)
-                    var next = 0  // the earlier entry after the last one taken
-                    for intent in list {
-                        // Intents keep their order: a match is at `next` or a little after it
-                        // (those between left). Bounded, for lists of thousands.
-                        let limit = min(earlier.list.count, next + Self.lookahead)
-                        if let found = (next..<limit).first(where: { earlier.list[$0] == intent }) {
-                            let start = found == 0 ? 0 : Int(earlier.ends[found - 1])
-                            bytes += earlier.bytes[start..<Int(earlier.ends[found])]
-                            next = found + 1
-                            reused += 1
-                        } else {
-                            try Navigator_V1_StoredSession.appendParkedEntry(intent, to: &bytes)
-                        }
-                        ends.append(Int32(bytes.count))
-                    }
-                } else {
-                    for intent in list {
+                var next = 0  // the earlier entry after the last one taken
+                bytes.reserveCapacity((earlier?.bytes.count ?? 0) + 256)
+                for intent in list {
+                    if let earlier, let found = earlier.index(of: intent, from: next) {
+                        let start = found == 0 ? 0 : Int(earlier.ends[found - 1])
+                        bytes += earlier.bytes[start..<Int(earlier.ends[found])]
+                        next = found + 1
+                        reused += 1
+                    } else {
                         try Navigator_V1_StoredSession.appendParkedEntry(intent, to: &bytes)
-                        ends.append(Int32(bytes.count))
                     }
+                    ends.append(Int32(bytes.count))
                 }
                 self.bytes = bytes
                 self.ends = ends
@@ -225,6 +215,13 @@ final class SessionStore: Sendable {
 
             /// How far past the last entry taken an unchanged intent is looked for.
             static let lookahead = 16
+
+            /// Where `intent` is in the list, looking from `start` up to ``lookahead`` entries on:
+            /// intents keep their order, so an unchanged one is at `start` or a little after it
+            /// (those between left). Bounded, for lists of thousands.
+            private func index(of intent: ParkedIntent, from start: Int) -> Int? {
+                (start..<min(list.count, start + Self.lookahead)).first { list[$0] == intent }
+            }
 
             /// Whether `other` is this list unchanged. Exact: this object holds a reference to
             /// the list's storage, so any change to a copy of it made a new storage (copy on
