@@ -24,6 +24,13 @@ public protocol StateDatabase: AnyObject, Sendable {
     func quarantinedCount() throws -> Int
     /// Writes these sessions (id, seq, stored bytes) in one transaction.
     func write(_ rows: [StoredRow]) throws
+    /// Where a session's row comes in the order this database writes fastest: a transaction of
+    /// rows close in this order touches fewer pages (``StateFile``: the row's place in the file,
+    /// when known).
+    func writeOrder(of session: String) -> UInt64
+    /// These sessions' rows will not be written for a while (packed at rest): what is kept to
+    /// write them faster can go.
+    func forgetPlaces(of sessions: some Sequence<String>)
     /// Deletes expired sessions and records the seq new sessions start from.
     func expire(_ sessions: [String], seqFloor: UInt64) throws
     /// The seq new sessions start from (0 until sessions have expired).
@@ -58,6 +65,12 @@ public struct LoadedRows<Record> {
     public var quarantined: [(session: String, reason: String)] = []
 
     public init() {}
+}
+
+extension StateDatabase {
+    /// Any order will do.
+    public func writeOrder(of session: String) -> UInt64 { 0 }
+    public func forgetPlaces(of sessions: some Sequence<String>) {}
 }
 
 /// One session as the store keeps it: its id, the seq of its last batch, and its state as the

@@ -45,7 +45,10 @@ public final class StateFile: StateDatabase {
 
     /// The page cache (up to 2 MB, filled by a restart's reads and by writes) and the cached
     /// statements: the next write reads what it needs again.
-    public func releaseMemory() { queue.releaseMemory() }
+    public func releaseMemory() {
+        queue.releaseMemory()
+        places.withLock { $0 = [:] }
+    }
 
     /// Opens the file at `path` (creating it) and migrates it; refuses a file it cannot read.
     private static func open(_ path: String) throws -> DatabaseQueue {
@@ -221,19 +224,60 @@ public final class StateFile: StateDatabase {
         try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }
     }
 
-    /// Writes these sessions (id, seq, stored bytes) in one transaction.
+    /// Writes these sessions (id, seq, stored bytes) in one transaction. A row whose place in
+    /// the file is known (``places``) is changed there, found by its row id rather than through
+    /// the id index, and those rows go in the order of their places — the write-behind's chunks,
+    /// sorted the same way (``writeOrder(of:)``), change rows that are neighbours, and a page of
+    /// the table is written once for several of them instead of once for each (BENCHMARKS.md,
+    /// "Rows in their write order"). Other rows (new sessions, appended; sessions not written
+    /// since their place was forgotten) are written by id, and their places learned.
     public func write(_ rows: [StoredRow]) throws {
         guard !rows.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970)
+        let ordered = places.withLock { places in rows.map { (place: places[$0.session], row: $0) } }
+            .sorted { ($0.place ?? .max) < ($1.place ?? .max) }
+        var learned: [(String, Int64)] = []
         try queue.write { db in
-            let statement = try db.cachedStatement(
+            let inPlace = try db.cachedStatement(
+                sql: "UPDATE sessions SET seq = ?, state = ?, updated_at = ? WHERE rowid = ? AND id = ?")
+            let byID = try db.cachedStatement(
                 sql: "INSERT INTO sessions (id, seq, state, updated_at) VALUES (?, ?, ?, ?) "
                     + "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, state = excluded.state, updated_at = excluded.updated_at"
             )
-            for (id, seq, bytes) in rows {
-                try statement.execute(arguments: [id, Int64(seq), Data(bytes), now])
+            let placeOf = try db.cachedStatement(sql: "SELECT rowid FROM sessions WHERE id = ?")
+            for (place, (id, seq, bytes)) in ordered {
+                let data = Data(bytes)
+                if let place {
+                    try inPlace.execute(arguments: [Int64(seq), data, now, place, id])
+                    if db.changesCount == 1 { continue }
+                    // Not there (deleted, or the file replaced): by id, as a row not seen yet.
+                }
+                let lastInserted = db.lastInsertedRowID
+                try byID.execute(arguments: [id, Int64(seq), data, now])
+                if db.lastInsertedRowID != lastInserted {
+                    learned.append((id, db.lastInsertedRowID))  // a new session's row, appended
+                } else if let place = try Int64.fetchOne(placeOf, arguments: [id]) {
+                    learned.append((id, place))  // a row written before this run (or before it was packed)
+                }
             }
         }
+        // Only once committed: a rolled-back insert's row id is not the session's.
+        if !learned.isEmpty { places.withLock { places in for (id, place) in learned { places[id] = place } } }
+    }
+
+    /// Where the rows of sessions written since the service last came to rest are (their row
+    /// ids): learned as they are written, forgotten for sessions expired or packed
+    /// (``forgetPlaces(of:)``) and when the service comes to rest (``releaseMemory()``), so that
+    /// what it holds is in proportion to the sessions in use. A place is only a hint: a write
+    /// there checks the id, and goes by id when it is not that session's row.
+    private let places = Locked<[String: Int64]>([:])
+
+    public func writeOrder(of session: String) -> UInt64 {
+        places.withLock { $0[session].map { UInt64(bitPattern: $0) } } ?? .max
+    }
+
+    public func forgetPlaces(of sessions: some Sequence<String>) {
+        places.withLock { places in for session in sessions { places[session] = nil } }
     }
 
     // MARK: Epochs
@@ -265,6 +309,7 @@ public final class StateFile: StateDatabase {
             for session in sessions { try statement.execute(arguments: [session]) }
             try Self.setMeta(db, "seq_floor", Int64(bitPattern: seqFloor))
         }
+        forgetPlaces(of: sessions)
     }
 
     /// The seq new sessions start from (0 until sessions have expired).
@@ -346,6 +391,7 @@ public final class StateFile: StateDatabase {
             try Self.setMeta(db, "dedup_key_1", Int64(bitPattern: dedupKey.k1))
         }
         opened.withLock { $0 = (queue, FileIdentity(path: path)) }
+        places.withLock { $0 = [:] }
     }
 
     /// GRDB closes the file when the queue goes.

@@ -124,30 +124,35 @@ final class Persistence: Sendable {
     static let chunk = 1_000
 
     /// Writes up to `limit` of the sessions changed since they were last written, in one
-    /// transaction per shard; returns whether they were written and whether more are waiting.
+    /// transaction; returns whether they were written and whether more are waiting.
     func flushChanged(atMost limit: Int) -> (written: Bool, more: Bool) {
-        let written = writeChunk(limit) { shard, budget in
-            store.shards[shard].dirty.withLock { dirty in Self.take(budget, from: &dirty) }
+        let written = writeChunk {
+            var budget = limit
+            return store.shards.indices.compactMap { index -> (shard: Int, names: Set<String>)? in
+                guard budget > 0 else { return nil }
+                let names = store.shards[index].dirty.withLock { dirty in Self.take(budget, from: &dirty) }
+                budget -= names.count
+                return names.isEmpty ? nil : (index, names)
+            }
         }
         return (written, store.shards.contains { shard in shard.dirty.withLock { !$0.isEmpty } })
     }
 
-    /// Writes up to `limit` sessions, `take(shard, budget)` naming each shard's in turn, one
-    /// transaction per shard; returns whether all were written (false too when a replaced state
-    /// file could not be put back: nothing was taken then).
-    private func writeChunk(_ limit: Int, take: (Int, Int) -> Set<String>) -> Bool {
+    /// Writes the sessions `take` names (by shard) in one transaction; returns whether they
+    /// were written (false too when a replaced state file could not be put back: `take` is not
+    /// called then).
+    private func writeChunk(_ take: () -> [(shard: Int, names: Set<String>)]) -> Bool {
         writing.withLock { _ in
             guard restoreFileIfGone() else { return false }
-            var complete = true
-            var budget = limit
-            let now = MonotonicClock.now()
-            for (index, shard) in store.shards.enumerated() where budget > 0 {
-                let names = take(index, budget)
-                budget -= names.count
-                if !write(names, of: shard, now: now) { complete = false }
-            }
-            return complete
+            return write(take(), now: MonotonicClock.now())
         }
+    }
+
+    /// Sessions of a round, grouped by shard.
+    private static func byShard(_ sessions: ArraySlice<(order: UInt64, session: String, shard: Int)>)
+        -> [(shard: Int, names: Set<String>)]
+    {
+        Dictionary(grouping: sessions, by: \.shard).map { shard, items in (shard, Set(items.map(\.session))) }
     }
 
     /// Takes up to `limit` names out of `set`.
@@ -165,14 +170,16 @@ final class Persistence: Sendable {
         return some
     }
 
-    /// Writes `names` of `shard` in one transaction; on failure marks them changed again (the
-    /// next flush retries) and returns false. Called under `writing`.
-    private func write(_ names: Set<String>, of shard: SessionStore.Shard, now: Int64) -> Bool {
-        guard !names.isEmpty else { return true }
+    /// Writes `parts` (names by shard) in one transaction; on failure marks them changed again
+    /// (the next flush retries) and returns false. Called under `writing`.
+    private func write(_ parts: [(shard: Int, names: Set<String>)], now: Int64) -> Bool {
+        guard parts.contains(where: { !$0.names.isEmpty }) else { return true }
         // Traced changes made from here on are the next write's.
-        let traces = traced?.take(names) ?? [:]
-        let records = shard.records.withLock { records in
-            names.compactMap { name in records[name].map { (name, $0) } }
+        let traces = traced?.take(parts.lazy.flatMap(\.names)) ?? [:]
+        let records = parts.flatMap { part in
+            store.shards[part.shard].records.withLock { records in
+                part.names.compactMap { name in records[name].map { (name, $0) } }
+            }
         }
         do {
             let encoded = try parkedEncodings.withLock { cache in
@@ -208,7 +215,7 @@ final class Persistence: Sendable {
                 metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
             return true
         } catch {
-            shard.dirty.withLock { $0.formUnion(names) }
+            for part in parts { store.shards[part.shard].dirty.withLock { $0.formUnion(part.names) } }
             traced?.putBack(traces)
             logger.error(
                 "writing \(records.count) sessions to \(database.kind) failed; will retry",
@@ -353,6 +360,7 @@ final class Persistence: Sendable {
                     return names
                 }
                 packed += packedNames.count
+                database.forgetPlaces(of: packedNames)
                 parkedEncodings.withLock { cache in
                     for name in packedNames { cache[name] = nil }
                     cache.releaseSpareRoom()
@@ -567,19 +575,28 @@ final class Persistence: Sendable {
     /// never ended under steady load: the flush thread wrote continuously, costing the workers
     /// about 13% of their throughput.)
     func flushAndPack(between: () throws -> Void = {}) rethrows {
-        var round = store.shards.map { shard in
-            shard.dirty.withLock { dirty in Self.take(.max, from: &dirty) }
+        // The round's sessions in the order the database writes fastest, so that each chunk's
+        // rows are neighbours there (``StateDatabase/writeOrder(of:)``).
+        var round: [(order: UInt64, session: String, shard: Int)] = []
+        for (index, shard) in store.shards.enumerated() {
+            for session in shard.dirty.withLock({ dirty in Self.take(.max, from: &dirty) }) {
+                round.append((database.writeOrder(of: session), session, index))
+            }
         }
-        let wrote = round.contains { !$0.isEmpty }
-        while round.contains(where: { !$0.isEmpty }) {
-            guard writeChunk(Self.chunk, take: { shard, budget in Self.take(budget, from: &round[shard]) }) else {
+        round.sort { $0.order < $1.order }
+        let wrote = !round.isEmpty
+        var start = 0
+        while start < round.count {
+            let chunk = round[start..<min(start + Self.chunk, round.count)]
+            guard writeChunk({ Self.byShard(chunk) }) else {
                 // What this round did not write stays marked changed, for the next.
-                for (index, shard) in store.shards.enumerated() where !round[index].isEmpty {
-                    shard.dirty.withLock { $0.formUnion(round[index]) }
+                for part in Self.byShard(round[start...]) {
+                    store.shards[part.shard].dirty.withLock { $0.formUnion(part.names) }
                 }
                 break
             }
-            if round.contains(where: { !$0.isEmpty }) { try between() }
+            start = chunk.endIndex
+            if start < round.count { try between() }
         }
         let started = MonotonicClock.now()
         let packed = try compactIdle(now: started, between: between) + forgetPast(now: started)
