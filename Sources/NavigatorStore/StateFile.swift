@@ -229,7 +229,7 @@ public final class StateFile: StateDatabase {
     /// the id index, and those rows go in the order of their places — the write-behind's chunks,
     /// sorted the same way (``writeOrder(of:)``), change rows that are neighbours, and a page of
     /// the table is written once for several of them instead of once for each (BENCHMARKS.md,
-    /// "Rows in their write order"). Other rows (new sessions, appended; sessions not written
+    /// "The write-behind"). Other rows (new sessions, appended; sessions not written
     /// since their place was forgotten) are written by id, and their places learned.
     public func write(_ rows: [StoredRow]) throws {
         guard !rows.isEmpty else { return }

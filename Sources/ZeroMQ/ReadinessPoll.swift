@@ -13,8 +13,8 @@ import CZeroMQ
 ///
 /// `zmq_poll` asks every socket for `ZMQ_EVENTS` before it sleeps and again when it wakes, and
 /// each such question is a poll(2) of the socket's mailbox and a getpid(2) of libzmq's fork
-/// check (BENCHMARKS.md, "Fewer wake-ups per intent"). Here a wake-up costs one poll(2), and only
-/// the sockets whose descriptor fired are read.
+/// check (docs/benchmarks-history.md, "Fewer wake-ups per intent"). Here a wake-up costs one
+/// poll(2), and only the sockets whose descriptor fired are read.
 ///
 /// What makes it sound: a socket's descriptor becomes readable when a command reaches its
 /// mailbox, and a message arriving on a pipe its reader had found empty is such a command. A

@@ -7,12 +7,12 @@ import ZeroMQ
 /// resolve an intent of another worker's shard on its own thread while that worker sleeps.
 ///
 /// At a moderate rate that spares an intent the hand-over: a bundle of one intent sent inproc
-/// and a second thread woken to take it (BENCHMARKS.md, "Fewer wake-ups per intent"). Under load
-/// the hand-over stays: worker 0 resolves in place only while its read of the intents socket
-/// has found little, and only while no intents message for that worker waits — none in its own
-/// pending bundle, none sent and not yet taken (``intentsWaiting``, counted by every sender:
-/// worker 0's intake and the requests thread). So a session's intents keep their order: one
-/// resolved in place never overtakes one handed over before it.
+/// and a second thread woken to take it (docs/benchmarks-history.md, "Fewer wake-ups per
+/// intent"). Under load the hand-over stays: worker 0 resolves in place only while its read of
+/// the intents socket has found little, and only while no intents message for that worker
+/// waits — none in its own pending bundle, none sent and not yet taken (``intentsWaiting``,
+/// counted by every sender: worker 0's intake and the requests thread). So a session's intents
+/// keep their order: one resolved in place never overtakes one handed over before it.
 ///
 /// A worker holds its own desk's lock for each turn of its loop, from after its wait to before
 /// the next; worker 0 takes another's only if it is free (never waits for it), and nobody but
