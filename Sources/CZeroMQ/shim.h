@@ -39,6 +39,25 @@ static inline void czmq_set_thread_name(const char *name) {
 #include <sys/epoll.h>
 #endif
 
+// Closes, in a child started by posix_spawn with these actions, every descriptor from `low` up
+// (glibc 2.34 and later: posix_spawn_file_actions_addclosefrom_np, which Swift's Glibc module
+// does not show). Returns 0, an error number, or ENOSYS where the C library has no such action.
+#if defined(__linux__)
+#include <spawn.h>
+#endif
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+#endif
+static inline int czmq_spawn_close_from(void *actions, int low) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, low);
+#else
+    (void)actions;
+    (void)low;
+    return ENOSYS;
+#endif
+}
+
 // Hands whole free pages of the heap back to the system (glibc's malloc_trim); 0 elsewhere.
 #if defined(__GLIBC__)
 extern int malloc_trim(size_t pad);

@@ -1,5 +1,6 @@
 import Foundation
 import NavigatorClient
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -27,6 +28,10 @@ final class Spawned {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, inRead, 0)
         posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
+        // Only its standard streams, nothing else the parent has open without close-on-exec
+        // (another child's pipe, say: that child's end of input would not come while the relay
+        // held it).
+        Spawning.closeDescriptors(from: 3, in: &actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }

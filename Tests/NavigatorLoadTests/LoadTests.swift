@@ -17,6 +17,26 @@ import ZeroMQ
 
 @Suite("navload")
 struct LoadTests {
+    @Test(
+        "a child navload spawns (the floor's relay) inherits its standard streams, not the parent's other descriptors")
+    func spawnedChildInheritsStandardStreamsOnly() throws {
+        // A descriptor without close-on-exec, at a number the child would not open for itself.
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        let high: Int32 = 321
+        #expect(dup2(ends[0], high) == high)
+        defer {
+            close(high)
+            close(ends[0])
+            close(ends[1])
+        }
+        let child = try Spawned(executable: "/bin/ls", arguments: ["/proc/self/fd"])
+        defer { child.stop() }
+        let listed = String(decoding: child.output.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        #expect(listed.contains("0") && listed.contains("1") && listed.contains("2"))
+        #expect(!listed.contains("\(high)"))
+    }
+
     @Test("the schedule is open-loop: due times follow the rate, producers share the indices")
     func schedule() {
         let schedule = Schedule(start: 1_000, rate: 4)
