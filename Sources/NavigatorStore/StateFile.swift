@@ -245,7 +245,12 @@ public final class StateFile: StateDatabase {
                     + "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, state = excluded.state, updated_at = excluded.updated_at"
             )
             let placeOf = try db.cachedStatement(sql: "SELECT rowid FROM sessions WHERE id = ?")
+            // The write-behind's rounds run beside the workers: a worker waiting for a core gets
+            // this one within half a millisecond (``GiveWay``), not at the end of the kernel's
+            // time slice.
+            var giveWay = GiveWay(every: GiveWay.halfAMillisecond)
             for (place, (id, seq, bytes)) in ordered {
+                giveWay.step()
                 let data = Data(bytes)
                 if let place {
                     try inPlace.execute(arguments: [Int64(seq), data, now, place, id])

@@ -99,7 +99,7 @@ struct RowOrderTests {
         let resolver = try Resolver(map: .demo)
         let store = SessionStore(shards: 3, epoch: 1) { _ in resolver.initialState() }
         let persistence = Persistence(database: file, store: store, logger: Logger(label: "test"))
-        let count = 2 * Persistence.chunk + 500
+        let count = 2 * Persistence.chunk + Persistence.chunk / 2
         var places: [String: Int64] = [:]
         var seqs: [String: Int64] = [:]
         for round in 1...3 {

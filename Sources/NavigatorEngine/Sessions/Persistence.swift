@@ -120,8 +120,9 @@ final class Persistence: Sendable {
 
     /// Sessions written per transaction by the write-behind: the flush thread answers the
     /// acknowledged requests waiting between two chunks, so a reply waits for its own session's
-    /// write and at most one chunk, not for the whole round.
-    static let chunk = 1_000
+    /// write and at most one chunk, not for the whole round. Small enough that a chunk's commit
+    /// (SQLite writing its pages to the WAL, which cannot give way) is short.
+    static let chunk = 250
 
     /// Writes up to `limit` of the sessions changed since they were last written, in one
     /// transaction; returns whether they were written and whether more are waiting.
@@ -183,8 +184,11 @@ final class Persistence: Sendable {
         }
         do {
             let encoded = try parkedEncodings.withLock { cache in
-                try records.map { name, record in
-                    (name, record.seq, try record.storedReusingParked(cache[name]))
+                // A worker waiting for this core gets it within half a millisecond (``GiveWay``).
+                var giveWay = GiveWay(every: GiveWay.halfAMillisecond)
+                return try records.map { name, record in
+                    giveWay.step()
+                    return (name, record.seq, try record.storedReusingParked(cache[name]))
                 }
             }
             let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
@@ -596,7 +600,10 @@ final class Persistence: Sendable {
                 break
             }
             start = chunk.endIndex
-            if start < round.count { try between() }
+            if start < round.count {
+                GiveWay.now()
+                try between()
+            }
         }
         let started = MonotonicClock.now()
         let packed = try compactIdle(now: started, between: between) + forgetPast(now: started)

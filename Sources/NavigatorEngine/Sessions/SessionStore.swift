@@ -448,7 +448,8 @@ final class SessionStore: Sendable {
     func update<R>(_ session: String, _ body: (inout Record) -> R) -> R {
         let shard = shards[shardIndex(of: session)]
         let (result, stored) = shard.records.withLock { records -> (R, Bool) in
-            if records[session] == nil {
+            // One lookup of the id (hashing it) for an existing session, not one per access.
+            guard let index = records.table.index(forKey: session) else {
                 let initial = initial(session)
                 let start = seqFloor.load(ordering: .relaxed)
                 var record = Record(state: initial, seq: start)
@@ -459,10 +460,12 @@ final class SessionStore: Sendable {
                 if record.parkedCount != 0 { shard.parked.add(Int(record.parkedCount), ordering: .relaxed) }
                 return (result, true)
             }
-            let (parkedBefore, wasPacked) = (records.table[session]!.parkedCount, records.table[session]!.isPacked)
-            let result = body(&records.table[session]!)
-            let parkedAfter = records.table[session]!.parkedCount
-            if wasPacked, !records.table[session]!.isPacked { records.unpacked() }
+            let (parkedBefore, wasPacked) = (
+                records.table.values[index].parkedCount, records.table.values[index].isPacked
+            )
+            let result = body(&records.table.values[index])
+            let parkedAfter = records.table.values[index].parkedCount
+            if wasPacked, !records.table.values[index].isPacked { records.unpacked() }
             if parkedAfter != parkedBefore { shard.parked.add(Int(parkedAfter - parkedBefore), ordering: .relaxed) }
             return (result, true)
         }
