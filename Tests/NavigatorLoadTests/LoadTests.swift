@@ -20,11 +20,13 @@ struct LoadTests {
     @Test(
         "a child navload spawns (the floor's relay) inherits its standard streams, not the parent's other descriptors")
     func spawnedChildInheritsStandardStreamsOnly() throws {
-        // A descriptor without close-on-exec, at a number the child would not open for itself.
+        // A descriptor without close-on-exec, at a number the child would not open for itself:
+        // the lowest free one from 300 up (F_DUPFD; dup2 to a fixed number would close whatever
+        // another test's sockets had there — libzmq then aborted on its epoll set).
         var ends: [Int32] = [-1, -1]
         #expect(pipe(&ends) == 0)
-        let high: Int32 = 321
-        #expect(dup2(ends[0], high) == high)
+        let high = fcntl(ends[0], F_DUPFD, 300)
+        try #require(high >= 300)
         defer {
             close(high)
             close(ends[0])
