@@ -51,7 +51,8 @@ let package = Package(
         // zmq.h is in /usr/include and the modulemap links libzmq itself.
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         // The one lock type (Synchronization's Mutex; a pthread mutex ThreadSanitizer can see in
-        // a build with -DNAVIGATOR_TSAN, ./dev tsan).
+        // a build with -DNAVIGATOR_TSAN, ./dev tsan), and GiveWay: long background work offering
+        // its core to the threads of the hot path (the write-behind, in the engine and the store).
         .target(name: "Locking"),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Locking"]),
         // libpq, PostgreSQL's own client library, for the PostgreSQL store (several instances):
