@@ -92,6 +92,11 @@ struct DetailTests {
         lines += paths.show(ScreenContext("home"), thread(8, 9)).explanation.map(\.description)
         paths.show(incomingCall)
         lines += paths.show(chat(3), thread(3, 4)).explanation.map(\.description)
+        var roots = Harness()
+        lines += roots.show(ScreenContext("welcome")).explanation.map(\.description)
+        var covered = Harness()
+        covered.show(ScreenContext("mediaViewer", ["mediaId": "m2"]))
+        lines += covered.show(ScreenContext("welcome")).explanation.map(\.description)
         #expect(lines == Self.rarer, "\(lines)")
     }
 
@@ -111,6 +116,10 @@ struct DetailTests {
         "- validate: path chat(conversationId=3) > thread(conversationId=3, threadId=4) is valid",
         "- transition: step 1 of 2, chat(conversationId=3): pushing chat(conversationId=3) onto its home tab chats",
         "* blocking: step 1 of 2, chat(conversationId=3): that would dismiss or cover the blocking incomingCall(callId=5f0c8a52-3c1d-4b7e-9a57-2f0e6c1d9b10, caller=Ada)#8; the intent waits until it is gone",
+        "- validate: path welcome is valid",
+        "* transition: welcome becomes the root",
+        "- validate: path welcome is valid",
+        "* transition: welcome becomes the root; modals are dismissed",
     ]
 
     @Test("joining details gives the joined text, whatever their parts")

@@ -62,6 +62,9 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         /// `tab root: chatList is the root of tab chats; selecting it and popping to its root`,
         /// or `…; restoring the tab bar`: ``TabRootSwitcher``'s plan, its name included.
         case tabRoot(screen: String, tab: String, restoringTabBar: Bool)
+        /// `welcome becomes the root`, and `; modals are dismissed` when there were modals: a
+        /// set-root screen's plan.
+        case becomesRoot(ScreenContext, dismissingModals: Bool)
     }
 
     /// Whether the detail is one sentence that names the switcher that planned it (the built-in
@@ -273,6 +276,10 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
             text += " is the root of tab "
             text += tab
             text += restoring ? "; restoring the tab bar" : "; selecting it and popping to its root"
+        case .becomesRoot(let target, let dismissingModals):
+            target.write(to: &text)
+            text += " becomes the root"
+            if dismissingModals { text += "; modals are dismissed" }
         case .retrying(let waited, let reason):
             text += "parked "
             text += Resolver.ago(waited)

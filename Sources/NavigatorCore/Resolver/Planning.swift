@@ -151,7 +151,9 @@ public struct PlanningContext: Sendable {
 
     /// A fresh tab bar as the route map starts it, with new ids, selecting `tab`.
     public func freshTabBar(selecting tab: String, ids: inout IDAllocator) -> Root {
-        let tabs = map.tabs.map { Tab(name: $0.name, stack: [Screen(id: ids.take(), ScreenContext($0.root))]) }
+        let tabs = map.tabs.map {
+            Tab(name: $0.name, stack: Screen(id: ids.take(), ScreenContext($0.root)).stackWithRoom)
+        }
         return .tabs(TabBar(tabs: tabs, selected: tab))
     }
 

@@ -31,13 +31,13 @@ public struct RouteMapTransitions: TransitionProvider {
                 synthesized.append(parent)
                 if !commands.isEmpty { detail = "showing its parent \(parent) first (\(parentPlan.detail)); " }
             }
-            let modal = Modal(id: ids.take(), style: style, stack: [Screen(id: ids.take(), target)])
+            let modal = Modal(id: ids.take(), style: style, stack: Screen(id: ids.take(), target).stackWithRoom)
             commands.append(.present(modal))
             detail += .sentence(.presenting(target, style))
             return Plan(commands, detail, synthesized: synthesized)
         case .setRoot:
-            let commands: [Command] = [.setRoot(.stack([Screen(id: ids.take(), target)]))]
-            return Plan(commands, "\(target) becomes the root\(tree.modals.isEmpty ? "" : "; modals are dismissed")")
+            let commands: [Command] = [.setRoot(.stack(Screen(id: ids.take(), target).stackWithRoom))]
+            return Plan(commands, .sentence(.becomesRoot(target, dismissingModals: !tree.modals.isEmpty)))
         case .replace:
             let ref = tree.topStack
             let top = tree.top

@@ -54,21 +54,32 @@ public struct URLPattern: Hashable, Sendable {
     /// A URL taken apart once, to be matched against many patterns.
     public struct Parsed: Sendable {
         let scheme: String
-        let segments: [Substring]
+        /// Kept in the value up to four (nearly every URL): taking one apart makes no array.
+        let segments: InlineList<Substring>
         let query: Substring?
 
         /// `nil` when the text has no `scheme://`.
         public init?(_ url: String) {
             guard let (scheme, rest) = URLPattern.split(url) else { return nil }
             self.scheme = scheme
-            // The query found by a scan, not a split: the segments are the one array made.
+            // The query found by a scan, not a split.
+            let path: Substring
             if let mark = rest.firstIndex(of: "?") {
-                segments = rest[..<mark].split(separator: "/", omittingEmptySubsequences: true)
+                path = rest[..<mark]
                 query = rest[rest.index(after: mark)...]
             } else {
-                segments = rest.split(separator: "/", omittingEmptySubsequences: true)
+                path = rest
                 query = nil
             }
+            // `split(separator: "/", omittingEmptySubsequences: true)`, into the list.
+            var segments = InlineList<Substring>()
+            var start = path.startIndex
+            while start < path.endIndex {
+                let end = path[start...].firstIndex(of: "/") ?? path.endIndex
+                if end > start { segments.append(path[start..<end]) }
+                start = end < path.endIndex ? path.index(after: end) : end
+            }
+            self.segments = segments
         }
     }
 
@@ -79,12 +90,13 @@ public struct URLPattern: Hashable, Sendable {
 
     public func match(_ url: Parsed) -> [String: String]? {
         guard url.scheme == scheme, url.segments.count == segments.count else { return nil }
+        // Every literal first: a pattern that does not match makes no dictionary.
+        for (segment, part) in zip(segments, url.segments) {
+            if case .literal(let literal) = segment, part != literal[...] { return nil }
+        }
         var info: [String: String] = [:]
         for (segment, part) in zip(segments, url.segments) {
-            switch segment {
-            case .literal(let literal):
-                guard part == literal[...] else { return nil }
-            case .capture(let name):
+            if case .capture(let name) = segment {
                 guard let value = Self.percentDecode(part) else { return nil }
                 info[name] = value
             }
