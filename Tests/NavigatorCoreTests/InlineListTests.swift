@@ -34,7 +34,7 @@ struct InlineListTests {
                 #expect(list.count == array.count && list.isEmpty == array.isEmpty, "round \(round)")
                 #expect(Array(list) == array, "round \(round)")
                 #expect(list == array && list == InlineList(array), "round \(round)")
-                #expect(list.array == array && list.last == array.last && list.first == array.first)
+                #expect(list.last == array.last && list.first == array.first)
             }
         }
     }

@@ -1,12 +1,13 @@
 /// A short list whose first four elements are kept in the value itself: a list of four or fewer
 /// makes no array (no allocation); a fifth and later go to one array.
 ///
-/// For short lists of small elements that live only while one intent is resolved: a push's chain
-/// of parents (one or two screens), a URL's segments. Not for what a resolution returns (its
-/// commands, its explanation): copying four commands or four steps in the value, with every
-/// reference they hold, costs more than the array it saves (BENCHMARKS.md, "Resolver alone").
-/// A collection like an array otherwise: random access by `Int` from 0, `append`, equal when
-/// the elements are, written from an array literal.
+/// For a short list of small elements that lives only while one intent is resolved: a URL's
+/// segments. Not for what a resolution returns (its commands, its explanation): copying four
+/// commands or four steps in the value, with every reference they hold, costs more than the
+/// array it saves, and even a push's chain of parents was slower this way (BENCHMARKS.md,
+/// "Resolver alone"); measure before using it elsewhere. A collection like an array otherwise:
+/// random access by `Int` from 0, `append`, equal when the elements are, written from an array
+/// literal.
 struct InlineList<Element> {
     var e0: Element?
     var e1: Element?
@@ -15,9 +16,6 @@ struct InlineList<Element> {
     /// The fifth element and those after it.
     var more: [Element]
     var storedCount: Int
-
-    /// How many elements the value itself holds.
-    static var inlineCapacity: Int { 4 }
 
     init() {
         more = []
@@ -47,9 +45,6 @@ struct InlineList<Element> {
     static func += (list: inout InlineList, elements: some Sequence<Element>) {
         list.append(contentsOf: elements)
     }
-
-    /// The list as an array (one allocation, unless it is empty).
-    var array: [Element] { Array(self) }
 }
 
 extension InlineList: RandomAccessCollection, MutableCollection {

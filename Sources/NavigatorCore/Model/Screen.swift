@@ -33,8 +33,8 @@ public struct Screen: Hashable, Sendable, Codable, CustomStringConvertible {
     public var description: String { "\(context)\(id)" }
 
     /// A new stack of this one screen, with room for three more: the pushes that follow a new
-    /// modal or a restored tab bar then make no array of their own (the one made here is made in
-    /// any case).
+    /// modal, a restored tab bar or a set-root screen then make no array of their own (the one
+    /// made here is made in any case).
     var stackWithRoom: [Screen] {
         var stack: [Screen] = []
         stack.reserveCapacity(4)
