@@ -3,7 +3,8 @@
 # release (the earlier one in a git worktree under .bench/), then runs each figure for both,
 # alternating, ROUNDS times, each service run on a fresh navigatord on free 127.0.0.1 ports. The
 # load generator of every service run is this tree's navload, so only navigatord differs; the
-# resolver figure uses each build's own navload.
+# resolver figure uses each build's own navload, both at once, one on each core
+# (scripts/resolver-pairs.sh), and adds their ratio (resolver.new_over_old).
 #
 #   scripts/bench.sh [--against COMMIT] [--rounds N] [--quick]     (./dev bench passes its args)
 #
@@ -108,6 +109,24 @@ resolver_run() {
   echo "$label resolver.ops_per_second ${ops:-0}" >>"$work/figures"
 }
 
+# The resolver alone, both builds at once, one on each core, then swapped
+# (scripts/resolver-pairs.sh): each run's two rates and their ratio, new ÷ old, which moves far
+# less between rounds than either rate on a noisy machine. One build after the other on one core.
+resolver_pair() {
+  if [ "$(nproc)" -lt 2 ]; then
+    resolver_run new "$new_bin"
+    resolver_run old "$old_bin"
+    return
+  fi
+  local out
+  out=$(DURATION="$([ $quick = 1 ] && echo 2 || echo 5)" scripts/resolver-pairs.sh "$old_bin" "$new_bin" 1)
+  echo "$out" | grep '^pair'
+  # "pair 1, old on core 0: old 109086/s  new 109108/s  new/old 1.000"
+  echo "$out" | awk '/^pair/ {
+    printf "old resolver.ops_per_second %d\nnew resolver.ops_per_second %d\nnew resolver.new_over_old %s\n", $8, $10, $12
+  }' >>"$work/figures"
+}
+
 # Issue 31's figures: saturation against the raw PUSH->PULL baseline; 2,000/s and 10,000/s over
 # 20,000 sessions against the raw relay floor at the same rate (CPU per intent and p99).
 saturation=(--rate 400000 --duration 4 --warmup 1 --baseline)
@@ -120,9 +139,9 @@ fi
 
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
+  resolver_pair
   for side in new old; do
     bin=$([ $side = new ] && echo $new_bin || echo $old_bin)
-    resolver_run "$side" "$bin"
     service_run "$side" "$bin" saturation "${saturation[@]}"
     service_run "$side" "$bin" moderate "${moderate[@]}"
     service_run "$side" "$bin" high "${high[@]}"
@@ -134,6 +153,8 @@ for figure in $(awk '{print $2}' "$work/figures" | sort -u); do
   for side in new old; do
     median=$(awk -v s="$side" -v f="$figure" '$1 == s && $2 == f {print $3}' "$work/figures" | sort -g |
       awk '{v[NR]=$1} END {if (NR == 0) print "?"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
+    # A ratio of the two (new ÷ old) is kept on the new side only.
+    [ "$side" = old ] && [ "$median" = "?" ] && continue
     printf "%-36s %-4s %s\n" "$figure" "$side" "$median"
   done
 done
