@@ -11,6 +11,8 @@ struct MixFixture {
     let actions: [(session: Int, action: IntentMix.Action)]
     var index = 0
     var now: Int64 = 1_700_000_000_000_000_000
+    /// Each resolution's arrays, handed back for the next (as a worker does).
+    var buffers = ResolutionBuffers()
 
     init() throws {
         resolver = try Resolver(map: .demo)
@@ -32,8 +34,14 @@ struct MixFixture {
         now += 5_000_000
         blackHole(resolver.expire(&states[session], now: now))
         switch action {
-        case .intent(let intent): blackHole(resolver.resolve(intent, into: &states[session], now: now))
-        case .event(let event): blackHole(resolver.apply(event, to: &states[session], now: now))
+        case .intent(let intent):
+            var resolution = resolver.resolve(intent, into: &states[session], now: now, buffers: &buffers)
+            blackHole(resolution.outcome)
+            buffers.recycle(&resolution)
+        case .event(let event):
+            var result = resolver.apply(event, to: &states[session], now: now, buffers: &buffers)
+            blackHole(result.echo)
+            buffers.recycle(&result)
         }
     }
 }

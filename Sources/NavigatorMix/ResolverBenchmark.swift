@@ -49,6 +49,8 @@ public struct ResolverBenchmark: Sendable {
         _ = resolver.apply(.conditions(["authenticated": true]), to: &signedIn, now: 0)
         var states = [SessionState](repeating: signedIn, count: sessions)
         var outcomes: [String: Int] = [:]
+        // As a worker resolves: each resolution's arrays handed back for the next.
+        var buffers = ResolutionBuffers()
         var operations = 0
         var events = 0
         var released = 0
@@ -68,13 +70,15 @@ public struct ResolverBenchmark: Sendable {
                 if !expired.isEmpty { outcomes["expired", default: 0] += expired.count }
                 switch action {
                 case .intent(let intent):
-                    let resolution = resolver.resolve(intent, into: &states[session], now: now)
+                    var resolution = resolver.resolve(intent, into: &states[session], now: now, buffers: &buffers)
                     outcomes[Self.name(resolution.outcome), default: 0] += 1
                     released += resolution.released.count
+                    buffers.recycle(&resolution)
                 case .event(let event):
-                    let result = resolver.apply(event, to: &states[session], now: now)
+                    var result = resolver.apply(event, to: &states[session], now: now, buffers: &buffers)
                     events += 1
                     released += result.released.count
+                    buffers.recycle(&result)
                 }
                 operations += 1
             }

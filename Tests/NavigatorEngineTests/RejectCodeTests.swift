@@ -21,9 +21,9 @@ struct RejectCodeTests {
         // INTERNAL is a fault of the service's own plan: a transition provider that plans a
         // command that does not apply stands in for such a bug.
         struct Broken: TransitionProvider {
-            func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
-                throws(ResolveError) -> Plan
-            { Plan([.popTo(NodeID(rawValue: 999))], "a bug") }
+            func plan(
+                to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch
+            ) throws(ResolveError) -> Plan { Plan([.popTo(NodeID(rawValue: 999))], "a bug") }
         }
         var state = try Resolver(map: .demo).initialState()
         let resolution = try Resolver(map: .demo, transitions: Broken()).resolve(

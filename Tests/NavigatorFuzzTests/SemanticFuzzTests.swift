@@ -81,6 +81,8 @@ struct FuzzWorld {
     var counter = 0
     var tally: [String: Int] = [:]
     var lastAction = ""
+    /// Each intent's arrays, handed back once it is followed, as a worker does.
+    var buffers = ResolutionBuffers()
     let sessions = ["s0", "s1", "s2", "s3", "s4", "s5"]
     let maxSessions = 5  // one fewer than the names: the session limit is hit too
 
@@ -198,9 +200,13 @@ struct FuzzWorld {
             intent.target = .url(["app://chat/7", "app://me/edit", "app://nowhere"].randomElement(using: &random)!)
         }
         lastAction = "intent \(intent.id) to \(session): \(intent.target)"
-        let change = SessionWork.resolve(intent, store: store, resolver: resolver, maxSessions: maxSessions, now: now)
+        var change = SessionWork.resolve(
+            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: now, buffers: &buffers)
         count("intent \(Navigator_V1_Outcome(change.resolution.outcome).label)")
         try follow(session, change.batches)
+        change.batches = []
+        change.own = nil
+        buffers.recycle(&change.resolution)
     }
 
     func value(_ type: InfoType) -> String {
@@ -245,9 +251,9 @@ struct FuzzWorld {
         if random.chance(6) { lastSeq = lastSeq > 0 ? UInt64(random.below(Int(lastSeq))) : 0 }
         if random.chance(10) { (lastSeq, epoch) = (0, 0) }
         lastAction = "event \(event) to \(session) at \(epoch):\(lastSeq)\non:\n\(tree.outline)"
-        let change = SessionWork.apply(
+        var change = SessionWork.apply(
             event, session: session, lastSeq: lastSeq, epoch: epoch, store: store, resolver: resolver,
-            maxSessions: maxSessions, now: now)
+            maxSessions: maxSessions, now: now, buffers: &buffers)
         if let error = change.result.error {
             count("event refused \(error.code.rawValue)")
             guard store.read(session).state == record.state else {
@@ -257,6 +263,9 @@ struct FuzzWorld {
             count("event applied")
         }
         try follow(session, change.batches)
+        change.batches = []
+        change.releasedBatches = []
+        buffers.recycle(&change.result)
     }
 
     /// A random valid tree made from `tree`: screens moved between stacks, some dropped, client

@@ -8,7 +8,7 @@ extension ScreenTree {
     /// does not (a screen moved to another stack or place), the batch rebuilds the tree: set the
     /// root, present the modals.
     public func commands(to target: ScreenTree) -> [Command] {
-        let steps = stepCommands(to: target)
+        let steps = stepCommands(to: target, into: [])
         if let result = try? applying(steps), result.root == target.root, result.modals == target.modals {
             return steps
         }
@@ -21,9 +21,11 @@ extension ScreenTree {
     /// what ``commands(to:)`` and then ``apply(_:within:)`` do, without first trying the batch
     /// on a copy (which copies every array the batch changes). Nearly always the step-by-step
     /// batch reaches the target; when it does not, or breaks a limit, the tree is as it was
-    /// and the batch is found the usual way.
-    mutating func change(to target: ScreenTree, within limits: TreeLimits) throws(TreeError) -> [Command] {
-        let steps = stepCommands(to: target)
+    /// and the batch is found the usual way. `room`: an empty array to write the batch into.
+    mutating func change(to target: ScreenTree, within limits: TreeLimits, into room: consuming [Command] = [])
+        throws(TreeError) -> [Command]
+    {
+        let steps = stepCommands(to: target, into: consume room)
         let reached = try? apply(steps, within: limits) { $0.root == target.root && $0.modals == target.modals }
         if reached == true { return steps }
         let commands = commands(to: target)
@@ -31,10 +33,11 @@ extension ScreenTree {
         return commands
     }
 
-    /// Every command goes into one array (this runs for every batch of several plans).
-    private func stepCommands(to target: ScreenTree) -> [Command] {
-        var commands: [Command] = []
-        commands.reserveCapacity(4)
+    /// Every command goes into one array, `room` when it has room (this runs for every batch of
+    /// several plans).
+    private func stepCommands(to target: ScreenTree, into room: consuming [Command]) -> [Command] {
+        var commands = consume room
+        if commands.capacity < 4 { commands.reserveCapacity(4) }
         switch (root, target.root) {
         case (.tabs(let from), .tabs(let to))
         where from.tabs.count == to.tabs.count

@@ -4,10 +4,40 @@ public struct IDAllocator: Sendable {
 
     public init(after tree: ScreenTree) { next = tree.lastServiceID + 1 }
 
+    init(next: UInt64) { self.next = next }
+
     public mutating func take() -> NodeID {
         defer { next += 1 }
         return NodeID(rawValue: next)
     }
+}
+
+/// What a plan is made with: new ids (``ids``), and arrays kept from earlier resolutions
+/// (``ResolutionBuffers``) whose room is used again, so that a plan's commands and a push's
+/// chain of parents make no array of their own.
+public struct PlanScratch: Sendable {
+    /// Service-namespace ids for the plan's new screens and modals.
+    public var ids: IDAllocator
+    /// Empty arrays with room, for plans' commands.
+    var commands = SpareArrays<Command>()
+    /// Empty arrays with room, for a push's chain of parents.
+    var chains = SpareArrays<ScreenContext>()
+
+    init(ids: IDAllocator) { self.ids = ids }
+
+    /// An empty array for a plan's commands with room for four: one kept from an earlier
+    /// resolution when there is one (the array goes to the plan; it comes back when the
+    /// resolution is handed back, ``ResolutionBuffers/recycle(_:)``).
+    public mutating func commandArray() -> [Command] { commands.take() }
+
+    /// Keeps the array of a plan's commands that is not used after all, for another plan.
+    mutating func keepCommands(_ array: inout [Command]) { commands.keep(&array) }
+
+    /// An empty array for a push's chain of parents, with room for four; given back with
+    /// ``keepChain(_:)`` when the plan is made.
+    mutating func chainArray() -> [ScreenContext] { chains.take() }
+
+    mutating func keepChain(_ chain: inout [ScreenContext]) { chains.keep(&chain) }
 }
 
 /// A way to the target: the commands, and what to tell a person about them.
@@ -28,7 +58,8 @@ public struct Plan: Hashable, Sendable {
 /// Switchers are asked in order; the first plan wins.
 public protocol ContextSwitcher: Sendable {
     /// A plan that brings the target to the top, or `nil` if this switcher does not apply.
-    func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator) -> Plan?
+    func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch)
+        -> Plan?
 }
 
 extension ContextSwitcher {
@@ -48,7 +79,7 @@ extension ContextSwitcher {
 /// Decides how a target that is not in the tree is shown (step 7 of the resolver).
 public protocol TransitionProvider: Sendable {
     func plan(
-        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator
+        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch
     ) throws(ResolveError) -> Plan
 }
 
@@ -160,8 +191,9 @@ public struct PlanningContext: Sendable {
     /// The commands that bring `target` to the top of `tree`, as the resolver would for one
     /// step (already shown, switchers, transition), without guards or blocking. A transition
     /// provider uses it to show a modal's parent before presenting the modal.
-    public func show(_ target: ScreenContext, in tree: ScreenTree, ids: inout IDAllocator) throws(ResolveError) -> Plan
+    public func show(_ target: ScreenContext, in tree: ScreenTree, scratch: inout PlanScratch) throws(ResolveError)
+        -> Plan
     {
-        try resolver.planStep(to: target, in: tree, ids: &ids, context: self).plan
+        try resolver.planStep(to: target, in: tree, scratch: &scratch, context: self).plan
     }
 }

@@ -8,7 +8,17 @@ extension Resolver {
     public func apply(_ event: ClientEvent, to state: inout SessionState, now: Int64, authoritative: Bool = false)
         -> EventResolution
     {
-        let echo: [Command]
+        var buffers = ResolutionBuffers()
+        return apply(event, to: &state, now: now, authoritative: authoritative, buffers: &buffers)
+    }
+
+    /// ``apply(_:to:now:authoritative:)``, the result built in arrays kept in `buffers`, to be
+    /// handed back when the caller is done with it (``ResolutionBuffers/recycle(_:)-(EventResolution)``).
+    public func apply(
+        _ event: ClientEvent, to state: inout SessionState, now: Int64, authoritative: Bool = false,
+        buffers: inout ResolutionBuffers
+    ) -> EventResolution {
+        var echo: [Command]
         var conditions: [String: Bool] = [:]
         var readiness: Bool? = nil
         var appVersion: AppVersion?? = nil
@@ -23,22 +33,27 @@ extension Resolver {
         case .ack:
             echo = []
         case .poppedTo(let id):
-            echo = [.popTo(id)]
+            echo = buffers.plans.commandArray()
+            echo.append(.popTo(id))
         case .dismissedTo(let id):
-            echo = [.dismissTo(id)]
+            echo = buffers.plans.commandArray()
+            echo.append(.dismissTo(id))
         case .tabSelected(let name):
-            echo = [.selectTab(name)]
+            echo = buffers.plans.commandArray()
+            echo.append(.selectTab(name))
         case .pushed(let screen, let ref):
             guard screen.id.isClientAssigned else {
                 return refused(
                     "pushed screen id \(screen.id) is in the service namespace; expected a client id (top bit set)")
             }
-            echo = [.push(screen, onto: ref)]
+            echo = buffers.plans.commandArray()
+            echo.append(.push(screen, onto: ref))
         case .presented(let modal):
             guard modal.id.isClientAssigned, modal.stack.allSatisfy(\.id.isClientAssigned) else {
                 return refused("presented modal uses service-namespace ids; expected client ids (top bit set)")
             }
-            echo = [.present(modal)]
+            echo = buffers.plans.commandArray()
+            echo.append(.present(modal))
         case .sync(let tree):
             // The service's ids are the service's to issue: a shell names only those it was sent.
             let issued = state.tree.lastServiceID
@@ -74,7 +89,7 @@ extension Resolver {
         if let appVersion { state.appVersion = appVersion }
         let changed = conditionsChanged || state.tree.version != version || readinessChanged
         guard changed, !state.parked.isEmpty else { return EventResolution(echo: echo, released: [], error: nil) }
-        return EventResolution(echo: echo, released: release(in: &state, now: now), error: nil)
+        return EventResolution(echo: echo, released: release(in: &state, now: now, buffers: &buffers), error: nil)
     }
 
     /// Why a client event made on the tree at (`epoch`, `lastSeq`) may not be applied to the
@@ -120,7 +135,9 @@ extension Resolver {
     /// Only what can have changed is tried: a blocked intent once its blocker is gone, a guarded
     /// one once its condition holds. Those that can now be shown (or turn out to be shown
     /// already) leave the parked list.
-    func release(in state: inout SessionState, now: Int64, except skipped: String? = nil) -> [Resolution] {
+    func release(
+        in state: inout SessionState, now: Int64, except skipped: String? = nil, buffers: inout ResolutionBuffers
+    ) -> [Resolution] {
         func canGo(_ parked: ParkedIntent) -> Bool {
             guard parked.intent.id != skipped, parked.expiresAt > now else { return false }
             switch parked.reason {
@@ -138,12 +155,15 @@ extension Resolver {
         for parked in order where canGo(parked) {
             guard case .path(let path) = parked.intent.target else { continue }
             let note = ExplanationStep(.release, .sentence(.retrying(parkedFor: now - parked.parkedAt, parked.reason)))
-            var steps: [ExplanationStep] = []
-            steps.reserveCapacity(4)  // the note, a plan, perhaps a back stack and a path's: one allocation
+            var steps = buffers.steps.take()  // the note, a plan, perhaps a back stack and a path's
             steps.append(note)
-            let attempt = decide(
-                parked.intent, path: path, state: &state, now: now, steps: consume steps, releasing: parked)
-            if case .parked = attempt.outcome { continue }  // still waiting; only its reason changed
+            var attempt = decide(
+                parked.intent, path: path, state: &state, now: now, steps: consume steps, releasing: parked,
+                scratch: &buffers.plans)
+            if case .parked = attempt.outcome {  // still waiting; only its reason changed
+                buffers.recycle(&attempt)
+                continue
+            }
             state.parked.removeAll { $0.intent.id == parked.intent.id }
             released.append(attempt)
         }

@@ -90,8 +90,17 @@ public struct Resolver: Sendable {
     /// A rejected intent leaves `state` exactly as it was. The state is changed in place, so a
     /// caller that owns it uniquely pays no copy.
     public func resolve(_ intent: Intent, into state: inout SessionState, now: Int64) -> Resolution {
-        var steps: [ExplanationStep] = []
-        steps.reserveCapacity(4)  // validate, a plan, perhaps a back stack or a path note: one allocation
+        var buffers = ResolutionBuffers()
+        return resolve(intent, into: &state, now: now, buffers: &buffers)
+    }
+
+    /// ``resolve(_:into:now:)``, the resolution built in arrays kept in `buffers`: a caller
+    /// that resolves again and again hands each resolution back when it is done with it
+    /// (``ResolutionBuffers/recycle(_:)``), and the common intent makes no array of its own.
+    public func resolve(
+        _ intent: Intent, into state: inout SessionState, now: Int64, buffers: inout ResolutionBuffers
+    ) -> Resolution {
+        var steps = buffers.steps.take()  // validate, a plan, perhaps a back stack or a path's note
         var path: [ScreenContext]
         do {
             path = try validate(intent)
@@ -133,7 +142,9 @@ public struct Resolver: Sendable {
             state.conditions.merge(intent.setConditions) { _, new in new }
         }
         let version = state.tree.version
-        var resolution = decide(normalized, path: path, state: &state, now: now, steps: consume steps, releasing: nil)
+        var resolution = decide(
+            normalized, path: path, state: &state, now: now, steps: consume steps, releasing: nil,
+            scratch: &buffers.plans)
         resolution.fallback = fallback
         if case .rejected = resolution.outcome {
             if let previousConditions { state.conditions = previousConditions }
@@ -142,7 +153,7 @@ public struct Resolver: Sendable {
         state.recentIntentIDs.insert(
             idHash, now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
         if conditionsChanged || state.tree.version != version {
-            resolution.released = release(in: &state, now: now, except: intent.id)
+            resolution.released = release(in: &state, now: now, except: intent.id, buffers: &buffers)
         }
         return resolution
     }
@@ -159,7 +170,7 @@ public struct Resolver: Sendable {
     /// changes: a guard's screen the user has left is not shown again.
     func decide(
         _ intent: Intent, path: [ScreenContext], state: inout SessionState, now: Int64,
-        steps: consuming [ExplanationStep], releasing parked: ParkedIntent?
+        steps: consuming [ExplanationStep], releasing parked: ParkedIntent?, scratch: inout PlanScratch
     ) -> Resolution {
         var steps = steps  // taken over, not copied: the caller's is consumed
         let context = self.context
@@ -202,11 +213,11 @@ public struct Resolver: Sendable {
             }
             var redirect: [Command] = []
             var note: Detail = "\(element.screen) needs \(guardSpec.condition)"
-            var ids = IDAllocator(after: state.tree)
+            scratch.ids = IDAllocator(after: state.tree)
             if parked != nil {
                 note += "; still not met"
             } else if let step = try? planStep(
-                to: ScreenContext(guardSpec.redirect), in: state.tree, ids: &ids, context: context),
+                to: ScreenContext(guardSpec.redirect), in: state.tree, scratch: &scratch, context: context),
                 blocker(of: step.plan.commands, in: state.tree) == nil
             {
                 redirect = step.plan.commands
@@ -228,9 +239,10 @@ public struct Resolver: Sendable {
         }
 
         // What the batch does once its commands are applied to `state.tree`.
-        func conclude(_ commands: [Command]) -> Resolution {
+        func conclude(_ commands: consuming [Command]) -> Resolution {
             if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
             if commands.isEmpty {
+                scratch.keepCommands(&commands)  // its room, for the next plan
                 steps.append(
                     .init(.alreadyShown, .sentence(.nothingToDo(path.last!)), decisive: true))
                 return finish(.ignored("\(path.last!) is already shown"))
@@ -248,13 +260,13 @@ public struct Resolver: Sendable {
         // on the session's tree and, unless a blocking modal is in the way, applied to it (all or
         // nothing) without a working copy of the whole tree: ``ScreenTree/apply(_:within:)``
         // changes it in place and puts back what it changed if the batch is refused.
-        var ids = IDAllocator(after: state.tree)
-        let idsAtStart = ids
+        scratch.ids = IDAllocator(after: state.tree)
+        let idsAtStart = scratch.ids
         var blockedPlan: (step: StepPlan, by: (index: Int, modal: Modal))? = nil
         if path.count == 1, !reconciledRootNeeded(for: state.tree), !dismissesRedirect(of: parked, in: state.tree) {
             var step: StepPlan
             do {
-                step = try planStep(to: path[0], in: state.tree, ids: &ids, context: context)
+                step = try planStep(to: path[0], in: state.tree, scratch: &scratch, context: context)
             } catch {
                 steps.append(.init(.transition, Detail(error.message), decisive: true))
                 return finish(.rejected(error))
@@ -267,13 +279,15 @@ public struct Resolver: Sendable {
                 if !step.plan.synthesized.isEmpty {
                     steps.append(.init(.backStack, .sentence(.built(step.plan.synthesized))))
                 }
+                var commands: [Command] = []
+                swap(&commands, &step.plan.commands)  // the plan's array, held once
                 do {
-                    try state.tree.apply(step.plan.commands, within: options.limits)
+                    try state.tree.apply(commands, within: options.limits)
                 } catch {
                     steps.append(.init(step.kind, Detail(error.message), decisive: true))
                     return finish(.rejected(ResolveError(treeError: error, "the planned commands do not apply")))
                 }
-                return conclude(step.plan.commands)
+                return conclude(consume commands)
             }
             // The intent parks, or (critical) dismisses the modal first: below, from this plan and
             // this blocker.
@@ -284,7 +298,7 @@ public struct Resolver: Sendable {
         var tree = state.tree
         var commands: [Command] = []
         var composed = path.count > 1  // several plans in one batch: publish their net effect
-        if let root = reconciledRoot(for: tree, ids: &ids) {
+        if let root = reconciledRoot(for: tree, ids: &scratch.ids) {
             // The route map was reloaded with other tabs (or another kind of root): plans name
             // the map's tabs, so the session starts again from the map's initial root.
             let reset = Command.setRoot(root)
@@ -313,12 +327,12 @@ public struct Resolver: Sendable {
         for (index, element) in path.enumerated() {
             let label: Detail = path.count > 1 ? .pathStep(index + 1, of: path.count, element) : ""
             var step: StepPlan
-            let idsBefore = index == 0 && blockedPlan != nil ? idsAtStart : ids
+            let idsBefore = index == 0 && blockedPlan != nil ? idsAtStart : scratch.ids
             do {
                 if index == 0, let blockedPlan {
                     step = blockedPlan.step  // planned above on this very tree
                 } else {
-                    step = try planStep(to: element, in: tree, ids: &ids, context: context)
+                    step = try planStep(to: element, in: tree, scratch: &scratch, context: context)
                 }
             } catch {
                 steps.append(.init(.transition, label + Detail(error.message), decisive: true))
@@ -349,6 +363,9 @@ public struct Resolver: Sendable {
                     steps.append(.init(.blocking, note, decisive: true))
                     let reason = ParkReason.blocked(by: modal.id, screen: blocking.context.screen)
                     state.park(intent, reason: reason, now: now, previous: parked, options: options)
+                    // The plan is not used: its array goes back, held once (the blocked plan let go).
+                    blockedPlan = nil
+                    scratch.keepCommands(&step.plan.commands)
                     return finish(.parked(reason, redirect: []))
                 }
                 let dismiss = Command.dismissTo(blockIndex == 0 ? nil : tree.modals[blockIndex - 1].id)
@@ -356,8 +373,8 @@ public struct Resolver: Sendable {
                     try tree.apply(dismiss, within: options.limits)
                     commands.append(dismiss)
                     composed = true
-                    ids = idsBefore  // the first plan is discarded, and so are its ids
-                    step = try planStep(to: element, in: tree, ids: &ids, context: context)
+                    scratch.ids = idsBefore  // the first plan is discarded, and so are its ids
+                    step = try planStep(to: element, in: tree, scratch: &scratch, context: context)
                 } catch {
                     steps.append(.init(.blocking, label + Detail(String(describing: error)), decisive: true))
                     return finish(.rejected(ResolveError(.internalError, "\(error)")))
@@ -374,10 +391,11 @@ public struct Resolver: Sendable {
                 return finish(.rejected(ResolveError(treeError: error, "the planned commands do not apply")))
             }
             if commands.isEmpty {
-                commands = step.plan.commands  // the plan's own array: nothing copied
+                swap(&commands, &step.plan.commands)  // the plan's own array: nothing copied
             } else {
                 commands += step.plan.commands
             }
+            scratch.keepCommands(&step.plan.commands)  // for the next context's plan
         }
 
         if composed {
@@ -385,7 +403,9 @@ public struct Resolver: Sendable {
             // dismisses): publish the way from where the user is to where the path ends.
             do {
                 // The batch as a whole, exactly as a shell will apply it.
-                commands = try state.tree.change(to: tree, within: options.limits)
+                var batch = try state.tree.change(to: tree, within: options.limits, into: scratch.commandArray())
+                swap(&batch, &commands)
+                scratch.keepCommands(&batch)
             } catch {
                 return finish(.rejected(ResolveError(treeError: error, "the batch does not apply")))
             }
@@ -394,7 +414,7 @@ public struct Resolver: Sendable {
             // copy is the result (applying the batch again would only repeat the work).
             state.tree = tree
         }
-        return conclude(commands)
+        return conclude(consume commands)
     }
 
     /// Whether ``reconciledRoot(for:ids:)`` would reset the tree's root (without building it).
@@ -437,9 +457,9 @@ public struct Resolver: Sendable {
     }
 
     /// Steps 4, 5 and 7 for one context: already shown, switchers, transition.
-    func planStep(to target: ScreenContext, in tree: ScreenTree, ids: inout IDAllocator, context: PlanningContext)
-        throws(ResolveError) -> StepPlan
-    {
+    func planStep(
+        to target: ScreenContext, in tree: ScreenTree, scratch: inout PlanScratch, context: PlanningContext
+    ) throws(ResolveError) -> StepPlan {
         let top = tree.top
         if context.matches(top, target) {
             let refresh = context.refresh(top, to: target)
@@ -448,13 +468,13 @@ public struct Resolver: Sendable {
             return StepPlan(plan: Plan(refresh, detail), kind: .alreadyShown)
         }
         for (switcher, name) in zip(switchers, switcherNames) {
-            if var plan = switcher.plan(to: target, in: tree, context: context, ids: &ids) {
+            if var plan = switcher.plan(to: target, in: tree, context: context, scratch: &scratch) {
                 if !plan.detail.namesItsSwitcher { plan.detail.prefix(name, ": ") }
                 return StepPlan(plan: plan, kind: .switcher)
             }
         }
         return StepPlan(
-            plan: try transitions.plan(to: target, in: tree, context: context, ids: &ids), kind: .transition)
+            plan: try transitions.plan(to: target, in: tree, context: context, scratch: &scratch), kind: .transition)
     }
 
     /// The first blocking modal the commands would dismiss, cover or change beneath, if any.

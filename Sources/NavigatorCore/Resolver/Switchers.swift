@@ -4,30 +4,32 @@
 public struct ExistingScreenSwitcher: ContextSwitcher {
     public init() {}
 
-    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
+    public func plan(
+        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch
+    )
         -> Plan?
     {
         // Frontmost first: modals from the top down, then the selected tab, then the other tabs
         // in order. No intermediate arrays: this runs for most intents.
         for modal in tree.modals.reversed() {
             if let index = modal.stack.lastIndex(where: { context.matches($0, target) }) {
-                return plan(.modal(modal.id), modal.stack, index, target, tree, context)
+                return plan(.modal(modal.id), modal.stack, index, target, tree, context, &scratch)
             }
         }
         switch tree.root {
         case .stack(let screens):
             if let index = screens.lastIndex(where: { context.matches($0, target) }) {
-                return plan(.root, screens, index, target, tree, context)
+                return plan(.root, screens, index, target, tree, context, &scratch)
             }
         case .tabs(let bar):
             if let tab = bar.tabs.first(where: { $0.name == bar.selected }),
                 let index = tab.stack.lastIndex(where: { context.matches($0, target) })
             {
-                return plan(.tab(tab.name), tab.stack, index, target, tree, context)
+                return plan(.tab(tab.name), tab.stack, index, target, tree, context, &scratch)
             }
             for tab in bar.tabs where tab.name != bar.selected {
                 if let index = tab.stack.lastIndex(where: { context.matches($0, target) }) {
-                    return plan(.tab(tab.name), tab.stack, index, target, tree, context)
+                    return plan(.tab(tab.name), tab.stack, index, target, tree, context, &scratch)
                 }
             }
         }
@@ -36,11 +38,10 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
 
     private func plan(
         _ ref: StackRef, _ screens: [Screen], _ index: Int, _ target: ScreenContext, _ tree: ScreenTree,
-        _ context: PlanningContext
+        _ context: PlanningContext, _ scratch: inout PlanScratch
     ) -> Plan {
         let screen = screens[index]
-        var commands: [Command] = []
-        commands.reserveCapacity(4)  // at most dismiss, select, pop and refresh: one allocation
+        var commands = scratch.commandArray()  // at most dismiss, select, pop and refresh
         switch ref {
         case .modal(let id):
             if tree.modals.last?.id != id { commands.append(.dismissTo(id)) }
@@ -64,20 +65,22 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
 public struct TabRootSwitcher: ContextSwitcher {
     public init() {}
 
-    public func plan(to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator)
+    public func plan(
+        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch
+    )
         -> Plan?
     {
         guard let tab = context.map.tab(rootedAt: target.screen) else { return nil }
         guard case .tabs = tree.root, let stack = tree.stack(.tab(tab.name)) else {
-            let root = context.freshTabBar(selecting: tab.name, ids: &ids)
-            var commands: [Command] = [.setRoot(root)]
+            let root = context.freshTabBar(selecting: tab.name, ids: &scratch.ids)
+            var commands = scratch.commandArray()
+            commands.append(.setRoot(root))
             if case .tabs(let bar) = root, let screen = bar.tabs.first(where: { $0.name == tab.name })?.stack[0] {
                 context.appendRefresh(screen, to: target, into: &commands)
             }
             return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab.name, restoringTabBar: true)))
         }
-        var commands: [Command] = []
-        commands.reserveCapacity(4)
+        var commands = scratch.commandArray()
         if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
         if tree.selectedTab != tab.name { commands.append(.selectTab(tab.name)) }
         if stack.count > 1 { commands.append(.popToRoot(.tab(tab.name))) }

@@ -12,52 +12,56 @@ public struct RouteMapTransitions: TransitionProvider {
     public init() {}
 
     public func plan(
-        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, ids: inout IDAllocator
+        to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch
     ) throws(ResolveError) -> Plan {
         guard let entry = context.index.entries[target.screen] else {
             throw ResolveError(.unknownScreen, "screen \(target.screen) is not in the route map")
         }
         switch entry.spec.transition {
         case .push:
-            return try push(target, entry.spec.homeTab, tree, context, &ids)
+            return try push(target, entry.spec.homeTab, tree, context, &scratch)
         case .modal(let style):
-            var commands: [Command] = []
+            var commands: [Command]
             var synthesized: [ScreenContext] = []
             var detail: Detail = ""
             if let parent = context.parent(of: target) {
-                let parentPlan = try context.show(parent, in: tree, ids: &ids)
+                let parentPlan = try context.show(parent, in: tree, scratch: &scratch)
                 commands = parentPlan.commands
                 synthesized = parentPlan.synthesized
                 synthesized.append(parent)
                 if !commands.isEmpty { detail = "showing its parent \(parent) first (\(parentPlan.detail)); " }
+            } else {
+                commands = scratch.commandArray()
             }
-            let modal = Modal(id: ids.take(), style: style, stack: Screen(id: ids.take(), target).stackWithRoom)
+            let modal = Modal(
+                id: scratch.ids.take(), style: style, stack: Screen(id: scratch.ids.take(), target).stackWithRoom)
             commands.append(.present(modal))
             detail += .sentence(.presenting(target, style))
             return Plan(commands, detail, synthesized: synthesized)
         case .setRoot:
-            let commands: [Command] = [.setRoot(.stack(Screen(id: ids.take(), target).stackWithRoom))]
+            var commands = scratch.commandArray()
+            commands.append(.setRoot(.stack(Screen(id: scratch.ids.take(), target).stackWithRoom)))
             return Plan(commands, .sentence(.becomesRoot(target, dismissingModals: !tree.modals.isEmpty)))
         case .replace:
             let ref = tree.topStack
             let top = tree.top
             let isTabRoot: Bool
             if case .modal = ref { isTabRoot = false } else { isTabRoot = tree.stack(ref)?.count == 1 }
+            var commands = scratch.commandArray()
             if isTabRoot {
-                return Plan(
-                    [.push(Screen(id: ids.take(), target), onto: ref)],
-                    "\(top) is the root of \(ref), so \(target) is pushed instead of replacing it")
+                commands.append(.push(Screen(id: scratch.ids.take(), target), onto: ref))
+                return Plan(commands, "\(top) is the root of \(ref), so \(target) is pushed instead of replacing it")
             }
-            return Plan([.replace(top.id, with: Screen(id: ids.take(), target))], "\(target) replaces \(top) in \(ref)")
+            commands.append(.replace(top.id, with: Screen(id: scratch.ids.take(), target)))
+            return Plan(commands, "\(target) replaces \(top) in \(ref)")
         }
     }
 
     private func push(
         _ target: ScreenContext, _ homeTab: String?, _ tree: ScreenTree, _ context: PlanningContext,
-        _ ids: inout IDAllocator
+        _ scratch: inout PlanScratch
     ) throws(ResolveError) -> Plan {
-        var commands: [Command] = []
-        commands.reserveCapacity(4)
+        var commands = scratch.commandArray()
         let destination: StackRef
         let place: Detail.Sentence.Place
         // The destination stack once the commands so far have run: dismissing and selecting
@@ -81,7 +85,7 @@ public struct RouteMapTransitions: TransitionProvider {
                 if bar.selected != home { commands.append(.selectTab(home)) }
                 stack = bar.tabs[index].stack
             } else {
-                let root = context.freshTabBar(selecting: home, ids: &ids)
+                let root = context.freshTabBar(selecting: home, ids: &scratch.ids)
                 guard case .tabs(let bar) = root, let tab = bar.tabs.first(where: { $0.name == home }) else {
                     throw ResolveError(
                         .internalError,
@@ -104,9 +108,9 @@ public struct RouteMapTransitions: TransitionProvider {
         }
 
         // The chain the user would have walked: parents outermost first, then the target. (Built
-        // target first and reversed in place: one allocation for a chain of any length.)
-        var chain: [ScreenContext] = []
-        chain.reserveCapacity(4)
+        // target first and reversed in place, in the scratch's array: none made for it.)
+        var chain = scratch.chainArray()
+        defer { scratch.keepChain(&chain) }
         chain.append(target)
         while let parent = context.parent(of: chain[chain.count - 1]), !chain.contains(parent) { chain.append(parent) }
         chain.reverse()
@@ -148,7 +152,7 @@ public struct RouteMapTransitions: TransitionProvider {
         let last = chain.count - 1
         for index in ((anchor?.chain ?? -1) + 1)...last
         where index == last || context.tab(rootedAt: chain[index].screen) == nil {
-            commands.append(.push(Screen(id: ids.take(), chain[index]), onto: destination))
+            commands.append(.push(Screen(id: scratch.ids.take(), chain[index]), onto: destination))
             if index < last { synthesized.append(chain[index]) }
         }
         return Plan(commands, .sentence(.pushing(target, onto: place, beneath: synthesized)), synthesized: synthesized)

@@ -48,6 +48,18 @@ enum SessionWork {
         _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64,
         recording: Bool = false
     ) -> IntentChange {
+        var buffers = ResolutionBuffers()
+        return resolve(
+            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: now, recording: recording,
+            buffers: &buffers)
+    }
+
+    /// ``resolve(_:store:resolver:maxSessions:now:recording:)`` built in a worker's arrays,
+    /// which it takes back once the intent is published (``ResolutionBuffers``).
+    static func resolve(
+        _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64,
+        recording: Bool = false, buffers: inout ResolutionBuffers
+    ) -> IntentChange {
         let refusal = store.notServed(intent.session).map { ResolveError(.moved, $0) }
         if let refusal = refusal ?? (store.admits(intent.session, limit: maxSessions) ? nil : sessionLimit(store)) {
             let resolution = Resolution(intent: intent, outcome: .rejected(refusal), explanation: [], released: [])
@@ -63,7 +75,7 @@ enum SessionWork {
                 ? SessionState(
                     tree: before, conditions: record.state.conditions, parked: record.state.parked,
                     shellReady: record.state.shellReady, appVersion: record.state.appVersion) : nil
-            let resolution = resolver.resolve(intent, into: &record.state, now: now)
+            let resolution = resolver.resolve(intent, into: &record.state, now: now, buffers: &buffers)
             let (batches, own, released) = Self.batches(
                 session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
                 before: before, record: &record)
@@ -80,6 +92,18 @@ enum SessionWork {
     static func apply(
         _ event: ClientEvent, session: String, lastSeq: UInt64, epoch: UInt64, store: SessionStore,
         resolver: Resolver, maxSessions: Int, now: Int64
+    ) -> EventChange {
+        var buffers = ResolutionBuffers()
+        return apply(
+            event, session: session, lastSeq: lastSeq, epoch: epoch, store: store, resolver: resolver,
+            maxSessions: maxSessions, now: now, buffers: &buffers)
+    }
+
+    /// ``apply(_:session:lastSeq:epoch:store:resolver:maxSessions:now:)`` built in a worker's
+    /// arrays, which it takes back once the event is answered (``ResolutionBuffers``).
+    static func apply(
+        _ event: ClientEvent, session: String, lastSeq: UInt64, epoch: UInt64, store: SessionStore,
+        resolver: Resolver, maxSessions: Int, now: Int64, buffers: inout ResolutionBuffers
     ) -> EventChange {
         let refusal = store.notServed(session).map { ResolveError(.moved, $0) }
         if let refusal = refusal ?? (store.admits(session, limit: maxSessions) ? nil : sessionLimit(store)) {
@@ -99,7 +123,7 @@ enum SessionWork {
             }
             let before = record.state.tree
             let result = resolver.apply(
-                event, to: &record.state, now: now, authoritative: lastSeq == 0 && epoch == 0)
+                event, to: &record.state, now: now, authoritative: lastSeq == 0 && epoch == 0, buffers: &buffers)
             guard result.error == nil else {
                 return EventChange(
                     result: result, batches: [], releasedBatches: [], seq: record.seq, parked: record.state.parked)

@@ -71,7 +71,8 @@ extension WorkerLoop {
             reply.rejected = .rejection(error)
             return
         }
-        let resolved = try resolve(intent, client: client, taken: taken, &state, sockets)
+        var resolved = try resolve(intent, client: client, taken: taken, &state, sockets)
+        defer { state.recycle(&resolved) }
         reply.explanationSteps = resolved.resolution.explanation.map(Navigator_V1_ExplanationStep.init)
         switch resolved.resolution.outcome {
         case .resolved, .refreshed:
@@ -109,9 +110,15 @@ extension WorkerLoop {
             return
         }
         let resolver = state.maps.pick(wire.session).resolver
-        let change = SessionWork.apply(
+        var change = SessionWork.apply(
             event, session: wire.session, lastSeq: wire.lastSeq, epoch: wire.epoch, store: store, resolver: resolver,
-            maxSessions: maxSessions, now: WallClock.now())
+            maxSessions: maxSessions, now: WallClock.now(), buffers: &state.buffers)
+        defer {
+            // The batches share the echo's and the released intents' commands, and go first.
+            change.batches = []
+            change.releasedBatches = []
+            state.buffers.recycle(&change.result)
+        }
         if let error = change.result.error {
             let code = Navigator_V1_RejectCode(error.code)
             counters.refused(code, intent: false)

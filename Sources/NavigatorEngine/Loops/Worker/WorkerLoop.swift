@@ -215,6 +215,16 @@ struct WorkerLoop: SocketLoop {
         var traceBudget: TraceBudget
         /// When this worker started: a parked intent sent before had its trace in another run.
         let startedAt = WallClock.now()
+        /// The arrays resolutions are built in, handed back once an intent is published
+        /// (``ResolutionBuffers``).
+        var buffers = ResolutionBuffers()
+
+        /// Takes back a published intent's arrays for the next one (its batch shares its commands,
+        /// and goes first).
+        mutating func recycle(_ resolved: inout Resolved) {
+            resolved.batch = nil
+            buffers.recycle(&resolved.resolution)
+        }
 
         mutating func noteParked(_ session: String, _ parked: [ParkedIntent], limit: Int) {
             if parked.isEmpty {
@@ -265,11 +275,12 @@ extension WorkerLoop {
                 session: session, intentID: "", source: "", Navigator_V1_RejectCode(error.code), error.message,
                 peer: peerKey(frame, "intents"), sockets)
         }
-        let outcome = try resolve(intent, client: client, taken: taken, &state, sockets)
+        var outcome = try resolve(intent, client: client, taken: taken, &state, sockets)
         if case .rejected(let error) = outcome.resolution.outcome {
             try reject(
                 session: session, intentID: intent.id, source: intent.source, Navigator_V1_RejectCode(error.code),
                 error.message, peer: peerKey(frame, "intents"), sockets, counted: true)
         }
+        state.recycle(&outcome)
     }
 }
