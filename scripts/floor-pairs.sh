@@ -9,7 +9,9 @@
 #   scripts/floor-pairs.sh RATE ROUNDS BIN...        (DURATION=10 SESSIONS=20000 NAVIGATORD_ARGS=)
 #
 # Needs an otherwise idle machine. navigatord is paused (SIGSTOP) while navload measures the floor
-# (--pause-service): its idle threads moved the floor by more than builds differ.
+# (--pause-service): its idle threads moved the floor by more than builds differ. Ends with each
+# build's median ratios and the floor's spread over all runs, with a warning when the floor itself
+# moved so much that its ratios say little (on some VMs its p99 moves tenfold between runs).
 set -euo pipefail
 rate=$1
 rounds=$2
@@ -33,6 +35,39 @@ for _ in $(seq "$rounds"); do
     out=$("$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --duration "${DURATION:-10}" \
       --warmup 2 --sessions "${SESSIONS:-20000}" --floor --pause-service --service-pid "$pid" 2>&1)
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
-    echo "$bin $(echo "$out" | grep -E '^navigatord CPU per intent|^p99 / floor p99' | tr -s ' ' | paste -sd '|')"
+    line="$bin $(echo "$out" | grep -E '^navigatord CPU per intent|^p99 / floor p99' | tr -s ' ' | paste -sd '|')"
+    echo "$line"
+    echo "$line" >> "$work/results"
   done
 done
+/usr/bin/python3 - "$work/results" <<'PY'
+import re, statistics, sys
+runs = {}
+floor_us, floor_p99 = [], []
+for line in open(sys.argv[1]):
+    build = line.split(" ", 1)[0]
+    cpu = re.search(r"CPU per intent / floor: ([0-9.]+) \(([0-9.]+) / ([0-9.]+) µs\)", line)
+    p99 = re.search(r"p99 / floor p99: ([0-9.]+) \(([0-9]+) / ([0-9]+) µs\)", line)
+    if not cpu or not p99:
+        print(f"floor-pairs: no figures in: {line.strip()}")
+        continue
+    runs.setdefault(build, []).append((float(cpu.group(1)), float(p99.group(1))))
+    floor_us.append(float(cpu.group(3)))
+    floor_p99.append(int(p99.group(3)))
+def spread(values):
+    return f"median {statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+for build, figures in runs.items():
+    print(f"summary {build}: CPU ÷ floor {spread([c for c, _ in figures])}, "
+          f"p99 ÷ floor p99 {spread([p for _, p in figures])}, {len(figures)} runs")
+if floor_us:
+    us_ratio = max(floor_us) / min(floor_us)
+    p99_ratio = max(floor_p99) / max(1, min(floor_p99))
+    print(f"floor over all runs: {min(floor_us):.1f}–{max(floor_us):.1f} µs a message (×{us_ratio:.2f}), "
+          f"p99 {min(floor_p99)}–{max(floor_p99)} µs (×{p99_ratio:.1f})")
+    if p99_ratio > 3:
+        print(f"warning: the floor's p99 moved ×{p99_ratio:.1f} between runs: p99 ratios from this machine "
+              "compare nothing; compare CPU ratios of builds within a round")
+    if us_ratio > 1.3:
+        print(f"warning: the floor's CPU per message moved ×{us_ratio:.2f} between runs: compare builds within "
+              "a round, not across rounds")
+PY
