@@ -3,7 +3,7 @@ import Testing
 @testable import NavigatorCore
 
 /// ``InlineList`` against `Array`, across the line between the four elements kept in the value
-/// and those after, and through its one use: a URL's segments.
+/// and those after, and through a URL's segments.
 @Suite("Inline lists")
 struct InlineListTests {
     @Test("a list appended to reads back as an array appended to alike, at every length up to 12")
@@ -20,6 +20,18 @@ struct InlineListTests {
             #expect(list.last == array.last && list.first == array.first && list.indices == array.indices)
         }
         #expect(Array(list[3...6]) == Array(array[3...6]))
+        // Taken out from the end, as the spare arrays are, and appended to again.
+        for round in 0..<2 {
+            while !array.isEmpty {
+                #expect(list.removeLast() == array.removeLast(), "round \(round)")
+                #expect(list.count == array.count && Array(list) == array)
+            }
+            for value in 0..<(round == 0 ? 6 : 3) {
+                list.append(value)
+                array.append(value)
+            }
+            #expect(Array(list) == array)
+        }
     }
 
     @Test("a URL's segments are split into the list as `split(separator:)` splits them")

@@ -51,6 +51,29 @@ struct SessionWorkTests {
     }
 
     static let chat42 = ScreenContext("chat", ["conversationId": "42"])
+
+    @Test(
+        "a worker takes an intent's arrays back once it is published: the next intent's commands are written where the last one's were"
+    )
+    func workerRecycles() {
+        var state = WorkerLoop.WorkerState(
+            maps: ResolverHolder(resolver, source: "test").snapshot, traceBudget: TraceBudget(perSecond: 1))
+        // As WorkerLoop.resolve returns an intent once its batches are published: the resolution
+        // and its own batch, which shares its commands.
+        func resolved(_ intent: Intent) -> WorkerLoop.Resolved {
+            let change = SessionWork.resolve(
+                intent, store: store, resolver: resolver, maxSessions: 100, now: 1_000, buffers: &state.buffers)
+            return WorkerLoop.Resolved(resolution: change.resolution, batch: change.own, expiresAt: change.expiresAt)
+        }
+        var first = resolved(.show(Self.chat42, id: "i1"))
+        #expect(first.batch?.commands.isEmpty == false)
+        let address = first.resolution.commands.withUnsafeBufferPointer { $0.baseAddress }
+        state.recycle(&first)
+        #expect(first.batch == nil && first.resolution.commands.isEmpty)
+        let second = resolved(.show(ScreenContext("chat", ["conversationId": "43"]), id: "i2"))
+        #expect(second.batch?.commands.isEmpty == false)
+        #expect(second.resolution.commands.withUnsafeBufferPointer { $0.baseAddress } == address)
+    }
     static let call = ScreenContext("incomingCall", ["callId": "6f1c7b1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"])
 
     @Test("a resolved intent on a new session: batch 1, the intent's, at the tree's version after it")

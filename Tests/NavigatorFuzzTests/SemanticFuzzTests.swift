@@ -206,6 +206,7 @@ struct FuzzWorld {
         try follow(session, change.batches)
         change.batches = []
         change.own = nil
+        change.releasedBatches = []
         buffers.recycle(&change.resolution)
     }
 

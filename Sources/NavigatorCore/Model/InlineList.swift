@@ -1,12 +1,13 @@
 /// A short list whose first four elements are kept in the value itself: a list of four or fewer
 /// makes no array (no allocation); a fifth and later go to one array.
 ///
-/// For a short list of small elements that lives only while one intent is resolved: a URL's
-/// segments. Not for what a resolution returns (its commands, its explanation): copying four
-/// commands or four steps in the value, with every reference they hold, costs more than the
-/// array it saves, and even a push's chain of parents was slower this way (BENCHMARKS.md,
-/// "Resolver alone"); measure before using it elsewhere. Only what that use needs: `append`, and
-/// reading by `Int` from 0 as a random-access collection.
+/// For a short list of small elements: a URL's segments while one intent is resolved, and the
+/// few spare arrays a worker keeps (``SpareArrays``, a stack of array references). Not for what a
+/// resolution returns (its commands, its explanation): copying four commands or four steps in
+/// the value, with every reference they hold, costs more than the array it saves, and even a
+/// push's chain of parents was slower this way (BENCHMARKS.md, "Resolver alone"); measure before
+/// using it elsewhere. Only what those uses need: `append`, `removeLast`, and reading by `Int`
+/// from 0 as a random-access collection.
 struct InlineList<Element> {
     private var e0: Element?
     private var e1: Element?
@@ -27,6 +28,19 @@ struct InlineList<Element> {
         default: more.append(element)
         }
         count += 1
+    }
+
+    /// Takes the last element out (moved, not copied: the list no longer holds it).
+    mutating func removeLast() -> Element {
+        precondition(count > 0, "removeLast from an empty InlineList")
+        count -= 1
+        switch count {
+        case 0: return e0.take().unsafelyUnwrapped
+        case 1: return e1.take().unsafelyUnwrapped
+        case 2: return e2.take().unsafelyUnwrapped
+        case 3: return e3.take().unsafelyUnwrapped
+        default: return more.removeLast()
+        }
     }
 }
 

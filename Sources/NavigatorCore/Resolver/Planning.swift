@@ -27,7 +27,7 @@ public struct PlanScratch: Sendable {
 
     /// An empty array for a plan's commands with room for four: one kept from an earlier
     /// resolution when there is one (the array goes to the plan; it comes back when the
-    /// resolution is handed back, ``ResolutionBuffers/recycle(_:)``).
+    /// resolution is handed back, ``ResolutionBuffers/recycle(_:)-(Resolution)``).
     public mutating func commandArray() -> [Command] { commands.take() }
 
     /// Keeps the array of a plan's commands that is not used after all, for another plan.

@@ -4,12 +4,15 @@
 /// explanation, its commands or a push's chain of parents
 /// (``Resolver/resolve(_:into:now:buffers:)``, ``Resolver/apply(_:to:now:authoritative:buffers:)``).
 ///
-/// A value: each thread that resolves keeps its own. At most ``keptPerKind`` arrays of each kind
-/// are kept, none with room for more than ``largestKept`` elements (a long path's goes), so what
-/// is kept stays small. An array still held elsewhere when it comes back (a batch a follower
-/// keeps, say) costs the allocation it would have cost anyway.
+/// A value: whoever resolves keeps its own (a worker: one, used by one thread at a time). At most ``keptPerKind``
+/// arrays of each kind are kept, each with room for 4 to ``largestKept`` elements (a long path's
+/// goes), so what is kept stays small; they are kept in the value, so buffers that keep nothing
+/// (those the overloads without `buffers:` make) make no array either. An array still held
+/// elsewhere when it comes back (the caller kept a copy of the resolution) costs the allocation it
+/// would have cost anyway.
 public struct ResolutionBuffers: Sendable {
-    /// The most arrays of one kind (explanations, commands, chains) kept.
+    /// The most arrays of one kind (explanations, commands, chains) kept: no more than an
+    /// ``InlineList`` holds in the value.
     public static let keptPerKind = 4
     /// The most elements a kept array may have room for.
     public static let largestKept = 32
@@ -24,7 +27,7 @@ public struct ResolutionBuffers: Sendable {
     /// Takes the arrays out of a resolution the caller is done with (its explanation and its
     /// commands, and those of the intents it released), emptied, for the next ones: the
     /// resolution is left with none of them (no explanation, its outcome `ignored`, nothing
-    /// released). Taken in place, so that nothing else holds them.
+    /// released). Taken in place: unless the caller kept a copy, nothing else holds them.
     public mutating func recycle(_ resolution: inout Resolution) {
         steps.keep(&resolution.explanation)
         var commands: [Command] = []
@@ -51,24 +54,26 @@ public struct ResolutionBuffers: Sendable {
 }
 
 /// Empty arrays with room, kept for the next taker: at most ``ResolutionBuffers/keptPerKind``,
-/// each with room for at most ``ResolutionBuffers/largestKept`` elements.
+/// each with room for 4 to ``ResolutionBuffers/largestKept`` elements, last kept first taken.
 struct SpareArrays<Element: Sendable>: Sendable {
-    private var arrays: [[Element]] = []
+    /// In the value: keeping and taking them makes no array of its own.
+    private var arrays = InlineList<[Element]>()
 
     var count: Int { arrays.count }
 
     /// An empty array with room for four elements at least: a kept one, else a new one.
     mutating func take() -> [Element] {
-        if let kept = arrays.popLast() { return kept }
+        if !arrays.isEmpty { return arrays.removeLast() }
         var array: [Element] = []
         array.reserveCapacity(4)
         return array
     }
 
-    /// Keeps `array`, emptied, unless it has no room or too much, or enough are kept already;
-    /// `array` is left empty in any case.
+    /// Keeps `array`, emptied, unless it has room for fewer than four elements (it would have to
+    /// grow: a refresh's array of one, say) or for more than the largest kept, or enough are kept
+    /// already; `array` is left empty in any case.
     mutating func keep(_ array: inout [Element]) {
-        guard array.capacity > 0, array.capacity <= ResolutionBuffers.largestKept,
+        guard array.capacity >= 4, array.capacity <= ResolutionBuffers.largestKept,
             arrays.count < ResolutionBuffers.keptPerKind
         else {
             array = []
@@ -77,7 +82,6 @@ struct SpareArrays<Element: Sendable>: Sendable {
         array.removeAll(keepingCapacity: true)
         var kept: [Element] = []
         swap(&kept, &array)
-        if arrays.capacity == 0 { arrays.reserveCapacity(ResolutionBuffers.keptPerKind) }
         arrays.append(kept)
     }
 }

@@ -96,7 +96,7 @@ public struct Resolver: Sendable {
 
     /// ``resolve(_:into:now:)``, the resolution built in arrays kept in `buffers`: a caller
     /// that resolves again and again hands each resolution back when it is done with it
-    /// (``ResolutionBuffers/recycle(_:)``), and the common intent makes no array of its own.
+    /// (``ResolutionBuffers/recycle(_:)-(Resolution)``), and the common intent makes no array of its own.
     public func resolve(
         _ intent: Intent, into state: inout SessionState, now: Int64, buffers: inout ResolutionBuffers
     ) -> Resolution {
