@@ -16,28 +16,49 @@ struct ResolutionBuffersTests {
         var buffers = ResolutionBuffers()
         var now: Int64 = 1_700_000_000_000_000_000
         var resolved = 0
+        var released = 0
+        var echoes = 0  // syncs that changed the tree
         for step in 0..<3_000 {
             now += 1_000_000
             if step % 4 == 3 {
-                let event = generator.event(for: plain.tree)
+                // The generator's events, and now and then a shell's own modal, a sync of a tree
+                // whose modals went (echoed as a batch of commands) and a shell not ready.
+                let event: ClientEvent
+                switch step % 40 {
+                case 7:
+                    let number = UInt64(step) * 2
+                    event = .presented(
+                        Modal(
+                            id: .client(number), style: .sheet,
+                            stack: [Screen(id: .client(number + 1), ScreenContext("settings"))]))
+                case 11: event = .sync((try? plain.tree.applying([.dismissTo(nil)])) ?? plain.tree)
+                case 15: event = .suspended
+                default: event = generator.event(for: plain.tree)
+                }
                 let expected = resolver.apply(event, to: &plain, now: now)
                 var result = resolver.apply(event, to: &recycled, now: now, buffers: &buffers)
                 #expect(result == expected, "seed \(seed), step \(step): \(event)")
                 #expect(recycled == plain, "seed \(seed), step \(step)")
+                released += result.released.count
+                if case .sync = event, !result.echo.isEmpty { echoes += 1 }
                 buffers.recycle(&result)
                 #expect(result.echo.isEmpty && result.released.isEmpty)
                 continue
             }
-            let intent = generator.intent()
+            var intent = generator.intent()
+            intent.waitForReady = step % 9 == 0  // parked until a `ready`, then released
             let expected = resolver.resolve(intent, into: &plain, now: now)
             var resolution = resolver.resolve(intent, into: &recycled, now: now, buffers: &buffers)
             #expect(resolution == expected, "seed \(seed), step \(step): \(intent.target)")
             #expect(recycled == plain, "seed \(seed), step \(step)")
             if !resolution.commands.isEmpty { resolved += 1 }
+            released += resolution.released.count
             buffers.recycle(&resolution)
             #expect(resolution.commands.isEmpty && resolution.explanation.isEmpty && resolution.released.isEmpty)
         }
         #expect(resolved > 500, "the mix resolved \(resolved) intents with commands; expected many")
+        #expect(released > 20, "the mix released \(released) parked intents; expected some")
+        #expect(echoes > 5, "the mix echoed \(echoes) syncs as commands; expected some")
     }
 
     @Test("the next resolution is written into the room of the one handed back")
