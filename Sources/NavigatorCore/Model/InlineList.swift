@@ -1,8 +1,9 @@
 /// A short list whose first four elements are kept in the value itself: a list of four or fewer
 /// makes no array (no allocation); a fifth and later go to one array.
 ///
-/// For a short list of small elements: a URL's segments while one intent is resolved, and the
-/// few spare arrays a worker keeps (``SpareArrays``, a stack of array references). Not for what a
+/// For a short list of small elements: a URL's segments while one intent is resolved, the changes
+/// of a batch applied in place (``ScreenTree``'s undo log), and the few spare arrays a worker
+/// keeps (``SpareArrays``, a stack of array references). Not for what a
 /// resolution returns (its commands, its explanation): copying four commands or four steps in
 /// the value, with every reference they hold, costs more than the array it saves, and even a
 /// push's chain of parents was slower this way (BENCHMARKS.md, "Resolver alone"); measure before

@@ -610,34 +610,13 @@ extension ScreenTree {
     }
 }
 
-/// The changes of a batch of up to four commands, in order, held in the value (no array).
-private struct UndoLog {
-    static let capacity = 4
-    private var first: Undo?
-    private var second: Undo?
-    private var third: Undo?
-    private var fourth: Undo?
-    private(set) var count = 0
+/// The changes of a batch of up to four commands, in order, held in the value (no array): as
+/// many as an ``InlineList`` keeps there.
+private typealias UndoLog = InlineList<Undo>
 
-    mutating func append(_ change: Undo) {
-        switch count {
-        case 0: first = change
-        case 1: second = change
-        case 2: third = change
-        case 3: fourth = change
-        default: preconditionFailure("an undo log holds \(Self.capacity) changes")
-        }
-        count += 1
-    }
-
-    subscript(index: Int) -> Undo {
-        switch index {
-        case 0: first!
-        case 1: second!
-        case 2: third!
-        default: fourth!
-        }
-    }
+extension InlineList where Element == Undo {
+    /// The most commands a batch changed in place may have (more are applied on a copy).
+    fileprivate static var capacity: Int { 4 }
 }
 
 /// What one command changed in a tree, to put back (``ScreenTree/apply(_:within:)``).
