@@ -289,7 +289,9 @@ struct HTTPAPITests {
         let keys = try await TokenKey.load(file: keyFile)
         let otherKeys = try await TokenKey.load(file: other)
         @Sendable func token(
-            _ client: String, _ role: String, _ sessions: [String], lifetime: TimeInterval = 60,
+            // An hour: the test's own calls must not outlive the tokens they use (this test ran 65 s
+            // on a loaded machine and its 60-second tokens expired under it).
+            _ client: String, _ role: String, _ sessions: [String], lifetime: TimeInterval = 3600,
             signedBy: TokenKey? = nil
         ) async throws -> String {
             try await (signedBy ?? keys).sign(
