@@ -131,7 +131,8 @@ extension Engine {
                         maxSessions: configuration.maxSessions,
                         handoffHighWaterMark: configuration.handoffHighWaterMark, intake: reader ? intake : nil,
                         desks: workerDesks,
-                        tracer: tracer, maxTracedIntentsPerSecond: configuration.maxTracedIntentsPerSecond,
+                        tracer: tracer, tracing: tracer != nil,
+                        maxTracedIntentsPerSecond: configuration.maxTracedIntentsPerSecond,
                         recorder: recorders[index], workers: configuration.workers, supervisor: supervisor,
                         logger: logger),
                     stop: reader ? stopIntake : nil))

@@ -288,7 +288,7 @@ struct ProtoReader {
     /// A string field: UTF-8, or refused.
     mutating func string() throws(WireError) -> String {
         let body = try body()
-        guard let text = String(validating: body, as: UTF8.self) else {
+        guard let text = String(wireUTF8: body) else {
             throw malformed("a string that is not UTF-8 ending", expected: "UTF-8")
         }
         return text

@@ -58,7 +58,7 @@ public enum SessionID {
 
     /// Validates the raw bytes of a session frame and returns the id.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> String {
-        guard let session = String(validating: bytes, as: UTF8.self) else {
+        guard let session = String(wireUTF8: bytes) else {
             throw WireError(.invalidSession, "session frame is not valid UTF-8")
         }
         if let problem = problem(with: session) { throw WireError(.invalidSession, problem) }

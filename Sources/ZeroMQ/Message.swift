@@ -33,6 +33,23 @@ public final class Message {
         try fill(copying: bytes)
     }
 
+    /// The generic `refill(copying:)` for an array, in code that is not generic: a sender
+    /// fills frames from arrays and strings for every message, and the generic form, not
+    /// specialized across modules, asked the runtime for type metadata each time.
+    public func refill(copying bytes: [UInt8]) throws(ZeroMQError) {
+        zmq_msg_close(raw)
+        zmq_msg_init(raw)
+        if let error = bytes.withUnsafeBytes({ fill(reporting: $0) }) { throw error }
+    }
+
+    /// The generic `refill(copying:)` for a string's UTF-8 bytes, in code that is not generic.
+    public func refill(copying text: String) throws(ZeroMQError) {
+        zmq_msg_close(raw)
+        zmq_msg_init(raw)
+        var text = text
+        if let error = text.withUTF8({ fill(reporting: UnsafeRawBufferPointer($0)) }) { throw error }
+    }
+
     /// Makes the message hold `other`'s content in place of what it held, without copying it
     /// (`zmq_msg_move`, which releases what this one held); `other` is left empty.
     public func refill(moving other: Message) {
@@ -42,17 +59,30 @@ public final class Message {
     /// Copies `bytes` into the message, which is empty. A failed `zmq_msg_init_size` (ENOMEM)
     /// leaves the struct half made, which `zmq_msg_close` would read: it is made empty again.
     private func fill(copying bytes: some FrameBytes) throws(ZeroMQError) {
+        try bytes.withFrameBytes { (buffer) throws(ZeroMQError) in try fill(buffer) }
+    }
+
+    private func fill(_ buffer: UnsafeRawBufferPointer) throws(ZeroMQError) {
         let raw = self.raw
-        try bytes.withFrameBytes { (buffer) throws(ZeroMQError) in
-            do throws(ZeroMQError) {
-                _ = try ZMQ.call("zmq_msg_init_size") { zmq_msg_init_size(raw, buffer.count) }
-            } catch {
-                zmq_msg_init(raw)
-                throw error
-            }
-            if let base = buffer.baseAddress, buffer.count > 0 {
-                zmq_msg_data(raw).copyMemory(from: base, byteCount: buffer.count)
-            }
+        do throws(ZeroMQError) {
+            _ = try ZMQ.call("zmq_msg_init_size") { zmq_msg_init_size(raw, buffer.count) }
+        } catch {
+            zmq_msg_init(raw)
+            throw error
+        }
+        if let base = buffer.baseAddress, buffer.count > 0 {
+            zmq_msg_data(raw).copyMemory(from: base, byteCount: buffer.count)
+        }
+    }
+
+    /// ``fill(_:)``'s error returned, not thrown: from inside the standard library's
+    /// `withUnsafeBytes`, whose error is untyped.
+    private func fill(reporting buffer: UnsafeRawBufferPointer) -> ZeroMQError? {
+        do throws(ZeroMQError) {
+            try fill(buffer)
+            return nil
+        } catch {
+            return error
         }
     }
 
@@ -172,6 +202,21 @@ public struct SpareMessages {
     public mutating func message(copying bytes: some FrameBytes) throws(ZeroMQError) -> Message {
         guard let message = spare.popLast() else { return try Message(copying: bytes) }
         try message.refill(copying: bytes)
+        return message
+    }
+
+    /// The generic `message(copying:)` for an array, in code that is not generic (see
+    /// `Message.refill(copying:)`).
+    public mutating func message(copying bytes: [UInt8]) throws(ZeroMQError) -> Message {
+        let message = spare.popLast() ?? Message()
+        try message.refill(copying: bytes)
+        return message
+    }
+
+    /// The generic `message(copying:)` for a string, in code that is not generic.
+    public mutating func message(copying text: String) throws(ZeroMQError) -> Message {
+        let message = spare.popLast() ?? Message()
+        try message.refill(copying: text)
         return message
     }
 

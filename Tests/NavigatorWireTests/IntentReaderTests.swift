@@ -47,6 +47,44 @@ struct IntentReaderTests {
         }
     }
 
+    /// Strings are checked eight bytes at a time for ASCII before the full check: a byte that is
+    /// not ASCII, valid or not, at every place of strings of 0 to 40 bytes, in the intent's id,
+    /// its url and the session frame.
+    @Test("takes a string as SwiftProtobuf does wherever a byte beyond ASCII stands in it")
+    func stringsAtEveryPlace() {
+        let inserts: [[UInt8]] = [
+            [], [0xC3, 0xA9], [0xE2, 0x82, 0xAC], [0xF0, 0x9F, 0x98, 0x80], [0xFF], [0xC3], [0x80],
+            [0xED, 0xA0, 0x80], [0x00],
+        ]
+        var refused = 0
+        for length in 0...40 {
+            for place in 0...length {
+                for insert in inserts {
+                    let text =
+                        [UInt8](repeating: 0x61, count: place) + insert
+                        + [UInt8](repeating: 0x62, count: length - place)
+                    var writer = IntentBytes.Writer()
+                    writer.string(2, "s1")
+                    writer.delimited(1, text)
+                    writer.delimited(4, [0x6E, 0x61, 0x76, 0x3A, 0x2F, 0x2F] + text)  // nav://…
+                    let byHand = Self.byHand(writer.bytes, frame: nil)
+                    #expect(byHand == Self.bySwiftProtobuf(writer.bytes, frame: nil), "\(text)")
+                    if case .read(let intent, _, _) = byHand {
+                        #expect(Array(intent.id.utf8) == text)
+                    } else {
+                        refused += 1
+                    }
+                    let frame = text.withUnsafeBytes { try? SessionID.decode($0) }
+                    let expected = String(validating: text, as: UTF8.self).flatMap {
+                        SessionID.problem(with: $0) == nil ? $0 : nil
+                    }
+                    #expect(frame == expected, "\(text)")
+                }
+            }
+        }
+        #expect(refused > 0)  // the bytes that are not UTF-8 were refused, not taken
+    }
+
     @Test("reads what SwiftProtobuf reads, the same way, and refuses what it refuses", arguments: 0..<16)
     func sameAsSwiftProtobuf(seed: UInt64) async throws {
         try await offPool { Self.compare(seed: seed) }

@@ -42,13 +42,17 @@ struct LandingBook {
     mutating func published(
         session: String, seq: UInt64, route: String, map: String?, origin: Int64, metrics: RouteMetrics
     ) {
-        var pending = sessions.removeValue(forKey: session) ?? []
-        if pending.count >= Self.maxPerSession {
-            pending.removeFirst().notLanded(metrics, evicted: true)
+        // The session's list changed where it is (one lookup of the id, not a removal and an
+        // insertion): a worker books every batch it publishes.
+        func book(_ pending: inout [Pending]) -> Pending? {
+            let evicted = pending.count >= Self.maxPerSession ? pending.removeFirst() : nil
+            pending.append(Pending(seq: seq, route: route, map: map, origin: origin))
+            return evicted
+        }
+        if let evicted = book(&sessions[session, default: []]) {
+            evicted.notLanded(metrics, evicted: true)
             count -= 1
         }
-        pending.append(Pending(seq: seq, route: route, map: map, origin: origin))
-        sessions[session] = pending
         count += 1
         order.append((session, seq, origin))
         while count > Self.maxTotal, head < order.count {

@@ -20,6 +20,41 @@ final class RouteMetrics: Sendable {
         case resolved, refreshed, ignored, parked, rejected
         /// What became of parked intents later: shown, expired, or refused when released.
         case released, expired, refused
+
+        /// Its place in ``allCases`` (and in ``OutcomeCounts``).
+        var index: Int {
+            switch self {
+            case .resolved: 0
+            case .refreshed: 1
+            case .ignored: 2
+            case .parked: 3
+            case .rejected: 4
+            case .released: 5
+            case .expired: 6
+            case .refused: 7
+            }
+        }
+
+        // By its place, not its name (a String enum hashes and compares its raw value): a worker
+        // counts every intent's outcome.
+        func hash(into hasher: inout Hasher) { hasher.combine(index) }
+        static func == (left: Self, right: Self) -> Bool { left.index == right.index }
+    }
+
+    /// How many intents had each outcome: a count per ``Outcome``, in place (a worker adds one for
+    /// every intent; a dictionary of outcomes hashed each). Iterates the outcomes counted at
+    /// least once.
+    struct OutcomeCounts: Hashable, Sendable, Sequence {
+        private var counts = [UInt64](repeating: 0, count: Outcome.allCases.count)
+
+        subscript(outcome: Outcome) -> UInt64 {
+            get { counts[outcome.index] }
+            set { counts[outcome.index] = newValue }
+        }
+
+        func makeIterator() -> some IteratorProtocol<(Outcome, UInt64)> {
+            zip(Outcome.allCases, counts).lazy.filter { $0.1 > 0 }.makeIterator()
+        }
     }
 
     /// Distinct `source` values given labels of their own; later ones are counted as `other`.
@@ -43,7 +78,7 @@ final class RouteMetrics: Sendable {
 
     /// One route's figures since the service started, for the landing ratio and `navctl stats`.
     struct Tally: Hashable, Sendable {
-        var intents: [Outcome: UInt64] = [:]
+        var intents = OutcomeCounts()
         /// Intents whose batch a shell acknowledged within the window (or whose target was
         /// already shown), and those that did not land: rejected, expired, refused on release,
         /// or not acknowledged in time.
@@ -75,15 +110,24 @@ final class RouteMetrics: Sendable {
     }
 
     /// The counter families, by their metric names.
-    private enum Family: String {
-        case routeIntents = "navigator_route_intents_total"
-        case sourceIntents = "navigator_source_intents_total"
-        case routeRejections = "navigator_route_rejections_total"
-        case landed = "navigator_route_landed_total"
-        case notLanded = "navigator_route_not_landed_total"
-        case mapIntents = "navigator_map_intents_total"
-        case mapLanded = "navigator_map_landed_total"
-        case mapNotLanded = "navigator_map_not_landed_total"
+    /// The counter families (no raw values: a String enum hashes and compares its raw value, and
+    /// a worker looks up three of these counters for every intent).
+    private enum Family {
+        case routeIntents, sourceIntents, routeRejections, landed, notLanded, mapIntents, mapLanded, mapNotLanded
+
+        /// The metric's name.
+        var name: String {
+            switch self {
+            case .routeIntents: "navigator_route_intents_total"
+            case .sourceIntents: "navigator_source_intents_total"
+            case .routeRejections: "navigator_route_rejections_total"
+            case .landed: "navigator_route_landed_total"
+            case .notLanded: "navigator_route_not_landed_total"
+            case .mapIntents: "navigator_map_intents_total"
+            case .mapLanded: "navigator_map_landed_total"
+            case .mapNotLanded: "navigator_map_not_landed_total"
+            }
+        }
     }
 
     /// Route map versions given labels of their own (each reload or rollout may bring one);
@@ -121,7 +165,8 @@ final class RouteMetrics: Sendable {
 
     /// The route label of a target screen: its name if the route map has it, else `other`.
     static func route(_ screen: String?, map: RouteMap) -> String {
-        guard let screen, map.screens[screen] != nil else { return other }
+        // Looked up, not copied out: a screen's spec is a dozen references to retain and release.
+        guard let screen, map.screens.index(forKey: screen) != nil else { return other }
         return screen
     }
 
@@ -166,9 +211,9 @@ final class RouteMetrics: Sendable {
     /// for a rejection or a refusal.
     func count(_ outcome: Outcome, route: String, map: String?, source: String, code: String? = nil) {
         state.withLock { state in
-            state.tallies[route, default: Tally()].intents[outcome, default: 0] += 1
+            state.tallies[route, default: Tally()].intents[outcome] += 1
             if let map {
-                state.maps[map, default: Tally()].intents[outcome, default: 0] += 1
+                state.maps[map, default: Tally()].intents[outcome] += 1
                 counter(&state, .mapIntents, ("map", Self.mapLabel(map, &state)), ("outcome", outcome.rawValue))
                     .increment()
             }
@@ -266,7 +311,7 @@ final class RouteMetrics: Sendable {
         if let counter = state.counters[key] { return counter }
         var dimensions = [first]
         if let second { dimensions.append(second) }
-        let counter = Metrics.Counter(label: family.rawValue, dimensions: dimensions, factory: factory)
+        let counter = Metrics.Counter(label: family.name, dimensions: dimensions, factory: factory)
         state.counters[key] = counter
         return counter
     }

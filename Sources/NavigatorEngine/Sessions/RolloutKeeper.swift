@@ -256,7 +256,7 @@ final class RolloutKeeper: Sendable {
             var tally = now[version] ?? RouteMetrics.Tally()
             let before = following.baseline[version] ?? RouteMetrics.Tally()
             for (outcome, count) in before.intents {
-                tally.intents[outcome, default: 0] -= min(count, tally.intents[outcome] ?? 0)
+                tally.intents[outcome] -= min(count, tally.intents[outcome])
             }
             tally.landed -= min(before.landed, tally.landed)
             tally.notLanded -= min(before.notLanded, tally.notLanded)
@@ -268,12 +268,12 @@ final class RolloutKeeper: Sendable {
 
     /// Intents as they came (each once: released, expired and refused are later fates).
     static func arrived(_ tally: RouteMetrics.Tally) -> UInt64 {
-        [.resolved, .refreshed, .ignored, .parked, .rejected].reduce(0) { $0 + (tally.intents[$1] ?? 0) }
+        [.resolved, .refreshed, .ignored, .parked, .rejected].reduce(0) { $0 + tally.intents[$1] }
     }
 
     static func rejectionRate(_ tally: RouteMetrics.Tally) -> Double {
         let intents = arrived(tally)
-        return intents == 0 ? 0 : Double(tally.intents[.rejected] ?? 0) / Double(intents)
+        return intents == 0 ? 0 : Double(tally.intents[.rejected]) / Double(intents)
     }
 
     private func rollBackIfWorse() throws {

@@ -170,7 +170,7 @@ extension Navigator_V1_MapFigures {
         self.version = version
         self.role = role
         intents = RolloutKeeper.arrived(tally)
-        rejected = tally.intents[.rejected] ?? 0
+        rejected = tally.intents[.rejected]
         landed = tally.landed
         notLanded = tally.notLanded
         rejectionRate = RolloutKeeper.rejectionRate(tally)

@@ -25,7 +25,7 @@ extension WorkerLoop {
         var trace: IntentTrace?
         // A producer's sampled flag is followed within the budget: producers cannot make
         // navigatord trace every intent.
-        if let tracer, !intent.traceparentSaysSampled || state.traceBudget.take(at: started) {
+        if tracing, let tracer, !intent.traceparentSaysSampled || state.traceBudget.take(at: started) {
             trace = IntentTrace.begin(intent, session: intent.session, taken: taken ?? started, tracer: tracer)
         }
         if let trace, let taken { trace.child("navigator.receive", from: taken, to: started) }
@@ -165,7 +165,7 @@ extension WorkerLoop {
     /// The trace of a parked intent leaving its session's list: the one kept since it parked,
     /// or (parked before a restart) a new one under its producer's span, marked resumed.
     func releasedTrace(_ intent: Intent, session: String, at now: Int64, _ state: inout WorkerState) -> IntentTrace? {
-        guard let tracer else { return nil }
+        guard tracing, let tracer else { return nil }
         if let kept = state.parkedTraces.take(session: session, intent: intent) { return kept }
         // Only an intent taken by an earlier run (not one this run chose not to trace, or could
         // not keep: the budget, the sampler, a full book).
