@@ -129,7 +129,9 @@ resolver_pair() {
 
 # Issue 31's figures: saturation against the raw PUSH->PULL baseline; 2,000/s and 10,000/s over
 # 20,000 sessions against the raw relay floor at the same rate (CPU per intent and p99).
-saturation=(--rate 400000 --duration 4 --warmup 1 --baseline)
+# --timeout 60: a slow machine needs more than the default 5 s to drain a 4 s saturated run, and
+# navload gives no CPU per intent for a run it could not account for.
+saturation=(--rate 400000 --duration 4 --warmup 1 --baseline --timeout 60)
 moderate=(--rate 2000 --duration 10 --warmup 2 --sessions 20000 --floor --pause-service)
 high=(--rate 10000 --duration 10 --warmup 2 --sessions 20000 --floor --pause-service)
 if [ $quick = 1 ]; then

@@ -279,7 +279,10 @@ struct RunCommand: AsyncParsableCommand {
                 ),
                 (
                     "navigatord CPU per intent",
-                    report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) } ?? "unknown"
+                    report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) }
+                        ?? (report.serviceRate == nil
+                            ? "unknown (not all accounted for within --timeout: navigatord was still working; raise --timeout)"
+                            : "unknown")
                 ),
                 ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),
                 ("navigatord instances", report.instances == 1 ? "1" : "\(report.instances) (figures added up)"),
