@@ -13,13 +13,47 @@ public struct Batch: Hashable, Sendable {
     public var animated: Bool
     public var commands: [Command]
     public var treeVersion: UInt64
-    public var summary: String
+    /// What the summary is made from: rendered when read or encoded, not when the batch is made.
+    public var summarySource: Summary
     public var cause: Navigator_V1_BatchCause
     public var epoch: UInt64
+
+    /// A batch's one line: text, or the resolution's step it tells (``ExplanationStep/summary``),
+    /// written out only when read — the encoder writes it straight into the batch's bytes, so a
+    /// published batch makes no string for it. Equal when the texts are.
+    public enum Summary: Hashable, Sendable {
+        case text(String)
+        case step(ExplanationStep)
+
+        public var text: String {
+            switch self {
+            case .text(let text): text
+            case .step(let step): step.summary
+            }
+        }
+
+        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.text == rhs.text }
+        public func hash(into hasher: inout Hasher) { hasher.combine(text) }
+    }
+
+    /// The summary's text.
+    public var summary: String {
+        get { summarySource.text }
+        set { summarySource = .text(newValue) }
+    }
 
     public init(
         session: String, seq: UInt64, intentID: String, animated: Bool, commands: [Command], treeVersion: UInt64,
         summary: String, cause: Navigator_V1_BatchCause, epoch: UInt64
+    ) {
+        self.init(
+            session: session, seq: seq, intentID: intentID, animated: animated, commands: commands,
+            treeVersion: treeVersion, summary: Summary.text(summary), cause: cause, epoch: epoch)
+    }
+
+    public init(
+        session: String, seq: UInt64, intentID: String, animated: Bool, commands: [Command], treeVersion: UInt64,
+        summary: Summary, cause: Navigator_V1_BatchCause, epoch: UInt64
     ) {
         self.session = session
         self.seq = seq
@@ -27,7 +61,7 @@ public struct Batch: Hashable, Sendable {
         self.animated = animated
         self.commands = commands
         self.treeVersion = treeVersion
-        self.summary = summary
+        self.summarySource = summary
         self.cause = cause
         self.epoch = epoch
     }
@@ -51,7 +85,7 @@ public struct Batch: Hashable, Sendable {
     /// The `navigator.v1.CommandBatch` bytes in place of what `bytes` held, in its storage when
     /// that is large enough: a publisher encodes every batch into the same array.
     public func encode(into bytes: inout [UInt8]) {
-        var writer = ProtoWriter(reusing: &bytes, capacity: 64 + summary.utf8.count + commands.count * 64)
+        var writer = ProtoWriter(reusing: &bytes, capacity: 320 + commands.count * 64)
         defer { writer.finish(into: &bytes) }
         write(to: &writer)
     }
@@ -63,7 +97,10 @@ public struct Batch: Hashable, Sendable {
         writer.bool(4, animated)
         for command in commands { writer.message(5) { $0.command(command) } }
         writer.uint64(6, treeVersion)
-        writer.string(7, summary)
+        switch summarySource {
+        case .text(let text): writer.string(7, text)
+        case .step(let step): writer.string(7) { step.appendSummary(to: &$0) }
+        }
         writer.uint64(8, UInt64(cause.rawValue))
         writer.uint64(9, epoch)
     }
@@ -147,6 +184,17 @@ struct ProtoWriter {
         bytes += utf8
     }
 
+    /// A string field whose UTF-8 bytes `body` appends, left out when it appends none.
+    mutating func string(_ field: Int, _ body: (inout [UInt8]) -> Void) {
+        let tagged = bytes.count
+        tag(field, 2)
+        let start = bytes.count
+        bytes.append(0)  // the length, if it fits one byte
+        body(&bytes)
+        guard bytes.count > start + 1 else { return bytes.removeSubrange(tagged...) }
+        patchLength(at: start)
+    }
+
     /// A string field even when empty (a oneof's member, a map entry's key or value).
     mutating func stringAlways(_ field: Int, _ value: String) {
         tag(field, 2)
@@ -171,6 +219,12 @@ struct ProtoWriter {
         let start = bytes.count
         bytes.append(0)  // the length, if it fits one byte
         body(&self)
+        patchLength(at: start)
+    }
+
+    /// Writes the length of what follows the byte at `start` (left for it) into that byte, or,
+    /// when it needs more, in its place with what follows moved along.
+    private mutating func patchLength(at start: Int) {
         let length = bytes.count - start - 1
         if length < 0x80 {
             bytes[start] = UInt8(length)

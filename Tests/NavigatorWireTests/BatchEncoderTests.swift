@@ -63,12 +63,27 @@ struct BatchEncoderTests {
             default: .refresh(id(), info: info())
             }
         }
+        /// Text, or a resolution's step written straight into the bytes: short, long (a length
+        /// of two or three bytes), with contexts, references and numbers.
+        mutating func summary() -> Batch.Summary {
+            switch below(3) {
+            case 0: .text(text())
+            case 1:
+                .step(
+                    ExplanationStep(
+                        .transition,
+                        "pushing \(ScreenContext(text(), info())) onto \(stackRef()), \(below(1_000)) \(text())",
+                        decisive: chance(50)))
+            default: .step(ExplanationStep(.validate, "\(text())"))
+            }
+        }
+
         mutating func batch() -> Batch {
             Batch(
                 session: text(), seq: chance(10) ? 0 : next() >> UInt64(below(64)), intentID: text(),
                 animated: chance(50),
                 commands: (0..<below(6)).map { _ in command() }, treeVersion: next() >> UInt64(below(64)),
-                summary: text(), cause: Navigator_V1_BatchCause(rawValue: below(5)) ?? .intent,
+                summary: summary(), cause: Navigator_V1_BatchCause(rawValue: below(5)) ?? .intent,
                 epoch: chance(10) ? 0 : next())
         }
     }
@@ -80,11 +95,13 @@ struct BatchEncoderTests {
             var options = BinaryEncodingOptions()
             options.useDeterministicOrdering = true
             var longest = 0
+            var steps = 0
             var reused: [UInt8] = []
             for index in 0..<3_000 {
                 let batch = random.batch()
                 let expected: [UInt8] = try batch.message.serializedBytes(options: options)
                 let written = batch.encoded()
+                if case .step = batch.summarySource { steps += 1 }
                 longest = max(longest, written.count)
                 if written != expected {
                     Issue.record(
@@ -102,6 +119,7 @@ struct BatchEncoderTests {
                 }
             }
             #expect(longest > 16_384, "no batch needed a 3-byte length")
+            #expect(steps > 1_000, "few summaries were written from their step")
         }
     }
 

@@ -174,118 +174,118 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
         return text
     }
 
-    func write(to text: inout String) {
+    func write(to text: inout some TextSink) {
         forEachPart { part in
             switch part {
-            case .text(let string): text += string
+            case .text(let string): text.append(string)
             case .context(let context): context.write(to: &text)
             case .screen(let screen): screen.write(to: &text)
-            case .stack(let ref): text += ref.description
-            case .id(let id): text += id.description
-            case .number(let number): text += String(number)
+            case .stack(let ref): text.append(ref.description)
+            case .id(let id): text.append(id.description)
+            case .number(let number): text.append(String(number))
             case .contexts(let contexts, let separator):
                 Self.write(contexts, separator: separator, to: &text)
-            case .reason(let reason): text += reason.description
+            case .reason(let reason): text.append(reason.description)
             case .pathStep(let number, let count, let context):
-                text += "step "
-                text += String(number)
-                text += " of "
-                text += String(count)
-                text += ", "
+                text.append("step ")
+                text.append(String(number))
+                text.append(" of ")
+                text.append(String(count))
+                text.append(", ")
                 context.write(to: &text)
-                text += ": "
+                text.append(": ")
             case .validPath(let path):
-                text += "path "
+                text.append("path ")
                 Self.write(path, separator: " > ", to: &text)
-                text += " is valid"
+                text.append(" is valid")
             case .sentence(let sentence):
                 Self.write(sentence, to: &text)
             }
         }
     }
 
-    private static func write(_ contexts: [ScreenContext], separator: String, to text: inout String) {
+    private static func write(_ contexts: [ScreenContext], separator: String, to text: inout some TextSink) {
         for (index, context) in contexts.enumerated() {
-            if index > 0 { text += separator }
+            if index > 0 { text.append(separator) }
             context.write(to: &text)
         }
     }
 
-    private static func write(_ sentence: Sentence, to text: inout String) {
+    private static func write(_ sentence: Sentence, to text: inout some TextSink) {
         switch sentence {
         case .alreadyOnTop(let screen):
             screen.write(to: &text)
-            text += " is already on top"
+            text.append(" is already on top")
         case .pushing(let target, let place, let beneath):
-            text += "pushing "
+            text.append("pushing ")
             target.write(to: &text)
             switch place {
             case .topModal(let id):
-                text += " onto the top modal "
-                text += id.description
+                text.append(" onto the top modal ")
+                text.append(id.description)
             case .homeTab(let home):
-                text += " onto its home tab "
-                text += home
+                text.append(" onto its home tab ")
+                text.append(home)
             case .current(let ref):
-                text += " onto the current "
-                text += ref.description
+                text.append(" onto the current ")
+                text.append(ref.description)
             }
             if !beneath.isEmpty {
-                text += ", with "
+                text.append(", with ")
                 write(beneath, separator: ", ", to: &text)
-                text += " beneath"
+                text.append(" beneath")
             }
         case .nothingToDo(let target):
             target.write(to: &text)
-            text += " is already on top with the same info; nothing to do"
+            text.append(" is already on top with the same info; nothing to do")
         case .pathResolved(let contexts, let commands):
-            text += String(contexts)
-            text += " contexts resolved into one batch of "
-            text += String(commands)
-            text += " commands"
+            text.append(String(contexts))
+            text.append(" contexts resolved into one batch of ")
+            text.append(String(commands))
+            text.append(" commands")
         case .poppingTo(let target, let ref):
             target.write(to: &text)
-            text += " is in "
-            text += ref.description
-            text += "; popping to it"
+            text.append(" is in ")
+            text.append(ref.description)
+            text.append("; popping to it")
         case .presenting(let target, let style):
-            text += "presenting "
+            text.append("presenting ")
             target.write(to: &text)
-            text += " as a "
-            text += style.rawValue
-            text += " modal"
+            text.append(" as a ")
+            text.append(style.rawValue)
+            text.append(" modal")
         case .built(let contexts):
-            text += "built "
+            text.append("built ")
             write(contexts, separator: ", ", to: &text)
-            text += " beneath"
+            text.append(" beneath")
         case .wouldCover(let screen):
-            text += "that would dismiss or cover the blocking "
+            text.append("that would dismiss or cover the blocking ")
             screen.write(to: &text)
-            text += "; the intent waits until it is gone"
+            text.append("; the intent waits until it is gone")
         case .alreadyIn(let screen, let ref):
-            text += ExistingScreenSwitcher.builtInName
-            text += ": "
+            text.append(ExistingScreenSwitcher.builtInName)
+            text.append(": ")
             screen.write(to: &text)
-            text += " is already in "
-            text += ref.description
-            text += "; bringing it to the top"
+            text.append(" is already in ")
+            text.append(ref.description)
+            text.append("; bringing it to the top")
         case .tabRoot(let screen, let tab, let restoring):
-            text += TabRootSwitcher.builtInName
-            text += ": "
-            text += screen
-            text += " is the root of tab "
-            text += tab
-            text += restoring ? "; restoring the tab bar" : "; selecting it and popping to its root"
+            text.append(TabRootSwitcher.builtInName)
+            text.append(": ")
+            text.append(screen)
+            text.append(" is the root of tab ")
+            text.append(tab)
+            text.append(restoring ? "; restoring the tab bar" : "; selecting it and popping to its root")
         case .becomesRoot(let target, let dismissingModals):
             target.write(to: &text)
-            text += " becomes the root"
-            if dismissingModals { text += "; modals are dismissed" }
+            text.append(" becomes the root")
+            if dismissingModals { text.append("; modals are dismissed") }
         case .retrying(let waited, let reason):
-            text += "parked "
-            text += Resolver.ago(waited)
-            text += " ("
-            text += reason.description
-            text += "); trying again"
+            text.append("parked ")
+            text.append(Resolver.ago(waited))
+            text.append(" (")
+            text.append(reason.description)
+            text.append("); trying again")
         }
     }
 
@@ -367,31 +367,46 @@ public struct Detail: Sendable, Hashable, Codable, CustomStringConvertible, Expr
     }
 }
 
+/// Where rendered text goes: a string, or UTF-8 bytes (a batch's summary written straight into
+/// its encoding, with no string made for it).
+protocol TextSink {
+    mutating func append(_ text: String)
+}
+
+extension String: TextSink {}
+
+/// UTF-8 bytes as a ``TextSink``.
+struct UTF8Sink: TextSink {
+    var bytes: [UInt8]
+
+    mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+}
+
 extension ScreenContext {
     /// ``description`` appended to `text`, without intermediate strings.
-    func write(to text: inout String) {
-        text += screen
+    func write(to text: inout some TextSink) {
+        text.append(screen)
         guard !info.isEmpty else { return }
-        text += "("
+        text.append("(")
         if info.count == 1, let (key, value) = info.first {
-            text += key
-            text += "="
-            text += value
+            text.append(key)
+            text.append("=")
+            text.append(value)
         } else {
             for (index, key) in info.keys.sorted().enumerated() {
-                if index > 0 { text += ", " }
-                text += key
-                text += "="
-                text += info[key]!
+                if index > 0 { text.append(", ") }
+                text.append(key)
+                text.append("=")
+                text.append(info[key]!)
             }
         }
-        text += ")"
+        text.append(")")
     }
 }
 
 extension Screen {
-    func write(to text: inout String) {
+    func write(to text: inout some TextSink) {
         context.write(to: &text)
-        text += id.description
+        text.append(id.description)
     }
 }

@@ -68,6 +68,33 @@ public struct ExplanationStep: Hashable, Sendable, Codable, CustomStringConverti
     public var detail: String { note.description }
 
     public var description: String { "\(decisive ? "*" : "-") \(step.rawValue): \(detail)" }
+
+    /// `step: detail`, a resolution's one line: written into one string made large enough for
+    /// most at once (not grown three or four times, nor copied from the detail's own text).
+    public var summary: String {
+        var text = ""
+        text.reserveCapacity(Self.summaryCapacity)
+        write(summaryTo: &text)
+        return text
+    }
+
+    /// ``summary``'s UTF-8 bytes appended to `bytes`, with no string made for them (a batch's
+    /// summary written straight into its encoding).
+    public func appendSummary(to bytes: inout [UInt8]) {
+        var sink = UTF8Sink(bytes: [])
+        swap(&sink.bytes, &bytes)
+        write(summaryTo: &sink)
+        swap(&sink.bytes, &bytes)
+    }
+
+    private func write(summaryTo text: inout some TextSink) {
+        text.append(step.rawValue)
+        text.append(": ")
+        note.write(to: &text)
+    }
+
+    /// Room for a summary: navload's mix makes 30–250 bytes, nine in ten under 200.
+    static let summaryCapacity = 256
 }
 
 /// What resolving one intent did: the outcome, its commands, and why.
@@ -114,20 +141,11 @@ public struct Resolution: Hashable, Sendable {
         if case .rejected(let error) = outcome { error } else { nil }
     }
 
-    /// The decisive step's detail, in one line: written into one string made large enough for
-    /// most at once (not grown three or four times, nor copied from the detail's own text).
-    public var summary: String {
-        guard let step = explanation.last(where: \.decisive) ?? explanation.last else { return "" }
-        var text = ""
-        text.reserveCapacity(Self.summaryCapacity)
-        text += step.step.rawValue
-        text += ": "
-        step.note.write(to: &text)
-        return text
-    }
+    /// The decisive step's detail, in one line (``ExplanationStep/summary``); empty without steps.
+    public var summary: String { summaryStep?.summary ?? "" }
 
-    /// Room for a summary: navload's mix makes 30–250 bytes, nine in ten under 200.
-    static let summaryCapacity = 256
+    /// The step the summary tells: the decisive one, else the last.
+    public var summaryStep: ExplanationStep? { explanation.last(where: \.decisive) ?? explanation.last }
 }
 
 /// What applying a client event did.

@@ -155,6 +155,11 @@ enum SessionWork {
         return store.update(session) { record in (resolver.expire(&record.state, now: now), record.state.parked) }
     }
 
+    /// A resolution's summary as a batch keeps it: its step, written out when read.
+    static func summary(of resolution: Resolution) -> Batch.Summary {
+        resolution.summaryStep.map(Batch.Summary.step) ?? .text("")
+    }
+
     /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
     /// it has commands), or a client event's echo, then one per released intent that has
     /// commands. Returns them with the intent's own batch and, for each released intent, its
@@ -171,10 +176,9 @@ enum SessionWork {
             (resolution?.commands.isEmpty == false ? 1 : 0) + (echo.isEmpty ? 0 : 1)
             + released.filter { !$0.commands.isEmpty }.count
         var tree = before
-        // The summary is written out only for a batch (not for an intent ignored or refused).
+        // The summary's step is kept, and written out only where the batch is encoded or read.
         func add(
-            _ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause,
-            _ summary: @autoclosure () -> String
+            _ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: Batch.Summary
         ) -> Batch? {
             guard !commands.isEmpty else { return nil }
             if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
@@ -184,17 +188,17 @@ enum SessionWork {
             if cause != .clientEvent { record.state.lastServiceSeq = record.seq }
             let batch = Batch(
                 session: session, seq: record.seq, intentID: intent?.id ?? "", animated: intent?.animated ?? true,
-                commands: commands, treeVersion: tree.version, summary: summary(), cause: cause, epoch: epoch)
+                commands: commands, treeVersion: tree.version, summary: summary, cause: cause, epoch: epoch)
             result.append((batch, intent?.sentAt ?? 0))
             return batch
         }
         var own: Batch?
         if let resolution {
             let isGuard = if case .parked = resolution.outcome { true } else { false }
-            own = add(resolution.commands, resolution.intent, isGuard ? .guard : .intent, resolution.summary)
+            own = add(resolution.commands, resolution.intent, isGuard ? .guard : .intent, Self.summary(of: resolution))
         }
-        _ = add(echo, nil, .clientEvent, "client event")
-        let releasedBatches = released.map { add($0.commands, $0.intent, .release, $0.summary) }
+        _ = add(echo, nil, .clientEvent, .text("client event"))
+        let releasedBatches = released.map { add($0.commands, $0.intent, .release, Self.summary(of: $0)) }
         return (result, own, releasedBatches)
     }
 }
