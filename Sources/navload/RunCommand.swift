@@ -31,7 +31,10 @@ struct RunCommand: AsyncParsableCommand {
     var intents: [String] = ["tcp://127.0.0.1:7401"]
     @Option(help: "navigatord's requests endpoint.") var requests = "tcp://127.0.0.1:7402"
     @Option(help: "navigatord's commands endpoint.") var commands = "tcp://127.0.0.1:7403"
-    @Option(help: "Seconds to wait for navigatord's answers.") var timeout: Double = 5
+    @Option(
+        help:
+            "Seconds to wait for navigatord's answers, and after the run for it to account for every intent sent (a saturated run's backlog may need 60); without that, throughput and CPU per intent are unknown."
+    ) var timeout: Double = 5
     @Option(help: "Intents per second, in all.") var rate: Double = 10_000
     @Option(help: "Seconds measured (after the warm-up).") var duration: Double = 10
     @Option(help: "Seconds sent first without being measured.") var warmup: Double = 2
