@@ -73,7 +73,8 @@ service_run() {
   local rate cpu per p99 ratios
   rate=$(awk '/^service throughput +[0-9]/ {print $3}' "$work/out")
   cpu=$(awk '/^navigatord CPU  / {print $3}' "$work/out")
-  per=$(awk '/^navigatord CPU per intent  / {print $5}' "$work/out")
+  # Numbers only: a run navload could not account for says "unknown", which awk would read as 0.
+  per=$(awk '/^navigatord CPU per intent +[0-9]/ {print $5}' "$work/out")
   p99=$(awk '/^latency p50 \/ p90 \/ p99/ {print $11}' "$work/out")
   echo "$label $figure.throughput ${rate:-0}" >>"$work/figures"
   echo "$label $figure.cpu_us_per_intent ${per:-0}" >>"$work/figures"
@@ -129,9 +130,7 @@ resolver_pair() {
 
 # Issue 31's figures: saturation against the raw PUSH->PULL baseline; 2,000/s and 10,000/s over
 # 20,000 sessions against the raw relay floor at the same rate (CPU per intent and p99).
-# --timeout 60: a slow machine needs more than the default 5 s to drain a 4 s saturated run, and
-# navload gives no CPU per intent for a run it could not account for.
-saturation=(--rate 400000 --duration 4 --warmup 1 --baseline --timeout 60)
+saturation=(--rate 400000 --duration 4 --warmup 1 --baseline)
 moderate=(--rate 2000 --duration 10 --warmup 2 --sessions 20000 --floor --pause-service)
 high=(--rate 10000 --duration 10 --warmup 2 --sessions 20000 --floor --pause-service)
 if [ $quick = 1 ]; then

@@ -137,10 +137,9 @@ public struct LoadReport: Hashable, Sendable, Codable {
     /// navigatord's CPU seconds over the run (warm-up to drained).
     public var serviceCPUSeconds: Double?
 
-    /// navigatord's CPU time per intent sent, in microseconds; nil until it accounted for every
-    /// intent (``serviceRate``): before that it was still working, and its CPU read at the end
-    /// divided by all sent understated the figure (by a tenth at saturation on a slow machine,
-    /// where 5 s of `--timeout` did not drain a 4 s run).
+    /// navigatord's CPU time per intent sent, in microseconds; nil unless it accounted for every
+    /// intent (``serviceRate``): otherwise it was still working, and its CPU read at the end
+    /// divided by all sent understated the figure (BENCHMARKS.md, saturation).
     public var cpuMicrosecondsPerIntent: Double? {
         guard let serviceCPUSeconds, sent > 0, serviceRate != nil else { return nil }
         return serviceCPUSeconds / Double(sent) * 1_000_000

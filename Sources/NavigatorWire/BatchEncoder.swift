@@ -20,7 +20,8 @@ public struct Batch: Hashable, Sendable {
 
     /// A batch's one line: text, or the resolution's step it tells (``ExplanationStep/summary``),
     /// written out only when read — the encoder writes it straight into the batch's bytes, so a
-    /// published batch makes no string for it. Equal when the texts are.
+    /// published batch makes no string for it unless something reads ``summary`` or ``message``
+    /// (an in-process follow, an acknowledged reply). Equal when the texts are.
     public enum Summary: Hashable, Sendable {
         case text(String)
         case step(ExplanationStep)

@@ -2,10 +2,10 @@ extension String {
     /// The bytes as a string if they are UTF-8, else nil — what `String(validating:as:)` says,
     /// without its cost for the common case: bytes that are all ASCII (ids, screen names, info
     /// keys) are checked eight at a time and taken as they are. The generic validation asks the
-    /// runtime for type metadata on every call, which was 1.7 % of a worker's time at saturation.
+    /// runtime for type metadata on every call (BENCHMARKS.md, "A worker's own work").
     init?(wireUTF8 bytes: UnsafeRawBufferPointer) {
         if Self.isASCII(bytes) {
-            self = String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+            self = bytes.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
         } else {
             guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
             self = text

@@ -56,12 +56,13 @@ public final class Message {
         zmq_msg_move(raw, other.raw)  // fails only for invalid messages, which a Message never holds
     }
 
-    /// Copies `bytes` into the message, which is empty. A failed `zmq_msg_init_size` (ENOMEM)
-    /// leaves the struct half made, which `zmq_msg_close` would read: it is made empty again.
+    /// Copies `bytes` into the message, which is empty (``fill(_:)``).
     private func fill(copying bytes: some FrameBytes) throws(ZeroMQError) {
         try bytes.withFrameBytes { (buffer) throws(ZeroMQError) in try fill(buffer) }
     }
 
+    /// Copies `buffer` into the message, which is empty. A failed `zmq_msg_init_size` (ENOMEM)
+    /// leaves the struct half made, which `zmq_msg_close` would read: it is made empty again.
     private func fill(_ buffer: UnsafeRawBufferPointer) throws(ZeroMQError) {
         let raw = self.raw
         do throws(ZeroMQError) {

@@ -33,7 +33,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "navigatord's commands endpoint.") var commands = "tcp://127.0.0.1:7403"
     @Option(
         help:
-            "Seconds to wait for navigatord's answers, and after the run for it to account for every intent sent (a saturated run's backlog may need 60); without that, throughput and CPU per intent are unknown."
+            "Seconds to wait for navigatord's answers, and after the run for it to account for every intent sent (a saturated run's backlog may need more); without that, throughput and CPU per intent are unknown."
     ) var timeout: Double = 5
     @Option(help: "Intents per second, in all.") var rate: Double = 10_000
     @Option(help: "Seconds measured (after the warm-up).") var duration: Double = 10
@@ -231,6 +231,8 @@ struct RunCommand: AsyncParsableCommand {
                     print(
                         "navigatord CPU per intent / floor: \(String(format: "%.2f", perIntent / result.microsecondsPerMessage)) (\(String(format: "%.1f", perIntent)) / \(String(format: "%.1f", result.microsecondsPerMessage)) µs)"
                     )
+                } else {
+                    print("navigatord CPU per intent / floor: unknown (navigatord's CPU per intent is)")
                 }
                 if let p99 = last?.latency.p99, result.latency.p99 > 0 {
                     print(
@@ -283,8 +285,8 @@ struct RunCommand: AsyncParsableCommand {
                 (
                     "navigatord CPU per intent",
                     report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) }
-                        ?? (report.serviceRate == nil
-                            ? "unknown (not all accounted for within --timeout: navigatord was still working; raise --timeout)"
+                        ?? (report.serviceCPUSeconds != nil && report.serviceRate == nil
+                            ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"
                             : "unknown")
                 ),
                 ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),

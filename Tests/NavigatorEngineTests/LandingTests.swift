@@ -7,6 +7,23 @@ import Testing
 struct LandingTests {
     let second: Int64 = 1_000_000_000
 
+    @Test("outcome counts: each outcome in its own place, iterated in order, only those counted")
+    func outcomeCounts() {
+        var counts = RouteMetrics.OutcomeCounts()
+        #expect(Array(counts).isEmpty)
+        for (offset, outcome) in RouteMetrics.Outcome.allCases.enumerated() {
+            #expect(outcome.index == offset)
+            counts[outcome] += UInt64(offset % 3)  // every third stays 0
+        }
+        let expected = RouteMetrics.Outcome.allCases.enumerated().filter { $0.offset % 3 != 0 }.map {
+            ($0.element, UInt64($0.offset % 3))
+        }
+        #expect(Array(counts).map(\.0) == expected.map(\.0))
+        #expect(Array(counts).map(\.1) == expected.map(\.1))
+        counts[.refused] -= 1  // counted once (its place, 7, is 1 modulo 3)
+        #expect(counts[.refused] == 0 && !Array(counts).contains { $0.0 == .refused })
+    }
+
     @Test("an ack lands the batches up to its seq; the rest are not landed once the window passes")
     func ackAndSweep() {
         let metrics = RouteMetrics(landingWindow: .seconds(10))

@@ -66,9 +66,10 @@ struct BatchEncoderTests {
         /// Text, or a resolution's step written straight into the bytes: short, long (a length
         /// of two or three bytes), with contexts, references and numbers.
         mutating func summary() -> Batch.Summary {
-            switch below(3) {
-            case 0: .text(text())
-            case 1:
+            switch below(40) {
+            case 0..<13: .text(text())
+            case 39: .step(ExplanationStep(.path, "\(String(repeating: "z", count: 16_300 + below(200)))"))
+            case 13..<26:
                 .step(
                     ExplanationStep(
                         .transition,
@@ -96,12 +97,18 @@ struct BatchEncoderTests {
             options.useDeterministicOrdering = true
             var longest = 0
             var steps = 0
+            var longSteps = 0  // a length of two bytes at least
+            var longestStep = 0
             var reused: [UInt8] = []
             for index in 0..<3_000 {
                 let batch = random.batch()
                 let expected: [UInt8] = try batch.message.serializedBytes(options: options)
                 let written = batch.encoded()
-                if case .step = batch.summarySource { steps += 1 }
+                if case .step(let step) = batch.summarySource {
+                    steps += 1
+                    longestStep = max(longestStep, step.summary.utf8.count)
+                    if step.summary.utf8.count >= 128 { longSteps += 1 }
+                }
                 longest = max(longest, written.count)
                 if written != expected {
                     Issue.record(
@@ -120,6 +127,7 @@ struct BatchEncoderTests {
             }
             #expect(longest > 16_384, "no batch needed a 3-byte length")
             #expect(steps > 1_000, "few summaries were written from their step")
+            #expect(longSteps > 10 && longestStep > 16_384, "no step's summary needed a 2- and a 3-byte length")
         }
     }
 

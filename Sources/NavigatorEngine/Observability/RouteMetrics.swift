@@ -52,8 +52,22 @@ final class RouteMetrics: Sendable {
             set { counts[outcome.index] = newValue }
         }
 
-        func makeIterator() -> some IteratorProtocol<(Outcome, UInt64)> {
-            zip(Outcome.allCases, counts).lazy.filter { $0.1 > 0 }.makeIterator()
+        func makeIterator() -> Iterator { Iterator(counts: counts) }
+
+        /// The outcomes counted at least once, in ``Outcome/allCases`` order, with their counts.
+        struct Iterator: IteratorProtocol {
+            let counts: [UInt64]
+            var position = 0
+
+            mutating func next() -> (Outcome, UInt64)? {
+                while position < Outcome.allCases.count {
+                    let outcome = Outcome.allCases[position]
+                    position += 1
+                    let count = counts[outcome.index]
+                    if count > 0 { return (outcome, count) }
+                }
+                return nil
+            }
         }
     }
 
@@ -109,7 +123,6 @@ final class RouteMetrics: Sendable {
         var ratios: [String: Metrics.Gauge] = [:]
     }
 
-    /// The counter families, by their metric names.
     /// The counter families (no raw values: a String enum hashes and compares its raw value, and
     /// a worker looks up three of these counters for every intent).
     private enum Family {

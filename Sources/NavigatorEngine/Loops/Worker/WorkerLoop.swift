@@ -27,8 +27,8 @@ struct WorkerLoop: SocketLoop {
     let desks: [WorkerDesk]
     /// Where spans of traced intents go (``IntentTrace``); nil: none are traced.
     let tracer: (any Tracer)?
-    /// Whether `tracer` is there, asked for every intent: asking the optional existential itself
-    /// copies it (1.5 % of a worker's time at saturation, traced or not).
+    /// Whether `tracer` is there (checked as the loop opens), asked for every intent: asking the
+    /// optional existential itself copies it, traced or not.
     let tracing: Bool
     /// Intents traced a second for their producer's sampled flag, on all workers together.
     let maxTracedIntentsPerSecond: Int
@@ -53,6 +53,7 @@ struct WorkerLoop: SocketLoop {
     }
 
     func open() throws -> Sockets {
+        precondition(tracing == (tracer != nil), "a worker's tracing flag must say whether it has a tracer")
         let inbox = try Socket(context, type: .pull)
         try inbox.set(.receiveHighWaterMark, handoffHighWaterMark)
         try inbox.bind(Internal.worker(index))
