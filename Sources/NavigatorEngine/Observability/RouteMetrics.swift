@@ -21,6 +21,9 @@ final class RouteMetrics: Sendable {
         /// What became of parked intents later: shown, expired, or refused when released.
         case released, expired, refused
 
+        /// ``allCases``, made once (each read of `allCases` makes the array again).
+        static let ordered = allCases
+
         /// Its place in ``allCases`` (and in ``OutcomeCounts``).
         var index: Int {
             switch self {
@@ -45,7 +48,7 @@ final class RouteMetrics: Sendable {
     /// every intent; a dictionary of outcomes hashed each). Iterates the outcomes counted at
     /// least once.
     struct OutcomeCounts: Hashable, Sendable, Sequence {
-        private var counts = [UInt64](repeating: 0, count: Outcome.allCases.count)
+        private var counts = [UInt64](repeating: 0, count: Outcome.ordered.count)
 
         subscript(outcome: Outcome) -> UInt64 {
             get { counts[outcome.index] }
@@ -60,8 +63,8 @@ final class RouteMetrics: Sendable {
             var position = 0
 
             mutating func next() -> (Outcome, UInt64)? {
-                while position < Outcome.allCases.count {
-                    let outcome = Outcome.allCases[position]
+                while position < Outcome.ordered.count {
+                    let outcome = Outcome.ordered[position]
                     position += 1
                     let count = counts[outcome.index]
                     if count > 0 { return (outcome, count) }
