@@ -37,11 +37,6 @@ final class RouteMetrics: Sendable {
             case .refused: 7
             }
         }
-
-        // By its place, not its name (a String enum hashes and compares its raw value): a worker
-        // counts every intent's outcome.
-        func hash(into hasher: inout Hasher) { hasher.combine(index) }
-        static func == (left: Self, right: Self) -> Bool { left.index == right.index }
     }
 
     /// How many intents had each outcome: a count per ``Outcome``, in place (a worker adds one for
