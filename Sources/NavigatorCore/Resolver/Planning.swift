@@ -83,40 +83,6 @@ public protocol TransitionProvider: Sendable {
     ) throws(ResolveError) -> Plan
 }
 
-/// Facts about the route map that resolution asks for again and again, computed once. A class,
-/// so handing it around costs one reference count, not a copy of every spec's fields.
-final class RouteIndex: Sendable {
-    /// A screen's spec behind a reference: reading one field of it retains one field, where
-    /// `map.screens[name]?.field` copies the whole spec (a dozen reference counts) first.
-    final class Entry: Sendable {
-        let spec: ScreenSpec
-        /// The declared info keys, for errors: `one of a, b` or `no info`.
-        let declaredKeys: String
-
-        init(_ spec: ScreenSpec) {
-            self.spec = spec
-            let keys = spec.info.keys.sorted()
-            declaredKeys = keys.isEmpty ? "no info" : "one of \(keys.joined(separator: ", "))"
-        }
-    }
-
-    let entries: [String: Entry]
-    /// Every screen's name, sorted, for errors.
-    let screenNames: String
-    /// Each screen's required info keys, sorted (``ScreenSpec/requiredInfo``).
-    let requiredInfo: [String: [String]]
-    let blocking: Set<String>
-    let tabRoots: [String: String]
-
-    init(_ map: RouteMap) {
-        entries = map.screens.mapValues(Entry.init)
-        screenNames = map.screens.keys.sorted().joined(separator: ", ")
-        requiredInfo = map.screens.mapValues(\.requiredInfo)
-        blocking = Set(map.screens.filter(\.value.blocking).keys)
-        tabRoots = Dictionary(map.tabs.map { ($0.root, $0.name) }, uniquingKeysWith: { first, _ in first })
-    }
-}
-
 /// What switchers and transition providers work with: the route map and helpers over it.
 public struct PlanningContext: Sendable {
     let resolver: Resolver
@@ -125,18 +91,18 @@ public struct PlanningContext: Sendable {
     var index: RouteIndex { resolver.core.index }
 
     /// A screen's spec, for switchers and transition providers of one's own.
-    public func spec(_ screen: String) -> ScreenSpec? { index.entries[screen]?.spec }
+    public func spec(_ screen: String) -> ScreenSpec? { index.entry(screen)?.spec }
 
     /// Whether a screen is an instance of the target: same screen, same identity values.
     public func matches(_ screen: Screen, _ target: ScreenContext) -> Bool {
-        guard screen.context.screen == target.screen, let keys = index.entries[target.screen]?.spec.identity else {
+        guard screen.context.screen == target.screen, let keys = index.entry(target.screen)?.spec.identity else {
             return false
         }
         return keys.allSatisfy { screen.context.info[$0] == target.info[$0] }
     }
 
     /// The tab whose root is `screen`, if any.
-    public func tab(rootedAt screen: String) -> String? { index.tabRoots[screen] }
+    public func tab(rootedAt screen: String) -> String? { index.entry(screen)?.tabRoot }
 
     /// The info of `target` that differs from what `screen` shows (what a refresh must set).
     public func changes(from screen: Screen, to target: ScreenContext) -> [String: String] {
@@ -160,25 +126,26 @@ public struct PlanningContext: Sendable {
 
     /// The parent context of `target`, its info taken from the target's info.
     public func parent(of target: ScreenContext) -> ScreenContext? {
-        guard let parentName = index.entries[target.screen]?.spec.parent, let parentEntry = index.entries[parentName]
+        guard let parentName = index.entry(target.screen)?.spec.parent, let parentEntry = index.entry(parentName)
         else {
             return nil
         }
         // The target's info as it is when the parent declares all of it, none when it declares
         // none of it (both common): a new dictionary only for a mix.
-        let parentInfo = parentEntry.spec.info
-        let declared = target.info.keys.reduce(0) { $0 + (parentInfo[$1] != nil ? 1 : 0) }
+        let declared = target.info.keys.reduce(0) { $0 + (parentEntry.declared($1) != nil ? 1 : 0) }
         if declared == target.info.count { return ScreenContext(parentName, target.info) }
         if declared == 0 { return ScreenContext(parentName) }
-        return ScreenContext(parentName, target.info.filter { parentInfo[$0.key] != nil })
+        return ScreenContext(parentName, target.info.filter { parentEntry.declared($0.key) != nil })
     }
 
     /// Whether a modal must not be dismissed or covered by navigation.
     public func isBlocking(_ modal: Modal) -> Bool {
-        !index.blocking.isEmpty && modal.stack.contains { index.blocking.contains($0.context.screen) }
+        index.hasBlocking && modal.stack.contains { index.entry($0.context.screen)?.blocking == true }
     }
 
-    public func isBlocking(_ screen: Screen) -> Bool { index.blocking.contains(screen.context.screen) }
+    public func isBlocking(_ screen: Screen) -> Bool {
+        index.hasBlocking && index.entry(screen.context.screen)?.blocking == true
+    }
 
     /// A fresh tab bar as the route map starts it, with new ids, selecting `tab`.
     public func freshTabBar(selecting tab: String, ids: inout IDAllocator) -> Root {

@@ -53,22 +53,21 @@ extension Resolver {
     /// ``validate(_:at:)``, but `nil` when the context is canonical already.
     func canonical(_ context: ScreenContext, at index: Int?) throws(ResolveError) -> ScreenContext? {
         var position: String { index.map { "path[\($0)] " } ?? "" }
-        guard let entry = self.index.entries[context.screen] else {
+        guard let entry = self.index.entry(context.screen) else {
             throw ResolveError(
                 .unknownScreen,
                 "\(position)screen \(context.screen.isEmpty ? "(empty)" : context.screen) is not in the route map; expected one of \(self.index.screenNames)"
             )
         }
-        let declaredInfo = entry.spec.info
-        for key in self.index.requiredInfo[context.screen] ?? [] where context.info[key] == nil {
+        for key in entry.requiredInfo where context.info[key] == nil {
             throw ResolveError(
                 .missingInfo,
-                "\(position)\(context.screen) needs info \(key) (\(declaredInfo[key]!.type.name)); it is missing")
+                "\(position)\(context.screen) needs info \(key) (\(entry.declared(key)!.type.name)); it is missing")
         }
         // Nearly always the info is canonical already: it is rebuilt only when a value changes.
         var info: [String: String]? = nil
         for (key, value) in context.info {
-            guard let declared = declaredInfo[key] else {
+            guard let declared = entry.declared(key) else {
                 throw ResolveError(
                     .invalidInfo, "\(position)\(context.screen) has no info key \(key); expected \(entry.declaredKeys)")
             }

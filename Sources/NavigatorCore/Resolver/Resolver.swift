@@ -201,7 +201,7 @@ public struct Resolver: Sendable {
 
         // 3. Guards.
         for element in path {
-            guard let guardSpec = index.entries[element.screen]?.spec.guardCondition, !state.isMet(guardSpec.condition)
+            guard let guardSpec = index.entry(element.screen)?.spec.guardCondition, !state.isMet(guardSpec.condition)
             else {
                 continue
             }

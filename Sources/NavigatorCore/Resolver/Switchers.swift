@@ -70,22 +70,22 @@ public struct TabRootSwitcher: ContextSwitcher {
     )
         -> Plan?
     {
-        guard let tab = context.map.tab(rootedAt: target.screen) else { return nil }
-        guard case .tabs = tree.root, let stack = tree.stack(.tab(tab.name)) else {
-            let root = context.freshTabBar(selecting: tab.name, ids: &scratch.ids)
+        guard let tab = context.tab(rootedAt: target.screen) else { return nil }
+        guard case .tabs = tree.root, let stack = tree.stack(.tab(tab)) else {
+            let root = context.freshTabBar(selecting: tab, ids: &scratch.ids)
             var commands = scratch.commandArray()
             commands.append(.setRoot(root))
-            if case .tabs(let bar) = root, let screen = bar.tabs.first(where: { $0.name == tab.name })?.stack[0] {
+            if case .tabs(let bar) = root, let screen = bar.tabs.first(where: { $0.name == tab })?.stack[0] {
                 context.appendRefresh(screen, to: target, into: &commands)
             }
-            return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab.name, restoringTabBar: true)))
+            return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab, restoringTabBar: true)))
         }
         var commands = scratch.commandArray()
         if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
-        if tree.selectedTab != tab.name { commands.append(.selectTab(tab.name)) }
-        if stack.count > 1 { commands.append(.popToRoot(.tab(tab.name))) }
+        if tree.selectedTab != tab { commands.append(.selectTab(tab)) }
+        if stack.count > 1 { commands.append(.popToRoot(.tab(tab))) }
         context.appendRefresh(stack[0], to: target, into: &commands)
-        return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab.name, restoringTabBar: false)))
+        return Plan(commands, .sentence(.tabRoot(screen: target.screen, tab: tab, restoringTabBar: false)))
     }
 
     /// The name its plans' sentence gives it (``ContextSwitcher/name``, written out once).

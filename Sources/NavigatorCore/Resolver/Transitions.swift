@@ -14,7 +14,7 @@ public struct RouteMapTransitions: TransitionProvider {
     public func plan(
         to target: ScreenContext, in tree: ScreenTree, context: PlanningContext, scratch: inout PlanScratch
     ) throws(ResolveError) -> Plan {
-        guard let entry = context.index.entries[target.screen] else {
+        guard let entry = context.index.entry(target.screen) else {
             throw ResolveError(.unknownScreen, "screen \(target.screen) is not in the route map")
         }
         switch entry.spec.transition {
@@ -133,7 +133,7 @@ public struct RouteMapTransitions: TransitionProvider {
             let limit = anchor?.stack ?? keptCount - 1
             var clash: Int? = nil
             for element in chain[((anchor?.chain ?? -1) + 1)...]
-            where context.index.entries[element.screen]?.spec.uniqueInStack == true {
+            where context.index.entry(element.screen)?.spec.uniqueInStack == true {
                 if let index = stack[...limit].lastIndex(where: { $0.context.screen == element.screen }), index >= 1 {
                     clash = max(clash ?? index, index)
                 }

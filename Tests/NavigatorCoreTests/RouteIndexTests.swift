@@ -1,0 +1,83 @@
+import Testing
+
+@testable import NavigatorCore
+
+/// ``NameTable`` and ``RouteIndex`` against the route map they are built from: every name found
+/// at its place, every other name not found, whatever its bytes.
+@Suite("Route index")
+struct RouteIndexTests {
+    /// Names of 0 to 40 bytes: ASCII, beyond ASCII, small and large strings, near-misses of the
+    /// table's names (one byte changed, cut short, one byte longer).
+    static func names(count: Int, seed: UInt64) -> [String] {
+        var random = SplitMix64(seed: seed)
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_-é☃".unicodeScalars)
+        var names = Set<String>()
+        while names.count < count {
+            let length = Int(random.next() % 41)
+            var name = ""
+            for _ in 0..<length { name.unicodeScalars.append(alphabet[Int(random.next() % UInt64(alphabet.count))]) }
+            names.insert(name)
+        }
+        return names.sorted()
+    }
+
+    @Test("every name is found at its place, and no other name is found", arguments: [0, 1, 3, 8, 9, 64, 300])
+    func lookups(count: Int) {
+        let names = Self.names(count: count, seed: UInt64(count) &+ 5)
+        let table = NameTable(names)
+        #expect(table.count == names.count && table.names == names)
+        for (index, name) in names.enumerated() {
+            #expect(table.index(of: name) == index, "\(name)")
+        }
+        let known = Set(names)
+        var strangers = Self.names(count: 500, seed: UInt64(count) &+ 99)
+        for name in names {
+            strangers.append(name + "x")
+            strangers.append(String(name.dropLast()))
+            var bytes = Array(name.utf8)
+            guard !bytes.isEmpty else { continue }
+            bytes[bytes.count / 2] ^= 1
+            strangers.append(String(decoding: bytes, as: UTF8.self))
+        }
+        strangers.append("")
+        var tried = 0
+        for name in strangers where !known.contains(name) {
+            tried += 1
+            #expect(table.index(of: name) == nil, "\(name)")
+        }
+        #expect(tried > 500)
+    }
+
+    @Test("a name of a bridged or substring-made string is found as its native twin")
+    func otherStorage() {
+        let names = ["chat", "conversationSettingsWithALongName", "é-screen"]
+        let table = NameTable(names.sorted())
+        for name in names {
+            let made = String(Substring("<" + name + ">").dropFirst().dropLast())
+            #expect(table.index(of: made) == names.sorted().firstIndex(of: name))
+        }
+    }
+
+    @Test("the index answers what the route map says, screen by screen")
+    func againstTheMap() throws {
+        let map = RouteMap.demo
+        let index = RouteIndex(map)
+        #expect(index.names.names == map.screens.keys.sorted())
+        #expect(index.screenNames == map.screens.keys.sorted().joined(separator: ", "))
+        #expect(index.hasBlocking == map.screens.values.contains { $0.blocking })
+        for (name, spec) in map.screens {
+            let entry = try #require(index.entry(name))
+            #expect(entry.spec == spec)
+            #expect(entry.requiredInfo == spec.requiredInfo)
+            #expect(entry.blocking == spec.blocking)
+            #expect(entry.tabRoot == map.tab(rootedAt: name)?.name)
+            #expect(entry.info.map(\.key) == spec.info.keys.sorted())
+            for (key, declared) in spec.info { #expect(entry.declared(key) == declared) }
+            #expect(entry.declared("notDeclared") == nil)
+            #expect(
+                entry.declaredKeys
+                    == (spec.info.isEmpty ? "no info" : "one of \(spec.info.keys.sorted().joined(separator: ", "))"))
+        }
+        #expect(index.entry("noSuchScreen") == nil && index.entry("") == nil)
+    }
+}
