@@ -1,6 +1,7 @@
 import Foundation
-import NavigatorCore
 import Testing
+
+@testable import NavigatorCore
 
 /// A small valid map to break one way at a time.
 func baseMap() -> RouteMap {
@@ -234,5 +235,33 @@ struct RouteMapTests {
         #expect(pattern.match("app://chats/42/thread/7") == nil)
         #expect(pattern.match("app://chat/%ZZ/thread/7") == nil)
         #expect(pattern.match("other://chat/42/thread/7") == nil)
+    }
+
+    @Test("a query is read as splitting it at & and each pair at its first = reads it, whatever its bytes")
+    func queries() throws {
+        let pattern = try URLPattern("app://chat/{conversationId}")
+        // The reading before the query was scanned: arrays from `split`.
+        func splitting(_ query: Substring) -> [String: String]? {
+            var info = ["conversationId": "42"]
+            for pair in query.split(separator: "&") {
+                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let key = URLPattern.percentDecode(keyValue[0]), !key.isEmpty else { return nil }
+                if info[key] == nil { info[key] = keyValue.count == 2 ? URLPattern.percentDecode(keyValue[1]) : "" }
+            }
+            return info
+        }
+        var random = SplitMix64(seed: 31)
+        let pieces = [
+            "&", "&", "=", "=", "a", "b", "conversationId", "%41", "%4", "%ZZ", "%C3%A9", "%FF", "é", "+", "?",
+        ]
+        var matched = 0
+        for _ in 0..<4000 {
+            var query = ""
+            for _ in 0..<Int(random.next() % 9) { query += pieces[Int(random.next() % UInt64(pieces.count))] }
+            let expected = splitting(query[...])
+            #expect(pattern.match("app://chat/42?" + query) == expected, "\(query)")
+            if expected != nil { matched += 1 }
+        }
+        #expect(matched > 1000 && matched < 4000)
     }
 }

@@ -124,8 +124,15 @@ public struct ScreenTree: Hashable, Sendable, Codable {
 
     public func modalIndex(_ id: NodeID) -> Int? { modals.firstIndex { $0.id == id } }
 
-    /// Whether a screen or a modal has this id.
-    public func contains(_ id: NodeID) -> Bool { modalIndex(id) != nil || locate(id) != nil }
+    /// Whether a screen or a modal has this id (asked before each new id goes in: nothing is
+    /// copied out of the tree to answer).
+    public func contains(_ id: NodeID) -> Bool {
+        if modals.contains(where: { $0.id == id || $0.stack.contains { $0.id == id } }) { return true }
+        switch root {
+        case .tabs(let bar): return bar.tabs.contains { $0.stack.contains { $0.id == id } }
+        case .stack(let screens): return screens.contains { $0.id == id }
+        }
+    }
 
     // MARK: The invariant
 

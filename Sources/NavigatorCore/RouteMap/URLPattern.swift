@@ -102,10 +102,18 @@ public struct URLPattern: Hashable, Sendable {
             }
         }
         if let query = url.query {
-            for pair in query.split(separator: "&") {
-                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let key = Self.percentDecode(keyValue[0]), !key.isEmpty else { return nil }
-                if info[key] == nil { info[key] = keyValue.count == 2 ? Self.percentDecode(keyValue[1]) : "" }
+            // `split(separator: "&")`, each pair split at its first `=`, by a scan: no arrays.
+            var start = query.startIndex
+            while start < query.endIndex {
+                let end = query[start...].firstIndex(of: "&") ?? query.endIndex
+                defer { start = end < query.endIndex ? query.index(after: end) : end }
+                guard end > start else { continue }
+                let pair = query[start..<end]
+                let equals = pair.firstIndex(of: "=")
+                guard let key = Self.percentDecode(pair[..<(equals ?? pair.endIndex)]), !key.isEmpty else { return nil }
+                if info[key] == nil {
+                    info[key] = equals.map { Self.percentDecode(pair[pair.index(after: $0)...]) } ?? ""
+                }
             }
         }
         return info
@@ -130,7 +138,8 @@ public struct URLPattern: Hashable, Sendable {
 
     /// `%2F` -> `/`, `+` stays `+`; `nil` for a broken escape or invalid UTF-8.
     static func percentDecode(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
+        // A byte scan: `contains("%")` would search for a substring.
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
         var bytes: [UInt8] = []
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {
