@@ -102,9 +102,10 @@ public struct LoadReport: Hashable, Sendable, Codable {
         LandingHistogram.quantile(q, counts: landTimes, bounds: landBounds)
     }
 
-    /// navigatord's CPU time per batch delivered on the HTTP streams, in microseconds.
+    /// navigatord's CPU time per batch delivered on the HTTP streams, in microseconds; nil
+    /// unless it accounted for every intent (``serviceRate``), as ``cpuMicrosecondsPerIntent``.
     public var cpuMicrosecondsPerStreamBatch: Double? {
-        guard let serviceCPUSeconds, streamBatches > 0 else { return nil }
+        guard let serviceCPUSeconds, streamBatches > 0, serviceRate != nil else { return nil }
         return serviceCPUSeconds / Double(streamBatches) * 1_000_000
     }
     /// navload's own CPU use over the same time (it shares the machine).

@@ -33,7 +33,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "navigatord's commands endpoint.") var commands = "tcp://127.0.0.1:7403"
     @Option(
         help:
-            "Seconds to wait for navigatord's answers, and after the run for it to account for every intent sent (a saturated run's backlog may need more); without that, throughput and CPU per intent are unknown."
+            "Seconds to wait for navigatord's answers, and after the run for it to account for every intent sent (a saturated run's backlog may need more); without that, throughput and CPU per intent (and per stream batch) are unknown."
     ) var timeout: Double = 5
     @Option(help: "Intents per second, in all.") var rate: Double = 10_000
     @Option(help: "Seconds measured (after the warm-up).") var duration: Double = 10
@@ -335,7 +335,9 @@ struct RunCommand: AsyncParsableCommand {
                     report.cpuMicrosecondsPerStreamBatch.map {
                         String(format: "%.1f µs (all its CPU over the batches streamed)", $0)
                     }
-                        ?? "unknown"
+                        ?? (report.serviceCPUSeconds != nil && report.serviceRate == nil
+                            ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"
+                            : "unknown")
                 ))
         }
         if !report.samples.isEmpty {

@@ -221,6 +221,31 @@ struct RouteMapTests {
         #expect(type.normalize(value) == expected)
     }
 
+    @Test("an int's canonical spelling is the number read and written again, at every length and with any bytes")
+    func intSpellings() {
+        func reference(_ value: String) -> String? {
+            Int64(value.hasPrefix("+") ? String(value.dropFirst()) : value).map { String($0) }
+        }
+        var random = SplitMix64(seed: 17)
+        let pieces = ["0", "0", "1", "5", "9", "9", "-", "+", " ", "a", "٣", "00", "123456789"]
+        var canonical = 0
+        for round in 0..<6000 {
+            var value = ""
+            let count = round < 3000 ? Int(random.next() % 8) : Int(random.next() % 4)
+            for _ in 0..<count { value += pieces[Int(random.next() % UInt64(pieces.count))] }
+            if round % 3 == 0 { value = String(repeating: "9", count: Int(random.next() % 22)) }
+            let expected = reference(value)
+            #expect(InfoType.int.normalize(value) == expected, "\(value)")
+            if expected == value { canonical += 1 }
+        }
+        #expect(canonical > 1000)
+        for edge in [
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-0", "0", "999999999999999999",
+        ] {
+            #expect(InfoType.int.normalize(edge) == reference(edge), "\(edge)")
+        }
+    }
+
     @Test("URL patterns capture, percent-decode and read query parameters")
     func urlPatterns() throws {
         let pattern = try URLPattern("app://chat/{conversationId}/thread/{threadId}")

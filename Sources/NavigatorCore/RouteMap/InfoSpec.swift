@@ -24,6 +24,14 @@ public enum InfoType: Hashable, Sendable {
         case .string:
             return value
         case .int:
+            // Nearly every value is canonical already (`42`): up to 18 digits without a leading
+            // zero is, whatever they are, and is returned as it is, neither parsed nor written again.
+            let utf8 = value.utf8
+            if (1...18).contains(utf8.count), utf8.first != UInt8(ascii: "0") || utf8.count == 1,
+                utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            {
+                return value
+            }
             guard let number = Int64(value.hasPrefix("+") ? String(value.dropFirst()) : value) else { return nil }
             return String(number)
         case .bool:
