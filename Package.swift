@@ -200,7 +200,8 @@ let package = Package(
             name: "NavigatorLoadTests",
             dependencies: [
                 "NavigatorTestSupport",
-                "NavigatorLoad", "NavigatorClient", "NavigatorEngine", "NavigatorCore", "ZeroMQ", "Locking",
+                "NavigatorLoad", "NavigatorClient", "NavigatorEngine", "NavigatorCore", "NavigatorMix", "ZeroMQ",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

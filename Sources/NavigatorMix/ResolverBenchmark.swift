@@ -23,12 +23,23 @@ public struct ResolverBenchmark: Sendable {
     public var sessions: Int
     public var duration: Duration
     public var seed: UInt64
+    /// Whether each intent's session is kept as the resolver found it while it resolves, as
+    /// navigatord's flight recorder keeps it (its tree, conditions and parked intents): the
+    /// arrays the resolution then changes are copied first, as they are in the service.
+    public var keepingBefore: Bool
+    /// Stop after this many operations (rounded up to a whole 1,024) rather than after
+    /// `duration`: the same seed then gives the same report, whatever the machine.
+    public var operationLimit: Int? = nil
 
-    public init(map: RouteMap, sessions: Int = 1000, duration: Duration = .seconds(5), seed: UInt64 = 1) {
+    public init(
+        map: RouteMap, sessions: Int = 1000, duration: Duration = .seconds(5), seed: UInt64 = 1,
+        keepingBefore: Bool = false
+    ) {
         self.map = map
         self.sessions = sessions
         self.duration = duration
         self.seed = seed
+        self.keepingBefore = keepingBefore
     }
 
     /// Runs on the calling thread until `duration` has passed (checked every 1,024 operations).
@@ -70,7 +81,9 @@ public struct ResolverBenchmark: Sendable {
                 if !expired.isEmpty { outcomes["expired", default: 0] += expired.count }
                 switch action {
                 case .intent(let intent):
+                    let before = keepingBefore ? Self.kept(states[session]) : nil
                     var resolution = resolver.resolve(intent, into: &states[session], now: now, buffers: &buffers)
+                    withExtendedLifetime(before) {}
                     outcomes[Self.name(resolution.outcome), default: 0] += 1
                     released += resolution.released.count
                     buffers.recycle(&resolution)
@@ -82,7 +95,7 @@ public struct ResolverBenchmark: Sendable {
                 }
                 operations += 1
             }
-            if clock.now >= end { break }
+            if let operationLimit { if operations >= operationLimit { break } } else if clock.now >= end { break }
         }
         let elapsed = clock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -92,6 +105,13 @@ public struct ResolverBenchmark: Sendable {
             sessions: sessions, operations: operations, seconds: seconds, outcomes: outcomes, events: events,
             released: released, meanScreens: Double(screens) / Double(sessions),
             meanParked: Double(parked) / Double(sessions))
+    }
+
+    /// The session as navigatord's flight recorder keeps it (not its remembered intent ids).
+    static func kept(_ state: SessionState) -> SessionState {
+        SessionState(
+            tree: state.tree, conditions: state.conditions, parked: state.parked, shellReady: state.shellReady,
+            appVersion: state.appVersion)
     }
 
     static func name(_ outcome: Resolution.Outcome) -> String {

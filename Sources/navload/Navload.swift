@@ -64,6 +64,12 @@ struct ResolverCommand: ParsableCommand {
     @Option(help: "Seed of the intent mix (the same seed gives the same mix).")
     var seed: UInt64 = 1
 
+    @Flag(
+        help:
+            "Keep each session as the resolver found it while it resolves, as navigatord's flight recorder does (the arrays a resolution changes are then copied first, as in the service)."
+    )
+    var keepBefore = false
+
     func validate() throws {
         guard duration > 0, duration <= 3600 else {
             throw ValidationError("--duration \(duration) is out of range; expected 0 < seconds <= 3600")
@@ -75,8 +81,11 @@ struct ResolverCommand: ParsableCommand {
 
     func run() throws {
         let benchmark = ResolverBenchmark(
-            map: .demo, sessions: sessions, duration: .milliseconds(Int(duration * 1000)), seed: seed)
-        print("resolver: demo map, \(sessions) sessions, \(duration) s, seed \(seed), one thread")
+            map: .demo, sessions: sessions, duration: .milliseconds(Int(duration * 1000)), seed: seed,
+            keepingBefore: keepBefore)
+        print(
+            "resolver: demo map, \(sessions) sessions, \(duration) s, seed \(seed), one thread\(keepBefore ? ", each session kept as found" : "")"
+        )
         let report = try benchmark.run()
         let rate = Int(report.perSecond.rounded())
         print("operations: \(report.operations) in \(String(format3(report.seconds))) s")
