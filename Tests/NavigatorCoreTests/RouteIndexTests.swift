@@ -48,6 +48,25 @@ struct RouteIndexTests {
         #expect(tried > 500)
     }
 
+    @Test("names are compared byte for byte: another spelling of the same text is not found, wherever it hashes")
+    func spellings() {
+        // Composed and decomposed, and combining marks in either order: equal as Swift strings.
+        let pairs = [
+            ("caf\u{E9}", "cafe\u{301}"), ("a\u{301}\u{316}x", "a\u{316}\u{301}x"), ("\u{C5}ngstr", "A\u{30A}ngstr"),
+        ]
+        for (written, other) in pairs {
+            #expect(written == other && Array(written.utf8) != Array(other.utf8))
+            // Tables of every size up to 64 names: the other spelling lands on the written one's
+            // slot in some of them, where a comparison by `==` alone would take it.
+            for count in 0..<64 {
+                let names = (Self.names(count: count, seed: UInt64(count)) + [written]).sorted()
+                let table = NameTable(names)
+                #expect(table.index(of: written) == names.firstIndex(of: written))
+                #expect(table.index(of: other) == nil, "\(count) names")
+            }
+        }
+    }
+
     @Test("a name of a bridged or substring-made string is found as its native twin")
     func otherStorage() {
         let names = ["chat", "conversationSettingsWithALongName", "é-screen"]

@@ -1,6 +1,7 @@
 /// The route map's screen names, interned when the map loads: each name's place in the map's
 /// sorted names. Looking a name up hashes its bytes (FNV-1a) into a table of places, with no
-/// `Hasher` and no dictionary.
+/// `Hasher` and no dictionary, and compares names byte for byte (UTF-8), as clients in other
+/// languages do: another spelling of the same text (a decomposed é) is another name.
 ///
 /// The hash has no seed, and that is safe here: the table is built once from the route map and
 /// nothing a producer sends is ever inserted, so a lookup probes at most the longest run of
@@ -33,7 +34,9 @@ struct NameTable: Sendable {
         while true {
             let index = Int(slots[slot])
             if index < 0 { return nil }
-            if names[index] == name { return index }
+            // Byte for byte, as the hash is: `==` alone would also take another spelling of the
+            // same text (a decomposed é), but only when its hash happened to lead here.
+            if names[index] == name, names[index].utf8.elementsEqual(name.utf8) { return index }
             slot = (slot + 1) & mask
         }
     }
