@@ -84,6 +84,7 @@ struct RouteIndexTests {
         #expect(index.names.names == map.screens.keys.sorted())
         #expect(index.screenNames == map.screens.keys.sorted().joined(separator: ", "))
         #expect(index.hasBlocking == map.screens.values.contains { $0.blocking })
+        #expect(index.tabNames == map.tabs.map(\.name) && !index.tabNames.isEmpty)
         for (name, spec) in map.screens {
             let entry = try #require(index.entry(name))
             #expect(entry.spec == spec)

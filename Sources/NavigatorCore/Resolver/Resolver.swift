@@ -420,8 +420,8 @@ public struct Resolver: Sendable {
     /// Whether ``reconciledRoot(for:ids:)`` would reset the tree's root (without building it).
     func reconciledRootNeeded(for tree: ScreenTree) -> Bool {
         guard case .tabs(let bar) = tree.root else { return false }
-        return map.tabs.isEmpty || bar.tabs.count != map.tabs.count
-            || !zip(bar.tabs, map.tabs).allSatisfy({ $0.name == $1.name })
+        let names = index.tabNames
+        return names.isEmpty || bar.tabs.count != names.count || !zip(bar.tabs, names).allSatisfy({ $0.name == $1 })
     }
 
     /// Whether the released guard's redirect screen is up in a modal, to be dismissed first.

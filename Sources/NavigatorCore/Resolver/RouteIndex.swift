@@ -102,6 +102,9 @@ final class RouteIndex: Sendable {
     let screenNames: String
     /// Whether any screen is blocking (when none is, no modal is looked at).
     let hasBlocking: Bool
+    /// The map's tab names, in order (asked for every resolution: reading them through
+    /// `map.tabs` would copy the map's fields first).
+    let tabNames: [String]
 
     init(_ map: RouteMap) {
         names = NameTable(map.screens.keys.sorted())
@@ -110,6 +113,7 @@ final class RouteIndex: Sendable {
         entries = names.names.map { Entry(map.screens[$0]!, tabRoot: tabRoots[$0]) }
         screenNames = names.names.joined(separator: ", ")
         hasBlocking = entries.contains { $0.blocking }
+        tabNames = map.tabs.map(\.name)
     }
 
     /// The entry of the screen named `name`, or nil if the map has no such screen.
