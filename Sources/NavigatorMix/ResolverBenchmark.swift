@@ -29,20 +29,22 @@ public struct ResolverBenchmark: Sendable {
     public var keepingBefore: Bool
     /// Stop after this many operations (rounded up to a whole 1,024) rather than after
     /// `duration`: the same seed then gives the same report, whatever the machine.
-    public var operationLimit: Int? = nil
+    public var operationLimit: Int?
 
     public init(
         map: RouteMap, sessions: Int = 1000, duration: Duration = .seconds(5), seed: UInt64 = 1,
-        keepingBefore: Bool = false
+        keepingBefore: Bool = false, operationLimit: Int? = nil
     ) {
         self.map = map
         self.sessions = sessions
         self.duration = duration
         self.seed = seed
         self.keepingBefore = keepingBefore
+        self.operationLimit = operationLimit
     }
 
-    /// Runs on the calling thread until `duration` has passed (checked every 1,024 operations).
+    /// Runs on the calling thread until `duration` has passed, or until `operationLimit`
+    /// operations are done when it is set (either checked every 1,024 operations).
     public func run() throws -> Report {
         let resolver = try Resolver(map: map)
         var mix = IntentMix(map: map, seed: seed)
@@ -81,7 +83,7 @@ public struct ResolverBenchmark: Sendable {
                 if !expired.isEmpty { outcomes["expired", default: 0] += expired.count }
                 switch action {
                 case .intent(let intent):
-                    let before = keepingBefore ? Self.kept(states[session]) : nil
+                    let before = keepingBefore ? states[session].recordable : nil
                     var resolution = resolver.resolve(intent, into: &states[session], now: now, buffers: &buffers)
                     withExtendedLifetime(before) {}
                     outcomes[Self.name(resolution.outcome), default: 0] += 1
@@ -105,13 +107,6 @@ public struct ResolverBenchmark: Sendable {
             sessions: sessions, operations: operations, seconds: seconds, outcomes: outcomes, events: events,
             released: released, meanScreens: Double(screens) / Double(sessions),
             meanParked: Double(parked) / Double(sessions))
-    }
-
-    /// The session as navigatord's flight recorder keeps it (not its remembered intent ids).
-    static func kept(_ state: SessionState) -> SessionState {
-        SessionState(
-            tree: state.tree, conditions: state.conditions, parked: state.parked, shellReady: state.shellReady,
-            appVersion: state.appVersion)
     }
 
     static func name(_ outcome: Resolution.Outcome) -> String {

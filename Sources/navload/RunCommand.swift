@@ -284,10 +284,7 @@ struct RunCommand: AsyncParsableCommand {
                 ),
                 (
                     "navigatord CPU per intent",
-                    report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) }
-                        ?? (report.serviceCPUSeconds != nil && report.serviceRate == nil
-                            ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"
-                            : "unknown")
+                    report.cpuMicrosecondsPerIntent.map { String(format: "%.1f µs", $0) } ?? Self.cpuUnknown(report)
                 ),
                 ("navigatord RSS", report.serviceRSSBytes.map { "\($0 / 1_048_576) MiB" } ?? "unknown"),
                 ("navigatord instances", report.instances == 1 ? "1" : "\(report.instances) (figures added up)"),
@@ -334,10 +331,7 @@ struct RunCommand: AsyncParsableCommand {
                     "navigatord CPU per stream batch",
                     report.cpuMicrosecondsPerStreamBatch.map {
                         String(format: "%.1f µs (all its CPU over the batches streamed)", $0)
-                    }
-                        ?? (report.serviceCPUSeconds != nil && report.serviceRate == nil
-                            ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"
-                            : "unknown")
+                    } ?? Self.cpuUnknown(report)
                 ))
         }
         if !report.samples.isEmpty {
@@ -356,6 +350,14 @@ struct RunCommand: AsyncParsableCommand {
         }
         let width = rows.map(\.0.count).max() ?? 0
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
+    }
+
+    /// What a CPU figure says when it cannot be given: why, when navigatord had not accounted
+    /// for every intent as its CPU was read.
+    static func cpuUnknown(_ report: LoadReport) -> String {
+        report.serviceCPUSeconds != nil && report.serviceRate == nil
+            ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"
+            : "unknown"
     }
 
     func json(_ value: some Encodable) throws -> String {

@@ -46,28 +46,47 @@ struct RouteIndexTests {
             #expect(table.index(of: name) == nil, "\(name)")
         }
         #expect(tried > 500)
+        // The names stand for any spelling: each looked up as a dictionary keyed by them would.
+        let places = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+        for name in strangers { #expect(table.index(of: name) == places[name], "\(name)") }
     }
 
-    @Test("names are compared byte for byte: another spelling of the same text is not found, wherever it hashes")
+    @Test(
+        "a name is found as a dictionary keyed by the names finds it: another spelling of the same text too, wherever it hashes"
+    )
     func spellings() {
-        // Composed and decomposed, and combining marks in either order: equal as Swift strings.
+        // Equal as Swift strings, other bytes: composed and decomposed, combining marks in either
+        // order, the Kelvin and Ångström signs (whose canonical forms are K and Å).
         let pairs = [
             ("caf\u{E9}", "cafe\u{301}"), ("a\u{301}\u{316}x", "a\u{316}\u{301}x"), ("\u{C5}ngstr", "A\u{30A}ngstr"),
+            ("Kelvin", "\u{212A}elvin"), ("\u{212B}", "\u{C5}"),
         ]
+        var tried = 0
         for (written, other) in pairs {
             #expect(written == other && Array(written.utf8) != Array(other.utf8))
-            // Tables of every size up to 64 names: the other spelling lands on the written one's
-            // slot in some of them, where a comparison by `==` alone would take it.
-            for count in 0..<64 {
-                let names = (Self.names(count: count, seed: UInt64(count)) + [written]).sorted()
-                let table = NameTable(names)
-                #expect(table.index(of: written) == names.firstIndex(of: written))
-                #expect(table.index(of: other) == nil, "\(count) names")
+            for (inMap, asked) in [(written, other), (other, written)] {
+                // Tables of 1 to 64 names, ASCII but for this one: the other spelling's bytes lead
+                // to its slot in some, elsewhere in the others.
+                for count in 0..<64 {
+                    let names = Array(Set(Self.names(count: count, seed: UInt64(count)).filter(Self.isASCII) + [inMap]))
+                        .sorted()
+                    let table = NameTable(names)
+                    let places = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+                    #expect(table.index(of: asked) == places[asked] && places[asked] != nil, "\(count) names")
+                    #expect(table.index(of: inMap) == places[inMap])
+                    tried += 1
+                }
             }
         }
+        #expect(tried == pairs.count * 2 * 64)
+        // Only ASCII on both sides: a name not found by its bytes is not there.
+        let ascii = NameTable(["chat", "home", "settings"])
+        #expect(ascii.index(of: "Chat") == nil && ascii.index(of: "chat ") == nil && ascii.index(of: "home") == 1)
     }
 
-    @Test("a name of a bridged or substring-made string is found as its native twin")
+    static func isASCII(_ name: String) -> Bool { name.utf8.allSatisfy { $0 < 0x80 } }
+
+    @Test("a name made from a substring is found as the name it spells")
     func otherStorage() {
         let names = ["chat", "conversationSettingsWithALongName", "é-screen"]
         let table = NameTable(names.sorted())

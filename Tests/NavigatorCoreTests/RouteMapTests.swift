@@ -262,31 +262,66 @@ struct RouteMapTests {
         #expect(pattern.match("other://chat/42/thread/7") == nil)
     }
 
-    @Test("a query is read as splitting it at & and each pair at its first = reads it, whatever its bytes")
+    @Test("a URL is read as splitting its query and decoding its escapes by characters read it, whatever its bytes")
     func queries() throws {
         let pattern = try URLPattern("app://chat/{conversationId}")
-        // The reading before the query was scanned: arrays from `split`.
-        func splitting(_ query: Substring) -> [String: String]? {
-            var info = ["conversationId": "42"]
-            for pair in query.split(separator: "&") {
+        // The reading before the query was scanned and escapes were looked for by bytes: arrays
+        // from `split`, and `contains("%")` (a `%` with a combining mark is not one).
+        func decoding(_ text: Substring) -> String? {
+            guard text.contains("%") else { return String(text) }
+            var bytes: [UInt8] = []
+            var iterator = text.utf8.makeIterator()
+            func hex(_ byte: UInt8) -> UInt8? {
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+                default: nil
+                }
+            }
+            while let byte = iterator.next() {
+                if byte == UInt8(ascii: "%") {
+                    guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else {
+                        return nil
+                    }
+                    bytes.append(high << 4 | low)
+                } else {
+                    bytes.append(byte)
+                }
+            }
+            return String(validating: bytes, as: UTF8.self)
+        }
+        // The old `match` after the URL is taken apart (`Parsed`, unchanged).
+        func reading(_ url: String) -> [String: String]? {
+            guard let parsed = URLPattern.Parsed(url), parsed.scheme == "app", parsed.segments.count == 2,
+                parsed.segments.first == "chat", let value = decoding(parsed.segments[1])
+            else { return nil }
+            var info = ["conversationId": value]
+            for pair in parsed.query?.split(separator: "&") ?? [] {
                 let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let key = URLPattern.percentDecode(keyValue[0]), !key.isEmpty else { return nil }
-                if info[key] == nil { info[key] = keyValue.count == 2 ? URLPattern.percentDecode(keyValue[1]) : "" }
+                guard let key = decoding(keyValue[0]), !key.isEmpty else { return nil }
+                if info[key] == nil { info[key] = keyValue.count == 2 ? decoding(keyValue[1]) : "" }
             }
             return info
         }
         var random = SplitMix64(seed: 31)
         let pieces = [
             "&", "&", "=", "=", "a", "b", "conversationId", "%41", "%4", "%ZZ", "%C3%A9", "%FF", "é", "+", "?",
+            "\u{301}", "%\u{301}41",
         ]
         var matched = 0
-        for _ in 0..<4000 {
+        var combining = 0
+        for _ in 0..<6000 {
+            var capture = "c"
             var query = ""
+            for _ in 0..<Int(random.next() % 3) { capture += pieces[7 + Int(random.next() % 10)] }
             for _ in 0..<Int(random.next() % 9) { query += pieces[Int(random.next() % UInt64(pieces.count))] }
-            let expected = splitting(query[...])
-            #expect(pattern.match("app://chat/42?" + query) == expected, "\(query)")
+            let url = "app://chat/\(capture)?" + query
+            let expected = reading(url)
+            #expect(pattern.match(url) == expected, "\(url)")
             if expected != nil { matched += 1 }
+            if (capture + query).contains("\u{301}") { combining += 1 }
         }
-        #expect(matched > 1000 && matched < 4000)
+        #expect(matched > 1000 && matched < 6000 && combining > 500)
     }
 }

@@ -176,9 +176,10 @@ struct LoadTests {
         #expect(abs((report.rssGrowthLastQuarter ?? 0) - (440.0 / 420 - 1)) < 1e-9)
         report.serviceCPUSeconds = 0.05
         #expect(abs((report.cpuMicrosecondsPerIntent ?? 0) - 25) < 1e-9)
-        // Not all accounted for: navigatord was still working, so its CPU says nothing per intent.
         report.streamBatches = 4_000
         #expect(abs((report.cpuMicrosecondsPerStreamBatch ?? 0) - 12.5) < 1e-9)
+        // Not all accounted for: navigatord was still working, so its CPU says nothing per intent
+        // or per batch.
         report.serviceRate = nil
         #expect(report.cpuMicrosecondsPerIntent == nil)
         #expect(report.cpuMicrosecondsPerStreamBatch == nil)

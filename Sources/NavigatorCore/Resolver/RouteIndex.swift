@@ -1,16 +1,24 @@
 /// The route map's screen names, interned when the map loads: each name's place in the map's
 /// sorted names. Looking a name up hashes its bytes (FNV-1a) into a table of places, with no
-/// `Hasher` and no dictionary, and compares names byte for byte (UTF-8), as clients in other
-/// languages do: another spelling of the same text (a decomposed é) is another name.
+/// `Hasher` and no dictionary on the way to a name the map has as it is spelled.
+///
+/// Names are equal as Swift strings are, as in the dictionaries this table replaced: by canonical
+/// equivalence, so a decomposed é is the composed one and the Kelvin sign is K. The hash is of the
+/// bytes, so a name not found byte for byte is looked up again in a dictionary, unless it and
+/// every name of the map are ASCII (an ASCII string equals only itself among ASCII strings).
 ///
 /// The hash has no seed, and that is safe here: the table is built once from the route map and
 /// nothing a producer sends is ever inserted, so a lookup probes at most the longest run of
 /// taken slots, which the map's own names decide (the table is at most half full).
 struct NameTable: Sendable {
-    /// The names, sorted: a name's place here is its index.
+    /// The names, sorted, no two equal: a name's place here is its index.
     let names: [String]
     /// Index into ``names`` per slot, -1 where empty; a power of two long.
     private let slots: [Int32]
+    /// Whether every name is ASCII.
+    private let allASCII: Bool
+    /// Each name's place, for a name the table does not find byte for byte.
+    private let places: [String: Int]
 
     init(_ sortedNames: [String]) {
         names = sortedNames
@@ -23,6 +31,8 @@ struct NameTable: Sendable {
             slots[slot] = Int32(index)
         }
         self.slots = slots
+        allASCII = sortedNames.allSatisfy(Self.isASCII)
+        places = Dictionary(sortedNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     var count: Int { names.count }
@@ -33,13 +43,16 @@ struct NameTable: Sendable {
         var slot = Int(truncatingIfNeeded: Self.hash(name)) & mask
         while true {
             let index = Int(slots[slot])
-            if index < 0 { return nil }
-            // Byte for byte, as the hash is: `==` alone would also take another spelling of the
-            // same text (a decomposed é), but only when its hash happened to lead here.
-            if names[index] == name, names[index].utf8.elementsEqual(name.utf8) { return index }
+            if index < 0 { break }
+            if names[index] == name { return index }
             slot = (slot + 1) & mask
         }
+        // Not where its bytes lead: another spelling of a name may still equal it.
+        if allASCII && Self.isASCII(name) { return nil }
+        return places[name]
     }
+
+    static func isASCII(_ name: String) -> Bool { name.utf8.allSatisfy { $0 < 0x80 } }
 
     /// FNV-1a (64 bits) of the name's UTF-8 bytes.
     static func hash(_ name: String) -> UInt64 {

@@ -39,6 +39,15 @@ public struct SessionState: Hashable, Sendable, Codable {
 
     public func isMet(_ condition: String) -> Bool { conditions[condition] == true }
 
+    /// What a flight recorder keeps of the session as the resolver finds it, to resolve again
+    /// later from there: its tree, conditions, parked intents, readiness and app version. Not its
+    /// remembered intent ids: dedup does not depend on the route map, and sharing them would make
+    /// the resolver copy them when it remembers the next.
+    public var recordable: SessionState {
+        SessionState(
+            tree: tree, conditions: conditions, parked: parked, shellReady: shellReady, appVersion: appVersion)
+    }
+
     /// Forgets what a session remembers only for `window` (the dedup window): the intent ids
     /// seen, and the expired intents that expired, `window` or longer before `now` (unix ns).
     /// Returns whether anything was forgotten. What a session at rest keeps is then its tree,

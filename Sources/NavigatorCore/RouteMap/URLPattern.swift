@@ -138,8 +138,10 @@ public struct URLPattern: Hashable, Sendable {
 
     /// `%2F` -> `/`, `+` stays `+`; `nil` for a broken escape or invalid UTF-8.
     static func percentDecode(_ text: Substring) -> String? {
-        // A byte scan: `contains("%")` would search for a substring.
-        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        // Nearly every value has no `%` byte at all, found by a byte scan; one that has is asked
+        // `contains("%")` as well (by characters: a `%` with a combining mark is not one), as it
+        // always was.
+        guard text.utf8.contains(UInt8(ascii: "%")), text.contains("%") else { return String(text) }
         var bytes: [UInt8] = []
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {

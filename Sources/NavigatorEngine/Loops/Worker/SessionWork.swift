@@ -69,12 +69,7 @@ enum SessionWork {
         let epoch = store.epoch(of: intent.session)
         return store.update(intent.session) { record in
             let before = record.state.tree
-            // Not the remembered intent ids: sharing them would make the resolver copy them.
-            let found =
-                recording
-                ? SessionState(
-                    tree: before, conditions: record.state.conditions, parked: record.state.parked,
-                    shellReady: record.state.shellReady, appVersion: record.state.appVersion) : nil
+            let found = recording ? record.state.recordable : nil
             let resolution = resolver.resolve(intent, into: &record.state, now: now, buffers: &buffers)
             let (batches, own, released) = Self.batches(
                 session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
