@@ -201,7 +201,7 @@ let package = Package(
             dependencies: [
                 "NavigatorTestSupport",
                 "NavigatorLoad", "NavigatorClient", "NavigatorEngine", "NavigatorCore", "NavigatorMix", "ZeroMQ",
-                "Locking",
+                "Locking", "TestThreads",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

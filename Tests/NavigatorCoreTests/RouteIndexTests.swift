@@ -1,3 +1,4 @@
+import TestThreads
 import Testing
 
 @testable import NavigatorCore
@@ -22,66 +23,73 @@ struct RouteIndexTests {
     }
 
     @Test("every name is found at its place, and no other name is found", arguments: [0, 1, 3, 8, 9, 64, 300])
-    func lookups(count: Int) {
-        let names = Self.names(count: count, seed: UInt64(count) &+ 5)
-        let table = NameTable(names)
-        #expect(table.count == names.count && table.names == names)
-        for (index, name) in names.enumerated() {
-            #expect(table.index(of: name) == index, "\(name)")
+    func lookups(count: Int) async throws {
+        try await offPool {
+            let names = Self.names(count: count, seed: UInt64(count) &+ 5)
+            let table = NameTable(names)
+            #expect(table.count == names.count && table.names == names)
+            for (index, name) in names.enumerated() {
+                #expect(table.index(of: name) == index, "\(name)")
+            }
+            let known = Set(names)
+            var strangers = Self.names(count: 500, seed: UInt64(count) &+ 99)
+            for name in names {
+                strangers.append(name + "x")
+                strangers.append(String(name.dropLast()))
+                var bytes = Array(name.utf8)
+                guard !bytes.isEmpty else { continue }
+                bytes[bytes.count / 2] ^= 1
+                strangers.append(String(decoding: bytes, as: UTF8.self))
+            }
+            strangers.append("")
+            var tried = 0
+            for name in strangers where !known.contains(name) {
+                tried += 1
+                #expect(table.index(of: name) == nil, "\(name)")
+            }
+            #expect(tried > 500)
+            // The names stand for any spelling: each looked up as a dictionary keyed by them would.
+            let places = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+            for name in strangers { #expect(table.index(of: name) == places[name], "\(name)") }
         }
-        let known = Set(names)
-        var strangers = Self.names(count: 500, seed: UInt64(count) &+ 99)
-        for name in names {
-            strangers.append(name + "x")
-            strangers.append(String(name.dropLast()))
-            var bytes = Array(name.utf8)
-            guard !bytes.isEmpty else { continue }
-            bytes[bytes.count / 2] ^= 1
-            strangers.append(String(decoding: bytes, as: UTF8.self))
-        }
-        strangers.append("")
-        var tried = 0
-        for name in strangers where !known.contains(name) {
-            tried += 1
-            #expect(table.index(of: name) == nil, "\(name)")
-        }
-        #expect(tried > 500)
-        // The names stand for any spelling: each looked up as a dictionary keyed by them would.
-        let places = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
-        for name in strangers { #expect(table.index(of: name) == places[name], "\(name)") }
     }
 
     @Test(
         "a name is found as a dictionary keyed by the names finds it: another spelling of the same text too, wherever it hashes"
     )
-    func spellings() {
-        // Equal as Swift strings, other bytes: composed and decomposed, combining marks in either
-        // order, the Kelvin and Ångström signs (whose canonical forms are K and Å).
-        let pairs = [
-            ("caf\u{E9}", "cafe\u{301}"), ("a\u{301}\u{316}x", "a\u{316}\u{301}x"), ("\u{C5}ngstr", "A\u{30A}ngstr"),
-            ("Kelvin", "\u{212A}elvin"), ("\u{212B}", "\u{C5}"),
-        ]
-        var tried = 0
-        for (written, other) in pairs {
-            #expect(written == other && Array(written.utf8) != Array(other.utf8))
-            for (inMap, asked) in [(written, other), (other, written)] {
-                // Tables of 1 to 64 names, ASCII but for this one: the other spelling's bytes lead
-                // to its slot in some, elsewhere in the others.
-                for count in 0..<64 {
-                    let names = Array(Set(Self.names(count: count, seed: UInt64(count)).filter(Self.isASCII) + [inMap]))
+    func spellings() async throws {
+        try await offPool {
+            // Equal as Swift strings, other bytes: composed and decomposed, combining marks in either
+            // order, the Kelvin and Ångström signs (whose canonical forms are K and Å).
+            let pairs = [
+                ("caf\u{E9}", "cafe\u{301}"), ("a\u{301}\u{316}x", "a\u{316}\u{301}x"),
+                ("\u{C5}ngstr", "A\u{30A}ngstr"),
+                ("Kelvin", "\u{212A}elvin"), ("\u{212B}", "\u{C5}"),
+            ]
+            var tried = 0
+            for (written, other) in pairs {
+                #expect(written == other && Array(written.utf8) != Array(other.utf8))
+                for (inMap, asked) in [(written, other), (other, written)] {
+                    // Tables of 1 to 64 names, ASCII but for this one: the other spelling's bytes lead
+                    // to its slot in some, elsewhere in the others.
+                    for count in 0..<64 {
+                        let names = Array(
+                            Set(Self.names(count: count, seed: UInt64(count)).filter(Self.isASCII) + [inMap])
+                        )
                         .sorted()
-                    let table = NameTable(names)
-                    let places = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
-                    #expect(table.index(of: asked) == places[asked] && places[asked] != nil, "\(count) names")
-                    #expect(table.index(of: inMap) == places[inMap])
-                    tried += 1
+                        let table = NameTable(names)
+                        let places = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+                        #expect(table.index(of: asked) == places[asked] && places[asked] != nil, "\(count) names")
+                        #expect(table.index(of: inMap) == places[inMap])
+                        tried += 1
+                    }
                 }
             }
+            #expect(tried == pairs.count * 2 * 64)
+            // Only ASCII on both sides: a name not found by its bytes is not there.
+            let ascii = NameTable(["chat", "home", "settings"])
+            #expect(ascii.index(of: "Chat") == nil && ascii.index(of: "chat ") == nil && ascii.index(of: "home") == 1)
         }
-        #expect(tried == pairs.count * 2 * 64)
-        // Only ASCII on both sides: a name not found by its bytes is not there.
-        let ascii = NameTable(["chat", "home", "settings"])
-        #expect(ascii.index(of: "Chat") == nil && ascii.index(of: "chat ") == nil && ascii.index(of: "home") == 1)
     }
 
     static func isASCII(_ name: String) -> Bool { name.utf8.allSatisfy { $0 < 0x80 } }

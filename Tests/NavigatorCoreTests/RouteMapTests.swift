@@ -1,4 +1,5 @@
 import Foundation
+import TestThreads
 import Testing
 
 @testable import NavigatorCore
@@ -222,27 +223,29 @@ struct RouteMapTests {
     }
 
     @Test("an int's canonical spelling is the number read and written again, at every length and with any bytes")
-    func intSpellings() {
-        func reference(_ value: String) -> String? {
-            Int64(value.hasPrefix("+") ? String(value.dropFirst()) : value).map { String($0) }
-        }
-        var random = SplitMix64(seed: 17)
-        let pieces = ["0", "0", "1", "5", "9", "9", "-", "+", " ", "a", "٣", "00", "123456789"]
-        var canonical = 0
-        for round in 0..<6000 {
-            var value = ""
-            let count = round < 3000 ? Int(random.next() % 8) : Int(random.next() % 4)
-            for _ in 0..<count { value += pieces[Int(random.next() % UInt64(pieces.count))] }
-            if round % 3 == 0 { value = String(repeating: "9", count: Int(random.next() % 22)) }
-            let expected = reference(value)
-            #expect(InfoType.int.normalize(value) == expected, "\(value)")
-            if expected == value { canonical += 1 }
-        }
-        #expect(canonical > 1000)
-        for edge in [
-            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-0", "0", "999999999999999999",
-        ] {
-            #expect(InfoType.int.normalize(edge) == reference(edge), "\(edge)")
+    func intSpellings() async throws {
+        try await offPool {
+            func reference(_ value: String) -> String? {
+                Int64(value.hasPrefix("+") ? String(value.dropFirst()) : value).map { String($0) }
+            }
+            var random = SplitMix64(seed: 17)
+            let pieces = ["0", "0", "1", "5", "9", "9", "-", "+", " ", "a", "٣", "00", "123456789"]
+            var canonical = 0
+            for round in 0..<6000 {
+                var value = ""
+                let count = round < 3000 ? Int(random.next() % 8) : Int(random.next() % 4)
+                for _ in 0..<count { value += pieces[Int(random.next() % UInt64(pieces.count))] }
+                if round % 3 == 0 { value = String(repeating: "9", count: Int(random.next() % 22)) }
+                let expected = reference(value)
+                #expect(InfoType.int.normalize(value) == expected, "\(value)")
+                if expected == value { canonical += 1 }
+            }
+            #expect(canonical > 1000)
+            for edge in [
+                "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-0", "0", "999999999999999999",
+            ] {
+                #expect(InfoType.int.normalize(edge) == reference(edge), "\(edge)")
+            }
         }
     }
 
@@ -263,65 +266,67 @@ struct RouteMapTests {
     }
 
     @Test("a URL is read as splitting its query and decoding its escapes by characters read it, whatever its bytes")
-    func queries() throws {
-        let pattern = try URLPattern("app://chat/{conversationId}")
-        // The reading before the query was scanned and escapes were looked for by bytes: arrays
-        // from `split`, and `contains("%")` (a `%` with a combining mark is not one).
-        func decoding(_ text: Substring) -> String? {
-            guard text.contains("%") else { return String(text) }
-            var bytes: [UInt8] = []
-            var iterator = text.utf8.makeIterator()
-            func hex(_ byte: UInt8) -> UInt8? {
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-                default: nil
-                }
-            }
-            while let byte = iterator.next() {
-                if byte == UInt8(ascii: "%") {
-                    guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else {
-                        return nil
+    func queries() async throws {
+        try await offPool {
+            let pattern = try URLPattern("app://chat/{conversationId}")
+            // The reading before the query was scanned and escapes were looked for by bytes: arrays
+            // from `split`, and `contains("%")` (a `%` with a combining mark is not one).
+            func decoding(_ text: Substring) -> String? {
+                guard text.contains("%") else { return String(text) }
+                var bytes: [UInt8] = []
+                var iterator = text.utf8.makeIterator()
+                func hex(_ byte: UInt8) -> UInt8? {
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+                    default: nil
                     }
-                    bytes.append(high << 4 | low)
-                } else {
-                    bytes.append(byte)
                 }
+                while let byte = iterator.next() {
+                    if byte == UInt8(ascii: "%") {
+                        guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else {
+                            return nil
+                        }
+                        bytes.append(high << 4 | low)
+                    } else {
+                        bytes.append(byte)
+                    }
+                }
+                return String(validating: bytes, as: UTF8.self)
             }
-            return String(validating: bytes, as: UTF8.self)
-        }
-        // The old `match` after the URL is taken apart (`Parsed`, unchanged).
-        func reading(_ url: String) -> [String: String]? {
-            guard let parsed = URLPattern.Parsed(url), parsed.scheme == "app", parsed.segments.count == 2,
-                parsed.segments.first == "chat", let value = decoding(parsed.segments[1])
-            else { return nil }
-            var info = ["conversationId": value]
-            for pair in parsed.query?.split(separator: "&") ?? [] {
-                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let key = decoding(keyValue[0]), !key.isEmpty else { return nil }
-                if info[key] == nil { info[key] = keyValue.count == 2 ? decoding(keyValue[1]) : "" }
+            // The old `match` after the URL is taken apart (`Parsed`, unchanged).
+            func reading(_ url: String) -> [String: String]? {
+                guard let parsed = URLPattern.Parsed(url), parsed.scheme == "app", parsed.segments.count == 2,
+                    parsed.segments.first == "chat", let value = decoding(parsed.segments[1])
+                else { return nil }
+                var info = ["conversationId": value]
+                for pair in parsed.query?.split(separator: "&") ?? [] {
+                    let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard let key = decoding(keyValue[0]), !key.isEmpty else { return nil }
+                    if info[key] == nil { info[key] = keyValue.count == 2 ? decoding(keyValue[1]) : "" }
+                }
+                return info
             }
-            return info
+            var random = SplitMix64(seed: 31)
+            let pieces = [
+                "&", "&", "=", "=", "a", "b", "conversationId", "%41", "%4", "%ZZ", "%C3%A9", "%FF", "é", "+", "?",
+                "\u{301}", "%\u{301}41",
+            ]
+            var matched = 0
+            var combining = 0
+            for _ in 0..<6000 {
+                var capture = "c"
+                var query = ""
+                for _ in 0..<Int(random.next() % 3) { capture += pieces[7 + Int(random.next() % 10)] }
+                for _ in 0..<Int(random.next() % 9) { query += pieces[Int(random.next() % UInt64(pieces.count))] }
+                let url = "app://chat/\(capture)?" + query
+                let expected = reading(url)
+                #expect(pattern.match(url) == expected, "\(url)")
+                if expected != nil { matched += 1 }
+                if (capture + query).contains("\u{301}") { combining += 1 }
+            }
+            #expect(matched > 1000 && matched < 6000 && combining > 500)
         }
-        var random = SplitMix64(seed: 31)
-        let pieces = [
-            "&", "&", "=", "=", "a", "b", "conversationId", "%41", "%4", "%ZZ", "%C3%A9", "%FF", "é", "+", "?",
-            "\u{301}", "%\u{301}41",
-        ]
-        var matched = 0
-        var combining = 0
-        for _ in 0..<6000 {
-            var capture = "c"
-            var query = ""
-            for _ in 0..<Int(random.next() % 3) { capture += pieces[7 + Int(random.next() % 10)] }
-            for _ in 0..<Int(random.next() % 9) { query += pieces[Int(random.next() % UInt64(pieces.count))] }
-            let url = "app://chat/\(capture)?" + query
-            let expected = reading(url)
-            #expect(pattern.match(url) == expected, "\(url)")
-            if expected != nil { matched += 1 }
-            if (capture + query).contains("\u{301}") { combining += 1 }
-        }
-        #expect(matched > 1000 && matched < 6000 && combining > 500)
     }
 }
