@@ -7,8 +7,8 @@ import Testing
 /// at its place, every other name not found, whatever its bytes.
 @Suite("Route index")
 struct RouteIndexTests {
-    /// Names of 0 to 40 bytes: ASCII, beyond ASCII, small and large strings, near-misses of the
-    /// table's names (one byte changed, cut short, one byte longer).
+    /// `count` different names of 0 to 40 characters, ASCII and beyond, small and large strings
+    /// (`lookups` adds near-misses of them: a byte changed, cut short, one longer).
     static func names(count: Int, seed: UInt64) -> [String] {
         var random = SplitMix64(seed: seed)
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_-é☃".unicodeScalars)
