@@ -24,7 +24,7 @@ public struct ResolverBenchmark: Sendable {
     public var duration: Duration
     public var seed: UInt64
     /// Whether each intent's session is kept as the resolver found it while it resolves, as
-    /// navigatord's flight recorder keeps it (its tree, conditions and parked intents): the
+    /// navigatord's flight recorder keeps it (``SessionState/recordable``): the
     /// arrays the resolution then changes are copied first, as they are in the service.
     public var keepingBefore: Bool
     /// Stop after this many operations (rounded up to a whole 1,024) rather than after
