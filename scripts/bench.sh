@@ -141,7 +141,10 @@ fi
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
   resolver_pair
-  for side in new old; do
+  # The builds in turn, each first in every other round: on some VMs the build that runs second
+  # in a round tends to see the higher p99 (floor-pairs.sh).
+  sides="new old"; [ $((round % 2)) = 0 ] && sides="old new"
+  for side in $sides; do
     bin=$([ $side = new ] && echo $new_bin || echo $old_bin)
     service_run "$side" "$bin" saturation "${saturation[@]}"
     service_run "$side" "$bin" moderate "${moderate[@]}"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # navigatord's CPU per intent against the raw relay's, for several builds in turn (issue 31): for
-# each of ROUNDS rounds, each BIN (a directory holding a release navigatord and navctl) gets a fresh
-# navigatord on free 127.0.0.1 ports, driven by this tree's release navload with `--floor` (the
-# relay measured right after the run, at the same rate). Prints one line a run: CPU per intent,
+# each of ROUNDS rounds (the builds in the given order, then reversed, in turn), each BIN (a
+# directory holding a release navigatord and navctl) gets a fresh navigatord on free 127.0.0.1
+# ports, driven by this tree's release navload with `--floor` (the relay measured right after the
+# run, at the same rate). Prints one line a run: CPU per intent,
 # the ratio to the floor, p99 against the floor's p99. More rounds than ./dev bench takes, for a
 # machine whose figures move by a fifth from run to run.
 #
@@ -28,8 +29,16 @@ cleanup() { [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null && kill "$pid" 2>/dev
 trap 'set +e; cleanup' EXIT
 trap 'exit 130' INT TERM HUP PIPE
 . "$here/scripts/navigatord-lib.sh"
-for _ in $(seq "$rounds"); do
-  for bin in "$@"; do
+builds=("$@")
+for round in $(seq "$rounds"); do
+  # Each round in the other order: on a VM where the build that runs second in a round tends to
+  # see a higher p99 (fourteen rounds on VM-29: eleven of them), a fixed order would hand one
+  # build that effect in every round.
+  order=("${builds[@]}")
+  if (( round % 2 == 0 )); then
+    order=(); for (( k=${#builds[@]}-1; k>=0; k-- )); do order+=("${builds[k]}"); done
+  fi
+  for bin in "${order[@]}"; do
     rm -rf "$work/data" "$work/navigatord.log"
     start_navigatord "$bin" "$work/data" "$work/navigatord.log" floor-pairs
     out=$("$load" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --duration "${DURATION:-10}" \
