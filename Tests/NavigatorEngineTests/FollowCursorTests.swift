@@ -1,3 +1,7 @@
+import Locking
+import Logging
+import NavigatorCore
+import NavigatorPort
 import NavigatorWire
 import Testing
 
@@ -22,5 +26,73 @@ struct FollowCursorTests {
         #expect(cursor.batch(Self.at(8, 1)) == .startOver)  // a new epoch
         cursor.snapshot(Self.at(8, 1))
         #expect(cursor.batch(Self.at(8, 2)) == .deliver)
+    }
+}
+
+/// A follow through another instance, step by step as its connection's thread and the task that
+/// set it up can interleave (``EngineFollow``; no sockets: ``RemoteFollows`` makes these calls).
+@Suite("A follow through another instance")
+struct RemoteFollowTests {
+    /// What a receiver got, one word an update.
+    final class Received: Sendable {
+        private let words = Locked<[String]>([])
+        func append(_ word: String) { words.withLock { $0.append(word) } }
+        var all: [String] { words.withLock { $0 } }
+    }
+
+    /// A follow, not placed, and what its receiver got.
+    static func follow() throws -> (EngineFollow, Received) {
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
+        let follows = SessionFollows(store: store, remote: nil, logger: Logger(label: "test"))
+        let got = Received()
+        let follow = EngineFollow(
+            session: "s1",
+            receive: { update in
+                let word =
+                    switch update {
+                    case .snapshot(let at, _): "snapshot \(at.epoch):\(at.seq)"
+                    case .current(let at, _): "current \(at.epoch):\(at.seq)"
+                    case .batch(let at, _): "batch \(at.epoch):\(at.seq)"
+                    case .rejection: "rejection"
+                    case .ended(let end): "ended \(end.reason)"
+                    }
+                got.append(word)
+            }, follows: follows)
+        return (follow, got)
+    }
+
+    static let tree = RouteMap.demo.initialTree()
+
+    @Test("a snapshot that comes back before the attempt is recorded as made reaches the receiver, and what follows it")
+    func snapshotBeforeRecorded() throws {
+        let (follow, got) = try Self.follow()
+        let attempt = follow.awaitRemote()
+        // The connection's thread answers first: the snapshot, then a batch after it.
+        follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), Self.tree), attempt: attempt)
+        follow.deliverRemote(.batch(FollowCursorTests.at(4, 3), .init()), tree: Self.tree, attempt: attempt)
+        // Then the task that handed the follower over records the attempt.
+        let recorded = follow.follow(remotely: {}, attempt: attempt)
+        #expect(recorded)
+        follow.deliverRemote(.batch(FollowCursorTests.at(4, 4), .init()), tree: Self.tree, attempt: attempt)
+        follow.resnapshot()
+        #expect(got.all == ["snapshot 4:2", "batch 4:3", "batch 4:4", "current 4:4"])
+    }
+
+    @Test("another attempt's updates are dropped; an attempt superseded, or of a follow stopped, is not recorded")
+    func otherAttempts() throws {
+        let (follow, got) = try Self.follow()
+        let first = follow.awaitRemote()
+        let second = follow.awaitRemote()  // placed again (as after a move)
+        follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), Self.tree), attempt: first)
+        let firstRecorded = follow.follow(remotely: {}, attempt: first)
+        #expect(!firstRecorded)
+        #expect(got.all.isEmpty)
+        follow.deliverRemote(.snapshot(FollowCursorTests.at(5, 1), Self.tree), attempt: second)
+        follow.stop()
+        let secondRecorded = follow.follow(remotely: {}, attempt: second)
+        #expect(!secondRecorded)  // stopped meanwhile: the caller unfollows
+        follow.deliverRemote(.batch(FollowCursorTests.at(5, 2), .init()), tree: Self.tree, attempt: second)
+        #expect(got.all == ["snapshot 5:1"])
     }
 }

@@ -497,7 +497,8 @@ struct StreamTests {
                 do {
                     opened = try await stream.wait("a snapshot") { !$0.isEmpty }
                 } catch {
-                    // What the first knew then (this test failed so twice in 30 runs, unexplained).
+                    // What the first knew then. (It failed so 3 times in about 35 runs until the follow
+                    // took a snapshot that came back before its attempt was recorded: RemoteFollowTests.)
                     let peers = first.livePeers.list.map {
                         "\($0.id) requests \($0.requestEndpoints) commands \($0.commandEndpoints)"
                     }

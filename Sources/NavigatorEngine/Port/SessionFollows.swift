@@ -234,7 +234,7 @@ final class EngineFollow: SessionFollow {
 
     private let state = Locked(State())
 
-    fileprivate init(session: String, receive: @escaping @Sendable (SessionUpdate) -> Void, follows: SessionFollows) {
+    init(session: String, receive: @escaping @Sendable (SessionUpdate) -> Void, follows: SessionFollows) {
         self.session = session
         self.receive = receive
         self.follows = follows
@@ -316,7 +316,7 @@ final class EngineFollow: SessionFollow {
 
     /// Marks the follow as being set up through another instance; returns the attempt's number,
     /// which the updates and the end of that attempt carry.
-    fileprivate func awaitRemote() -> Int {
+    func awaitRemote() -> Int {
         state.withLock { state in
             state.attempts += 1
             state.source = .pendingRemote(state.attempts)
@@ -336,9 +336,18 @@ final class EngineFollow: SessionFollow {
 
     /// An update of attempt `attempt` through another instance's follower (``RemoteFollows``),
     /// which keeps the Clone rule itself; `tree` is its mirror after it.
+    ///
+    /// Taken while the attempt is still being set up too: its follower runs on the connection's
+    /// thread from the moment it is handed over, and its first snapshot can come back before
+    /// ``follow(remotely:attempt:)`` records the attempt as made. Dropped then, the snapshot was
+    /// never asked for again (the follower had it) and the stream stayed without one.
     func deliverRemote(_ update: SessionUpdate, tree: ScreenTree? = nil, attempt: Int) {
         state.withLock { state in
-            guard !state.ended, case .remote(attempt, _) = state.source else { return }
+            guard !state.ended else { return }
+            switch state.source {
+            case .remote(attempt, _), .pendingRemote(attempt): break
+            default: return  // another attempt's, or the follow moved
+            }
             switch update {
             case .snapshot(let position, let snapshot), .current(let position, let snapshot):
                 state.cursor.snapshot(position)
@@ -427,11 +436,12 @@ final class EngineFollow: SessionFollow {
             switch state.source {
             case .local:
                 queueSnapshot(store, startOver: false, &state)
-            case .remote:
+            case .remote, .pendingRemote:
+                // A snapshot may have come before the attempt was recorded (deliverRemote).
                 if let position = state.cursor.position, let tree = state.remoteTree {
                     state.outbox.append(.current(position, tree))
                 }
-            case .none, .pendingRemote:
+            case .none:
                 break  // a snapshot comes once it is placed
             }
         }
