@@ -59,7 +59,17 @@ public struct ScreenTree: Hashable, Sendable, Codable {
 
     /// The screen the user sees: the top of the last modal's stack, else of the selected tab's
     /// (or the root) stack.
-    public var top: Screen { stack(topStack)!.last! }
+    public var top: Screen {
+        // Read in place: no stack reference made, no stack array copied out (every plan asks).
+        if let modal = modals.last { return modal.stack[modal.stack.count - 1] }
+        switch root {
+        case .tabs(let bar):
+            let tab = bar.index(of: bar.selected)!
+            return bar.tabs[tab].stack[bar.tabs[tab].stack.count - 1]
+        case .stack(let screens):
+            return screens[screens.count - 1]
+        }
+    }
 
     /// The stack holding the top screen.
     public var topStack: StackRef {
@@ -219,12 +229,16 @@ private struct InvariantWalk {
     mutating func check(_ stack: [Screen], _ name: @autoclosure () -> String) throws(TreeError) {
         guard !stack.isEmpty else { throw TreeError(.emptyStack, "\(name()) has an empty stack") }
         size.deepestStack = max(size.deepestStack, stack.count)
-        for screen in stack {
-            ids[filled] = screen.id
+        // By index: each screen read where it is, not copied out (a retain and a release of its
+        // name and its info each, for every screen after every change).
+        for index in stack.indices {
+            ids[filled] = stack[index].id
             filled += 1
-            size.longestText = max(size.longestText, screen.context.screen.utf8.count)
-            size.mostInfoEntries = max(size.mostInfoEntries, screen.context.info.count)
-            for (key, value) in screen.context.info {
+            size.longestText = max(size.longestText, stack[index].context.screen.utf8.count)
+            let entries = stack[index].context.info.count
+            guard entries > 0 else { continue }
+            size.mostInfoEntries = max(size.mostInfoEntries, entries)
+            for (key, value) in stack[index].context.info {
                 size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
             }
         }

@@ -240,7 +240,7 @@ public struct Resolver: Sendable {
 
         // What the batch does once its commands are applied to `state.tree`.
         func conclude(_ commands: consuming [Command]) -> Resolution {
-            if let parked { state.parked.removeAll { $0.intent.id == parked.intent.id } }
+            if let id = parked?.intent.id { state.parked.removeAll { $0.intent.id == id } }  // not a copy of it
             if commands.isEmpty {
                 scratch.keepCommands(&commands)  // its room, for the next plan
                 steps.append(

@@ -10,10 +10,12 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
         -> Plan?
     {
         // Frontmost first: modals from the top down, then the selected tab, then the other tabs
-        // in order. No intermediate arrays: this runs for most intents.
-        for modal in tree.modals.reversed() {
-            if let index = modal.stack.lastIndex(where: { context.matches($0, target) }) {
-                return plan(.modal(modal.id), modal.stack, index, target, tree, context, &scratch)
+        // in order. No intermediate arrays, and the modals and tabs read where they are (by
+        // index), not copied out one by one: this runs for most intents.
+        let modals = tree.modals
+        for modal in modals.indices.reversed() {
+            if let index = modals[modal].stack.lastIndex(where: { context.matches($0, target) }) {
+                return plan(.modal(modals[modal].id), modals[modal].stack, index, target, tree, context, &scratch)
             }
         }
         switch tree.root {
@@ -22,14 +24,13 @@ public struct ExistingScreenSwitcher: ContextSwitcher {
                 return plan(.root, screens, index, target, tree, context, &scratch)
             }
         case .tabs(let bar):
-            if let tab = bar.tabs.first(where: { $0.name == bar.selected }),
-                let index = tab.stack.lastIndex(where: { context.matches($0, target) })
-            {
-                return plan(.tab(tab.name), tab.stack, index, target, tree, context, &scratch)
+            let selected = bar.index(of: bar.selected)
+            if let selected, let index = bar.tabs[selected].stack.lastIndex(where: { context.matches($0, target) }) {
+                return plan(.tab(bar.selected), bar.tabs[selected].stack, index, target, tree, context, &scratch)
             }
-            for tab in bar.tabs where tab.name != bar.selected {
-                if let index = tab.stack.lastIndex(where: { context.matches($0, target) }) {
-                    return plan(.tab(tab.name), tab.stack, index, target, tree, context, &scratch)
+            for tab in bar.tabs.indices where tab != selected {
+                if let index = bar.tabs[tab].stack.lastIndex(where: { context.matches($0, target) }) {
+                    return plan(.tab(bar.tabs[tab].name), bar.tabs[tab].stack, index, target, tree, context, &scratch)
                 }
             }
         }
