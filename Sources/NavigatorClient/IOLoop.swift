@@ -151,6 +151,13 @@ struct IOLoop: Sendable {
             requests[id] = pending
         }
 
+        // Takes a follower off the connection: its topics unsubscribed, nothing more kept for it.
+        func remove(_ id: Int) -> SessionFollower? {
+            guard let follower = followers.remove(id) else { return nil }
+            for topic in follower.topics { try? sockets.sub.unsubscribe(topic) }
+            return follower
+        }
+
         func snapshot(for follower: SessionFollower) {
             guard case .session(let session) = follower.target else { return }
             var request = Navigator_V1_Request()
@@ -251,9 +258,7 @@ struct IOLoop: Sendable {
                     for topic in follower.topics { try? sockets.sub.subscribe(topic) }
                     snapshot(for: follower)
                 case .unfollow(let id):
-                    if let follower = followers.remove(id) {
-                        for topic in follower.topics { try? sockets.sub.unsubscribe(topic) }
-                    }
+                    _ = remove(id)
                 case .close(let done):
                     closing = true
                     if let done { closers.append(done) }
@@ -282,6 +287,7 @@ struct IOLoop: Sendable {
                     switch follower.receive(snapshot: reply) {
                     case .resync: snapshot(for: follower)
                     case .retryLater: retries.append((id, clock.now + .milliseconds(200)))
+                    case .ended: _ = remove(id)  // refused, or a tree not valid: it told its sink why
                     case .ok: break
                     }
                 case .instances:
@@ -390,7 +396,7 @@ struct IOLoop: Sendable {
                     if let follower = followers[id], follower.snapshotUnanswered(error) {
                         retries.append((id, clock.now + .milliseconds(200)))
                     } else {
-                        followers.remove(id)?.fail(error)
+                        remove(id)?.fail(error)
                     }
                 case .instances: break  // asked again later
                 }

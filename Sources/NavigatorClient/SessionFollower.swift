@@ -11,6 +11,10 @@ final class SessionFollower {
         case ok, resync
         /// Ask for the snapshot again shortly (the session is changing hands between instances).
         case retryLater
+        /// The follow ended (its sink was told why): take it off the connection. Kept, it would
+        /// stay subscribed and keep every batch of its session while it waited for a snapshot
+        /// that was never to be asked for again.
+        case ended
     }
 
     private enum State {
@@ -82,7 +86,7 @@ final class SessionFollower {
         }
         guard case .snapshot(let snapshot)? = reply.kind else {
             fail(NavigatorConnection.unexpected(reply, "a snapshot"))
-            return .ok
+            return .ended
         }
         guard case .waiting(let buffered) = state else { return .ok }
         let tree: ScreenTree
@@ -90,7 +94,7 @@ final class SessionFollower {
             tree = try snapshot.tree.core()
         } catch {
             fail(ClientError(.malformed, "the snapshot's tree is not valid: \(error)"))
-            return .ok
+            return .ended
         }
         let position = StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq)
         state = .live(tree: tree, position: position)
@@ -170,8 +174,20 @@ final class SessionFollower {
         return .ok
     }
 
-    func fail(_ error: any Error) { sink.end(error) }
-    func finish() { sink.end(nil) }
+    /// Whether the sink was told the follow ended: it is told once.
+    private var ended = false
+
+    func fail(_ error: any Error) {
+        guard !ended else { return }
+        ended = true
+        sink.end(error)
+    }
+
+    func finish() {
+        guard !ended else { return }
+        ended = true
+        sink.end(nil)
+    }
 }
 
 /// A connection's followers, found by the session a published message is about: a message

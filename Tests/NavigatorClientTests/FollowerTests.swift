@@ -1,3 +1,4 @@
+import Locking
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
@@ -90,6 +91,43 @@ struct FollowerTests {
         #expect(followers.all.map(\.id).sorted() == [1, 4])
         #expect(followers.indexed == 2)
         #expect(followers[4]?.target == .session("a"))
+    }
+
+    @Test(
+        "a snapshot refused (not MOVED or UNAVAILABLE) or with a tree not valid ends the follow, once: the connection takes it off, and keeps nothing more for it"
+    )
+    func refusedSnapshot() throws {
+        final class Ends: Sendable {
+            let errors = Locked<[String]>([])
+        }
+        var refused = Navigator_V1_Reply()
+        refused.rejected = .with {
+            $0.code = .shuttingDown
+            $0.message = "navigatord is stopping"
+        }
+        var broken = reply(seq: 1, tree: RouteMap.demo.initialTree())
+        broken.snapshot.tree.root = .init()  // no root: not a valid tree
+        for answer in [refused, broken] {
+            let ends = Ends()
+            let follower = SessionFollower(
+                id: 1, target: .session("g"),
+                sink: FollowSink(
+                    event: { _ in },
+                    end: { error in ends.errors.withLock { $0.append("\(error.map { "\($0)" } ?? "none")") } }))
+            follower.awaitSnapshot()
+            #expect(follower.receive(snapshot: answer) == .ended)
+            // Closing the connection later tells nothing more.
+            follower.finish()
+            follower.fail(ClientError(.timeout, "late"))
+            let told = ends.errors.withLock { $0 }
+            #expect(told.count == 1, "\(told)")
+        }
+        // MOVED and UNAVAILABLE are asked again, as before.
+        var moved = Navigator_V1_Reply()
+        moved.rejected = .with { $0.code = .moved }
+        let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
+        let follower = SessionFollower(id: 1, target: .session("g"), sink: FollowSink(continuation))
+        #expect(follower.receive(snapshot: moved) == .retryLater)
     }
 
     @Test("a batch that does not apply to the mirror also resyncs")

@@ -377,17 +377,17 @@ final class EngineFollow: SessionFollow {
     /// reached): after a pause the follow is placed again where the session is served then —
     /// here, or through another instance. After ``maxAttempts`` that brought no snapshot, it ends.
     func lost(_ reason: String, attempt: Int) {
-        let failed = state.withLock { state -> Int? in
-            guard !state.ended else { return nil }
+        let (failed, registered) = state.withLock { state -> (Int?, Bool) in
+            guard !state.ended else { return (nil, true) }
             switch state.source {
             case .pendingRemote(attempt), .remote(attempt, _): break
-            default: return nil  // it moved or stopped meanwhile
+            default: return (nil, false)  // it moved meanwhile: where it is now stays as it is
             }
             state.source = .none
             state.failedAttempts += 1
-            return state.failedAttempts
+            return (state.failedAttempts, true)
         }
-        follows.removeRemote(self)
+        if registered { follows.removeRemote(self) }
         guard let failed else { return }
         guard failed < Self.maxAttempts else {
             return end(
