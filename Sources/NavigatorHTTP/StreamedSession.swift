@@ -47,12 +47,15 @@ final class StreamedSession: Sendable {
 
     /// Records the follow that feeds this session (stopped at once if the session ended).
     func following(_ follow: any SessionFollow) {
-        let keep = state.withLock { state -> Bool in
-            guard !state.ended else { return false }
+        let (keep, ask) = state.withLock { state -> (Bool, Bool) in
+            guard !state.ended else { return (false, false) }
             state.follow = follow
-            return true
+            return (true, state.snapshotAsked)
         }
         if !keep { follow.stop() }
+        // A connection that joined after the follow's first snapshot, but before the follow was
+        // recorded here, asked for one then (``askSnapshot(_:)``): asked of the follow now.
+        if ask { follow.resnapshot() }
     }
 
     /// Adds a connection; its first items are queued now if its resume position is covered,
@@ -174,11 +177,13 @@ final class StreamedSession: Sendable {
         return !overflowed
     }
 
-    /// The follow to ask for a snapshot, unless one was asked already.
+    /// The follow to ask for a snapshot, unless one was asked already. Before the follow is
+    /// recorded (its first snapshot can come first, on the thread that follows), the ask is kept
+    /// and made when it is (``following(_:)``).
     private func askSnapshot(_ state: inout State) -> (any SessionFollow)? {
-        guard !state.snapshotAsked, let follow = state.follow else { return nil }
+        guard !state.snapshotAsked else { return nil }
         state.snapshotAsked = true
-        return follow
+        return state.follow
     }
 
     /// Ends the streams of callers that may no longer follow the session (`refusal` says why):
