@@ -2,6 +2,7 @@ import Locking
 import Logging
 import NavigatorCore
 import NavigatorPort
+import NavigatorTestSupport
 import NavigatorWire
 import Testing
 
@@ -94,5 +95,27 @@ struct RemoteFollowTests {
         #expect(!secondRecorded)  // stopped meanwhile: the caller unfollows
         follow.deliverRemote(.batch(FollowCursorTests.at(5, 2), .init()), tree: Self.tree, attempt: second)
         #expect(got.all == ["snapshot 5:1"])
+    }
+
+    @Test("a follow that went local does not answer a snapshot ask with the tree it had through another instance")
+    func noStaleRemoteTree() async throws {
+        let (follow, got) = try Self.follow()
+        let attempt = follow.awaitRemote()
+        let elsewhere = try RouteMap.demo.initialTree().applying([.selectTab("search")])
+        follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), elsewhere), attempt: attempt)
+        #expect(follow.follow(remotely: {}, attempt: attempt) == true)
+        // The peer is lost; placed again a moment later, here (this instance serves it now).
+        follow.lost("the peer went away", attempt: attempt)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !got.all.contains("snapshot 1:0") {
+            guard ContinuousClock.now < deadline else { throw TestFailure("never placed again: \(got.all)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Then it moves on through another instance again; asked for a snapshot before that
+        // attempt's first one, it has none to give (the other instance's tree is of 4:2).
+        _ = follow.awaitRemote()
+        follow.resnapshot()
+        follow.stop()
+        #expect(got.all == ["snapshot 4:2", "snapshot 1:0"])
     }
 }

@@ -282,6 +282,9 @@ final class EngineFollow: SessionFollow {
         let started = state.withLock { state -> Bool in
             guard !state.ended else { return false }
             state.source = .local
+            // The cursor moves on with this instance's batches now: a tree kept from an earlier
+            // follow through another instance would no longer match it (``resnapshot()``).
+            state.remoteTree = nil
             queueSnapshot(store, startOver: true, &state)
             return true
         }
