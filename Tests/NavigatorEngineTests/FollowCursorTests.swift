@@ -68,7 +68,7 @@ struct RemoteFollowTests {
     @Test("a snapshot that comes back before the attempt is recorded as made reaches the receiver, and what follows it")
     func snapshotBeforeRecorded() throws {
         let (follow, got) = try Self.follow()
-        let attempt = follow.awaitRemote()
+        let attempt = follow.awaitRemote(placement: follow.beginPlacement())!
         // The connection's thread answers first: the snapshot, then a batch after it.
         follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), Self.tree), attempt: attempt)
         follow.deliverRemote(.batch(FollowCursorTests.at(4, 3), .init()), tree: Self.tree, attempt: attempt)
@@ -83,8 +83,8 @@ struct RemoteFollowTests {
     @Test("another attempt's updates are dropped; an attempt superseded, or of a follow stopped, is not recorded")
     func otherAttempts() throws {
         let (follow, got) = try Self.follow()
-        let first = follow.awaitRemote()
-        let second = follow.awaitRemote()  // placed again (as after a move)
+        let first = follow.awaitRemote(placement: follow.beginPlacement())!
+        let second = follow.awaitRemote(placement: follow.beginPlacement())!  // placed again (as after a move)
         follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), Self.tree), attempt: first)
         let firstRecorded = follow.follow(remotely: {}, attempt: first)
         #expect(!firstRecorded)
@@ -100,7 +100,7 @@ struct RemoteFollowTests {
     @Test("a follow that went local does not answer a snapshot ask with the tree it had through another instance")
     func noStaleRemoteTree() async throws {
         let (follow, got) = try Self.follow()
-        let attempt = follow.awaitRemote()
+        let attempt = follow.awaitRemote(placement: follow.beginPlacement())!
         let elsewhere = try RouteMap.demo.initialTree().applying([.selectTab("search")])
         follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), elsewhere), attempt: attempt)
         #expect(follow.follow(remotely: {}, attempt: attempt) == true)
@@ -113,9 +113,32 @@ struct RemoteFollowTests {
         }
         // Then it moves on through another instance again; asked for a snapshot before that
         // attempt's first one, it has none to give (the other instance's tree is of 4:2).
-        _ = follow.awaitRemote()
+        _ = follow.awaitRemote(placement: follow.beginPlacement())!
         follow.resnapshot()
         follow.stop()
         #expect(got.all == ["snapshot 4:2", "snapshot 1:0"])
+    }
+
+    @Test(
+        "of two placements under way at once (a partition changing hands meanwhile), only the later one starts the follow"
+    )
+    func overlappingPlacements() throws {
+        let (follow, got) = try Self.follow()
+        let store = SessionStore(shards: 1, epoch: 1) { _ in try! Resolver(map: .demo).initialState() }
+        let earlier = follow.beginPlacement()
+        let later = follow.beginPlacement()
+        // Here the earlier one, which found the session served here, comes second to its start.
+        let attempt = try #require(follow.awaitRemote(placement: later))
+        #expect(!follow.startLocally(store, placement: earlier))
+        #expect(follow.awaitRemote(placement: earlier) == nil)
+        follow.deliverRemote(.snapshot(FollowCursorTests.at(4, 2), Self.tree), attempt: attempt)
+        #expect(follow.follow(remotely: {}, attempt: attempt) == true)
+        // And the other way round: a later placement here after an earlier one through a peer.
+        let third = follow.beginPlacement()
+        let fourth = follow.beginPlacement()
+        #expect(follow.startLocally(store, placement: fourth))
+        #expect(follow.awaitRemote(placement: third) == nil)
+        #expect(got.all == ["snapshot 4:2", "snapshot 1:0"])
+        follow.stop()
     }
 }

@@ -55,20 +55,32 @@ final class SessionFollows: Sendable {
     /// Ownership may change between the look and the registration; whichever comes second sees
     /// the other (``stoppedServing(_:)`` scans the registrations, and this looks again after
     /// registering), so a follow never stays where its session is not served.
+    ///
+    /// Placements of one follow can overlap (a partition changing hands moves it while the
+    /// first is under way): each has its number (``EngineFollow/beginPlacement()``), and only
+    /// the latest starts the follow; an earlier one takes back its registration.
     fileprivate func place(_ follow: EngineFollow) {
         guard !closed.load(ordering: .acquiring) else { return follow.end(Self.stopping) }
         guard !follow.hasEnded else { return }
         let session = follow.session
+        let placement = follow.beginPlacement()
         if store.notServed(session) == nil || remote == nil {
             shard(session).follows.withLock { $0[session, default: []].append(follow) }
             localCount.add(1, ordering: .relaxed)
             // Registered first: a batch published meanwhile is either in the snapshot, or comes
             // after it (and the follow takes what continues the snapshot).
-            follow.startLocally(store)
-            if remote != nil, store.notServed(session) != nil, removeLocal(follow) { follow.move(self) }
+            if follow.startLocally(store, placement: placement), remote != nil, store.notServed(session) != nil,
+                removeLocal(follow)
+            {
+                follow.move(self)
+            }
         } else {
             remoteFollows.withLock { $0[session, default: []].append(follow) }
-            remote!.start(follow, attempt: follow.awaitRemote())
+            guard let attempt = follow.awaitRemote(placement: placement) else {
+                removeRemote(follow)  // ended, or placed again meanwhile
+                return
+            }
+            remote!.start(follow, attempt: attempt)
             if store.notServed(session) == nil, removeRemote(follow) { follow.move(self) }
         }
         if closed.load(ordering: .acquiring) { follow.end(Self.stopping) }
@@ -227,6 +239,8 @@ final class EngineFollow: SessionFollow {
         /// snapshot (``lost(_:attempt:)``).
         var attempts = 0
         var failedAttempts = 0
+        /// Placements begun (``SessionFollows/place(_:)``): only the latest may start the follow.
+        var placements = 0
         var outbox: [SessionUpdate] = []
         /// A thread is delivering the outbox.
         var delivering = false
@@ -277,10 +291,21 @@ final class EngineFollow: SessionFollow {
         }
     }
 
-    /// Takes the snapshot from the store and delivers it (a session served here).
-    fileprivate func startLocally(_ store: SessionStore) {
+    /// A placement begins: its number, which ``startLocally(_:placement:)`` and
+    /// ``awaitRemote(placement:)`` compare with the latest.
+    func beginPlacement() -> Int {
+        state.withLock { state in
+            state.placements += 1
+            return state.placements
+        }
+    }
+
+    /// Takes the snapshot from the store and delivers it (a session served here); false, and
+    /// its registration here taken back, if the follow ended or was placed again meanwhile.
+    @discardableResult
+    func startLocally(_ store: SessionStore, placement: Int) -> Bool {
         let started = state.withLock { state -> Bool in
-            guard !state.ended else { return false }
+            guard !state.ended, state.placements == placement else { return false }
             state.source = .local
             // The cursor moves on with this instance's batches now: a tree kept from an earlier
             // follow through another instance would no longer match it (``resnapshot()``).
@@ -289,10 +314,11 @@ final class EngineFollow: SessionFollow {
             return true
         }
         guard started else {
-            follows.removeLocal(self)  // it stopped meanwhile
-            return
+            follows.removeLocal(self)  // it stopped, or was placed again, meanwhile
+            return false
         }
         flush()
+        return true
     }
 
     /// A batch published here: delivered if it continues what the receiver holds, dropped if it
@@ -318,9 +344,11 @@ final class EngineFollow: SessionFollow {
     }
 
     /// Marks the follow as being set up through another instance; returns the attempt's number,
-    /// which the updates and the end of that attempt carry.
-    func awaitRemote() -> Int {
+    /// which the updates and the end of that attempt carry. Nil if the follow ended or was
+    /// placed again since `placement` began.
+    func awaitRemote(placement: Int) -> Int? {
         state.withLock { state in
+            guard !state.ended, state.placements == placement else { return nil }
             state.attempts += 1
             state.source = .pendingRemote(state.attempts)
             return state.attempts
