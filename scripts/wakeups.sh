@@ -6,7 +6,9 @@
 #
 #   scripts/wakeups.sh BIN [RATE] [SECONDS] [SESSIONS]      (defaults: 2000 10 20000)
 #
-# NAVIGATORD_ARGS: more navigatord options ("--workers 1").
+# NAVIGATORD_ARGS: more navigatord options ("--workers 1"). FLOOR=1: navload measures the raw
+# relay's floor right after (`--floor --pause-service`), and the relay's threads are read the same
+# way while it relays at the same rate: the two side by side, thread by thread.
 set -euo pipefail
 bin=$1
 rate=${2:-2000}
@@ -18,11 +20,28 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 stop_on_exit
 start_navigatord "$bin" "$work/data" "$work/navigatord.log" wakeups
+floor=()
+[ "${FLOOR:-0}" = 1 ] && floor=(--floor --pause-service --service-pid "$pid")
 "$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
-  --duration $((seconds + warmup + 2)) --warmup 0 >"$work/navload.log" 2>&1 &
+  --duration $((seconds + warmup + 2)) --warmup 0 "${floor[@]}" >"$work/navload.log" 2>&1 &
 load=$!
 sleep "$warmup"
 echo "navigatord at $rate intents/s over $sessions sessions ${NAVIGATORD_ARGS:-}"
 /usr/bin/python3 "$here/threads.py" "$pid" "$seconds" "$rate"
+if [ "${FLOOR:-0}" = 1 ]; then
+  # navload starts the relay (`navload relay`) once the run is over.
+  relay=""
+  for _ in $(seq 1 600); do
+    relay=$(ps -eo pid=,args= | awk '$2 ~ /(navload|\/exe)$/ && $3 == "relay" {print $1; exit}')
+    [ -n "$relay" ] && break
+    sleep 0.1
+  done
+  [ -n "$relay" ] || { echo "wakeups: the floor's relay never started" >&2; exit 1; }
+  # The floor relays for 10 s at most: read 7 of them, once it is under way.
+  sleep 2
+  echo "the raw relay (navload --floor) at $rate messages/s"
+  /usr/bin/python3 "$here/threads.py" "$relay" $((seconds < 7 ? seconds : 7)) "$rate"
+fi
 wait "$load"; load=""
-tail -n 3 "$work/navload.log" | sed 's/^/navload: /'
+grep -E '^navigatord CPU per intent|^floor: raw' "$work/navload.log" | sed 's/^/navload: /'
+[ "${FLOOR:-0}" = 1 ] || tail -n 3 "$work/navload.log" | sed 's/^/navload: /'
