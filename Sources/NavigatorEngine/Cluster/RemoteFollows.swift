@@ -168,7 +168,14 @@ final class RemoteFollows: Sendable {
     private func open(_ peer: ServerEndpoints) async throws {
         let opened: Result<NavigatorConnection, any Error>
         do {
-            opened = .success(try await NavigatorConnection(endpoints: peer, timeout: .seconds(5)))
+            let connection = try await NavigatorConnection(endpoints: peer, timeout: .seconds(5))
+            // Its first follows subscribe, then ask for their snapshots: with the commands socket
+            // not yet connected, a snapshot could be taken before the subscription reached the
+            // peer, and a batch published between the two would be lost to the follow (its
+            // stream stale until the session's next batch). A follower waiting for its first
+            // snapshot is not resynced by the connection's handshake (only live ones are).
+            await connection.commandsConnected(timeout: .seconds(5))
+            opened = .success(connection)
         } catch {
             opened = .failure(error)
         }
