@@ -3,9 +3,9 @@
 # each of ROUNDS rounds (the builds in the given order, then reversed, in turn), each BIN (a
 # directory holding a release navigatord and navctl) gets a fresh navigatord on free 127.0.0.1
 # ports, driven by this tree's release navload with `--floor` (the relay measured right after the
-# run, at the same rate). Prints one line a run: CPU per intent,
-# the ratio to the floor, p99 against the floor's p99. More rounds than ./dev bench takes, for a
-# machine whose figures move by a fifth from run to run.
+# run, at the same rate). Prints one line a run: CPU per intent, the ratio to the floor, p99
+# against the floor's p99. More rounds than ./dev bench takes, for a machine whose figures move by
+# a fifth from run to run.
 #
 #   scripts/floor-pairs.sh RATE ROUNDS BIN...        (DURATION=10 SESSIONS=20000 NAVIGATORD_ARGS=)
 #

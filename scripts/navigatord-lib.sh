@@ -3,8 +3,8 @@
 #
 #   stop_on_exit
 #       when the script ends, however it ends, stops navload ($load) and navigatord ($pid), those
-#       of them that are running, and removes $work. (floor-pairs.sh, which pauses navigatord,
-#       has its own.)
+#       of them that are running (navigatord continued first, in case it was left paused), and
+#       removes $work. (floor-pairs.sh has its own.)
 #
 #   start_navigatord BIN DATA_DIR LOG NAME
 #       starts BIN/navigatord on free 127.0.0.1 ports with its state in DATA_DIR, metrics off,
@@ -20,7 +20,9 @@ stop_on_exit() {
   load=""; pid=""
   cleanup() {
     [ -n "$load" ] && kill "$load" 2>/dev/null && wait "$load" 2>/dev/null
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    # Continued first: navload may have been stopped while it had navigatord paused
+    # (`--floor --pause-service`, as wakeups.sh's FLOOR=1 runs it).
+    [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     rm -rf "$work"
   }
   # All of it, even where a step fails (errexit would end it there); and on a signal (Ctrl-C, a

@@ -32,7 +32,7 @@ if [ "${FLOOR:-0}" = 1 ]; then
   # navload starts the relay (`navload relay`) once the run is over.
   relay=""
   for _ in $(seq 1 600); do
-    relay=$(ps -eo pid=,args= | awk '$2 ~ /(navload|\/exe)$/ && $3 == "relay" {print $1; exit}')
+    relay=$(pgrep -P "$load" -f ' relay$' || true)  # navload's own child, not another run's
     [ -n "$relay" ] && break
     sleep 0.1
   done

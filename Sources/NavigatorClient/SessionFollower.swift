@@ -34,6 +34,8 @@ final class SessionFollower {
     private(set) var hadSnapshot = false
     /// Snapshot requests in a row that got no reply in time.
     private var unanswered = 0
+    /// Whether the sink was told the follow ended: it is told once.
+    private var ended = false
     /// How many snapshot requests in a row may go unanswered, once the service has answered
     /// this follow, before the follow ends with the error: a session changing instances (an
     /// owner paused or killed) can take one or two timeouts; a service gone for good cannot.
@@ -173,9 +175,6 @@ final class SessionFollower {
         sink.event(.batch(batch, header: header, tree: tree))
         return .ok
     }
-
-    /// Whether the sink was told the follow ended: it is told once.
-    private var ended = false
 
     func fail(_ error: any Error) {
         guard !ended else { return }

@@ -94,7 +94,7 @@ struct FollowerTests {
     }
 
     @Test(
-        "a snapshot refused (not MOVED or UNAVAILABLE) or with a tree not valid ends the follow, once: the connection takes it off, and keeps nothing more for it"
+        "a snapshot refused (not MOVED or UNAVAILABLE) or with a tree not valid ends the follow, once, and says so to the connection (which takes it off: RefusedSnapshotTests)"
     )
     func refusedSnapshot() throws {
         final class Ends: Sendable {

@@ -497,8 +497,8 @@ struct StreamTests {
                 do {
                     opened = try await stream.wait("a snapshot") { !$0.isEmpty }
                 } catch {
-                    // What the first knew then. (It failed so 3 times in about 35 runs until the follow
-                    // took a snapshot that came back before its attempt was recorded: RemoteFollowTests.)
+                    // What the first knew then. (It failed so until a follow took the snapshot that
+                    // came back before its attempt was recorded: RemoteFollowTests.)
                     let peers = first.livePeers.list.map {
                         "\($0.id) requests \($0.requestEndpoints) commands \($0.commandEndpoints)"
                     }

@@ -58,7 +58,11 @@ final class SessionFollows: Sendable {
     ///
     /// Placements of one follow can overlap (a partition changing hands moves it while the
     /// first is under way): each has its number (``EngineFollow/beginPlacement()``), and only
-    /// the latest starts the follow; an earlier one takes back its registration.
+    /// the latest starts the follow. An earlier one leaves the registrations alone: whatever
+    /// placed the follow again took the follow out of its table first (``move(_:)``'s callers,
+    /// ``EngineFollow/lost(_:attempt:)``), so the one left there is the later placement's. A
+    /// placement that finds the follow stopped takes its own back (the stop may have come
+    /// before it registered).
     fileprivate func place(_ follow: EngineFollow) {
         guard !closed.load(ordering: .acquiring) else { return follow.end(Self.stopping) }
         guard !follow.hasEnded else { return }
@@ -77,7 +81,7 @@ final class SessionFollows: Sendable {
         } else {
             remoteFollows.withLock { $0[session, default: []].append(follow) }
             guard let attempt = follow.awaitRemote(placement: placement) else {
-                removeRemote(follow)  // ended, or placed again meanwhile
+                if follow.hasEnded { removeRemote(follow) }  // else placed again meanwhile
                 return
             }
             remote!.start(follow, attempt: attempt)
@@ -300,8 +304,8 @@ final class EngineFollow: SessionFollow {
         }
     }
 
-    /// Takes the snapshot from the store and delivers it (a session served here); false, and
-    /// its registration here taken back, if the follow ended or was placed again meanwhile.
+    /// Takes the snapshot from the store and delivers it (a session served here); false if the
+    /// follow ended (its registration here taken back) or was placed again meanwhile.
     @discardableResult
     func startLocally(_ store: SessionStore, placement: Int) -> Bool {
         let started = state.withLock { state -> Bool in
@@ -314,7 +318,7 @@ final class EngineFollow: SessionFollow {
             return true
         }
         guard started else {
-            follows.removeLocal(self)  // it stopped, or was placed again, meanwhile
+            if hasEnded { follows.removeLocal(self) }  // else placed again meanwhile (see place)
             return false
         }
         flush()
@@ -468,7 +472,8 @@ final class EngineFollow: SessionFollow {
             case .local:
                 queueSnapshot(store, startOver: false, &state)
             case .remote, .pendingRemote:
-                // A snapshot may have come before the attempt was recorded (deliverRemote).
+                // The attempt's snapshot may have come before it was recorded (deliverRemote);
+                // before its first, the tree is the previous attempt's, at the cursor's position.
                 if let position = state.cursor.position, let tree = state.remoteTree {
                     state.outbox.append(.current(position, tree))
                 }
