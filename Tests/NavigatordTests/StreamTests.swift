@@ -468,6 +468,54 @@ struct StreamTests {
     }
 
     @Test(
+        "several instances: thirty streams opened at once on one, for sessions another serves, each show their snapshot and then their batch",
+        .enabled(if: TestPostgres.enabled))
+    func manyAcrossInstances() async throws {
+        try await TestPostgres.withDatabase { url in
+            try await withNavigatords(["one", "two"], url: url, Self.configure) { navigators in
+                let (first, second) = (navigators[0].engine, navigators[1].engine)
+                let address = try #require(navigators[0].httpAddress)
+                let ownership = try #require(second.store.ownership)
+                let deadline = ContinuousClock.now + .seconds(30)
+                while ownership.served.count != 128 || first.store.ownership!.served.count != 128 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the partitions were not split") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let sessions = Array(
+                    (0..<5000).map { "m\($0)" }.filter { ownership.serves(ownership.partition(of: $0)) }.prefix(30))
+                #expect(sessions.count == 30)
+                while sessions.contains(where: { first.store.ownership!.forwardEndpoint(of: $0) == nil }) {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("the first never learned the owner") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                // All open at once: their follows through the second race for its connections
+                // (ten sessions each), and each one's first snapshot with its own set-up.
+                let streams = try sessions.map { try SSEClient(address, "/v1/sessions/\($0)/stream") }
+                defer { for stream in streams { stream.close() } }
+                var epochs: [UInt64] = []
+                for (stream, session) in zip(streams, sessions) {
+                    let opened = try await stream.wait("\(session)'s snapshot", timeout: .seconds(20)) { !$0.isEmpty }
+                    let snapshot = try #require(opened[0].streamEvent?.snapshot, "\(session): \(opened[0])")
+                    epochs.append(snapshot.epoch)
+                }
+                // Then a batch of each, made on the second (the first forwards each intent).
+                for session in sessions {
+                    let reply = try await onThread {
+                        try Client(first.endpoints).request(
+                            .intent(wireIntent("i-\(session)", [ScreenContext("settings")], session: session)))
+                    }
+                    #expect(reply.resolved.batch.seq == 1, "\(session): \(reply)")
+                }
+                for ((stream, session), epoch) in zip(zip(streams, sessions), epochs) {
+                    _ = try await stream.wait("\(session)'s batch", timeout: .seconds(20)) { events in
+                        events.contains { $0.id == "\(epoch):1" }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(
         "several instances: a stream opened on one follows a session another serves, and across its hand-over",
         .enabled(if: TestPostgres.enabled))
     func acrossInstances() async throws {
