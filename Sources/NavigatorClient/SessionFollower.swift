@@ -40,6 +40,9 @@ final class SessionFollower {
     /// this follow, before the follow ends with the error: a session changing instances (an
     /// owner paused or killed) can take one or two timeouts; a service gone for good cannot.
     static let unansweredLimit = 5
+    /// The most batches kept while a snapshot is awaited (a session publishing fast while its
+    /// snapshot is retried): the newest, so that what the snapshot may not have is kept.
+    static let maxBuffered = 1_000
 
     /// A snapshot request went unanswered in time: true if it is to be asked again (a resync
     /// event says so), false if the follow ends (never answered at all, or too many in a row).
@@ -116,6 +119,12 @@ final class SessionFollower {
         case (.batch, .session):
             guard let batch = try? Navigator_V1_CommandBatch(serializedBytes: payload) else { return .ok }
             if case .waiting(var buffered) = state {
+                state = .waiting(buffered: [])  // the array held once: appended in place, not copied
+                if buffered.count >= Self.maxBuffered {
+                    // The oldest go: those the snapshot has are not needed, and if it has not, the
+                    // first batch after it shows the gap and a new snapshot is asked for.
+                    buffered.removeFirst(buffered.count - Self.maxBuffered + 1)
+                }
                 buffered.append((header, batch))
                 state = .waiting(buffered: buffered)
                 return .ok

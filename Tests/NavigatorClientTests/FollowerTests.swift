@@ -130,6 +130,41 @@ struct FollowerTests {
         #expect(follower.receive(snapshot: moved) == .retryLater)
     }
 
+    @Test(
+        "while a snapshot is awaited, the newest batches are kept up to a limit: those the snapshot has are not needed, and a gap before the rest asks again"
+    )
+    func bufferLimit() async throws {
+        let limit = SessionFollower.maxBuffered
+        var sequences: [[String]] = []
+        for snapshotSeq in [UInt64(10), 0] {
+            let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
+            let follower = SessionFollower(id: 1, target: .session("g"), sink: FollowSink(continuation))
+            follower.awaitSnapshot()
+            for seq in 1...UInt64(limit + 5) {
+                let (header, bytes) = try batch(seq, [.selectTab(seq % 2 == 0 ? "chats" : "search")])
+                #expect(follower.receive(.batch, header: header, payload: bytes) == .ok)
+            }
+            // Kept: 6 ... limit + 5. A snapshot at 10 has 6 ... 10; one at 0 misses 1 ... 5.
+            let tree = try RouteMap.demo.initialTree().applying(snapshotSeq == 0 ? [] : [.selectTab("chats")])
+            let verdict = follower.receive(snapshot: reply(seq: snapshotSeq, tree: tree))
+            #expect(verdict == (snapshotSeq == 0 ? .resync : .ok))
+            continuation.finish()
+            var seen: [String] = []
+            for try await event in stream {
+                switch event {
+                case .batch(_, let header, _):
+                    if seen.last?.hasPrefix("batch") != true { seen.append("batch \(header.seq)") }
+                case .snapshot(_, let position, _): seen.append("snapshot \(position.seq)")
+                case .gap(let expected, let received): seen.append("gap \(expected) got \(received)")
+                default: seen.append("other")
+                }
+            }
+            sequences.append(seen)
+        }
+        #expect(sequences[0] == ["snapshot 10", "batch 11"])  // then every one up to limit + 5
+        #expect(sequences[1] == ["snapshot 0", "gap 1 got 6"])
+    }
+
     @Test("a batch that does not apply to the mirror also resyncs")
     func divergence() throws {
         let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
