@@ -82,15 +82,9 @@ struct MovedTests {
         }
         let reply: Navigator_V1_Reply
         do {
-            let connection = try await shared.connect()
-            do {
-                reply = try await connection.request(
-                    .intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
-            } catch {
-                await connection.close()
-                throw error
+            reply = try await shared.withConnection { connection in
+                try await connection.request(.intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
             }
-            await connection.close()
         } catch {
             shared.stopped.withLock { $0 = true }
             _ = try? await served
@@ -108,15 +102,23 @@ final class BareInstances: Sendable {
     let endpoints = Locked<ServerEndpoints?>(nil)
     let stopped = Locked(false)
 
-    /// A connection to them once their thread has bound its sockets. Generous: that thread
-    /// starts from a task, which a suite running hundreds of tests on two cores has been seen to
-    /// start more than 10 s late.
-    func connect() async throws -> NavigatorConnection {
+    /// `body` with a connection to them, made once their thread has bound its sockets, and
+    /// closed after it however it ends. Generous: that thread starts from a task, which a suite
+    /// running hundreds of tests on two cores has been seen to start more than 10 s late.
+    func withConnection<T: Sendable>(_ body: (NavigatorConnection) async throws -> T) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(60)
         while endpoints.withLock({ $0 }) == nil {
             guard ContinuousClock.now < deadline else { throw TestFailure("the instances never bound") }
             try await Task.sleep(for: .milliseconds(5))
         }
-        return try await NavigatorConnection(endpoints: endpoints.withLock { $0! }, timeout: .seconds(5))
+        let connection = try await NavigatorConnection(endpoints: endpoints.withLock { $0! }, timeout: .seconds(5))
+        do {
+            let result = try await body(connection)
+            await connection.close()
+            return result
+        } catch {
+            await connection.close()
+            throw error
+        }
     }
 }

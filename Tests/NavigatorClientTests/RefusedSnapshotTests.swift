@@ -62,13 +62,12 @@ struct RefusedSnapshotTests {
             }
             return log
         }
-        var unsubscribedOpen = 0
+        let unsubscribedOpen: Int
         // As an instance follows a session through another (RemoteFollows): no stream whose
         // end would unfollow it, only onEnd.
         let ends = Locked<[String]>([])
         do {
-            let connection = try await shared.connect()
-            do {
+            unsubscribedOpen = try await shared.withConnection { connection in
                 _ = connection.follow(
                     .session("q"), audit: false, onEvent: { _ in },
                     onEnd: { error in ends.withLock { $0.append(error.map { "\($0)" } ?? "no error") } })
@@ -80,12 +79,8 @@ struct RefusedSnapshotTests {
                 while unsubscribed.withLock({ $0 }) < 2, ContinuousClock.now < wait + .seconds(10) {
                     try await Task.sleep(for: .milliseconds(10))
                 }
-                unsubscribedOpen = unsubscribed.withLock { $0 }
-            } catch {
-                await connection.close()
-                throw error
+                return unsubscribed.withLock { $0 }
             }
-            await connection.close()
         } catch {
             shared.stopped.withLock { $0 = true }
             _ = try? await served

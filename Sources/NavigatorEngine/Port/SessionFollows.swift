@@ -306,7 +306,6 @@ final class EngineFollow: SessionFollow {
 
     /// Takes the snapshot from the store and delivers it (a session served here); false if the
     /// follow ended (its registration here taken back) or was placed again meanwhile.
-    @discardableResult
     func startLocally(_ store: SessionStore, placement: Int) -> Bool {
         let started = state.withLock { state -> Bool in
             guard !state.ended, state.placements == placement else { return false }
