@@ -172,9 +172,16 @@ struct IOLoop: Sendable {
         // The commands endpoints the SUB is connected to; the instances list adds the others.
         var connected: Set<String> = [endpoints.commands]
         var nextInstances = clock.now
-        // Whether the SUB has a connection now, and who waits for one.
-        var subConnected = false
+        // The SUB's connections now, by endpoint (several instances: one to each), and who
+        // waits for one. The monitor gives the endpoint with both events; its value is no help
+        // (0 for a handshake, the descriptor for a disconnection).
+        var subPeers: Set<String> = []
         var connectWaiters: [@Sendable () -> Void] = []
+        // Followers whose first snapshot waits for the SUB's first connection, until a time:
+        // a snapshot taken before the follower's subscriptions reach the service misses the
+        // batches published between the two. At the time it is asked for anyway (a commands
+        // endpoint that never answers must not hold the snapshot back for ever).
+        var awaitingSub: [(follower: Int, until: ContinuousClock.Instant)] = []
 
         func askForInstances(now: Bool = false) {
             if !now { nextInstances = clock.now + Self.instancesInterval }
@@ -232,9 +239,15 @@ struct IOLoop: Sendable {
             let due = retries.filter { $0.at <= start }
             retries.removeAll { $0.at <= start }
             for retry in due { if let follower = followers[retry.follower] { snapshot(for: follower) } }
+            let unconnected = awaitingSub.filter { $0.until <= start }
+            awaitingSub.removeAll { $0.until <= start }
+            for waiting in unconnected {
+                if let follower = followers[waiting.follower] { snapshot(for: follower) }
+            }
             // Wake for the nearest deadline; retry unsent work every few milliseconds.
             let deadlines =
                 intents.map(\.deadline) + requests.values.map(\.deadline) + retries.map(\.at) + resends.map(\.at)
+                + awaitingSub.map(\.until)
                 + (followers.isEmpty ? [] : [nextInstances]) + (ownerListAgainAt.map { [$0] } ?? [])
             var wait: Duration? = deadlines.min().map { max(.zero, $0 - clock.now) }
             if !intents.isEmpty || requests.values.contains(where: { $0.unsent != nil }) {
@@ -256,14 +269,18 @@ struct IOLoop: Sendable {
                 case .follow(let follower):
                     followers.add(follower)
                     for topic in follower.topics { try? sockets.sub.subscribe(topic) }
-                    snapshot(for: follower)
+                    if subPeers.isEmpty, case .session = follower.target {
+                        awaitingSub.append((follower.id, clock.now + timeout))
+                    } else {
+                        snapshot(for: follower)
+                    }
                 case .unfollow(let id):
                     _ = remove(id)
                 case .close(let done):
                     closing = true
                     if let done { closers.append(done) }
                 case .whenConnected(let waiter):
-                    if subConnected { waiter() } else { connectWaiters.append(waiter) }
+                    if !subPeers.isEmpty { waiter() } else { connectWaiters.append(waiter) }
                 }
             }
 
@@ -342,16 +359,22 @@ struct IOLoop: Sendable {
             }
 
             // Connections of the SUB: after each new one, live mirrors take a new snapshot (the
-            // first connection included: batches published before it were not received).
+            // first connection included: batches published before it were not received), those
+            // asking for one ask again once it comes, and those waiting for a first connection
+            // ask now.
             while let count = try? sockets.subEvents.receiveMultipart(into: &frames, wait: false) {
                 guard count == 2, frames[0].count == 6 else { continue }
                 let event = frames[0].withUnsafeBytes { UInt32($0.loadUnaligned(fromByteOffset: 0, as: UInt16.self)) }
-                if MonitorEvents(rawValue: event).contains(.disconnected) { subConnected = false }
+                let peer = frames[1].string
+                if MonitorEvents(rawValue: event).contains(.disconnected) { subPeers.remove(peer) }
                 guard MonitorEvents(rawValue: event).contains(.handshakeSucceeded) else { continue }
-                subConnected = true
+                subPeers.insert(peer)
                 for waiter in connectWaiters { waiter() }
                 connectWaiters.removeAll()
                 for follower in followers.all where follower.reconnected() == .resync { snapshot(for: follower) }
+                let waiting = awaitingSub
+                awaitingSub.removeAll()
+                for entry in waiting { if let follower = followers[entry.follower] { snapshot(for: follower) } }
             }
 
             // Published messages.

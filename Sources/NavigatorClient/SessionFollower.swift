@@ -5,7 +5,8 @@ import SwiftProtobuf
 /// One follower, confined to the client's I/O thread. For a session it keeps a mirror tree by
 /// the Clone pattern: subscribe, take a snapshot, drop batches with seq <= the snapshot's, apply
 /// the rest in order; resync from a new snapshot on a gap, on a batch of another epoch, on a
-/// reconnect (``IOLoop`` calls for it) and on a batch that does not apply.
+/// reconnect (``IOLoop`` calls for it) and on a batch that does not apply. A snapshot asked for
+/// while the commands socket made a connection is asked for again, unseen by the sink.
 final class SessionFollower {
     enum Verdict {
         case ok, resync
@@ -36,6 +37,12 @@ final class SessionFollower {
     private var unanswered = 0
     /// Whether the sink was told the follow ended: it is told once.
     private var ended = false
+    /// Whether a snapshot request of this follower is out (asked, not answered yet).
+    private var asking = false
+    /// Whether the commands socket made a connection while that request was out: the snapshot
+    /// may then have been taken before this follower's subscriptions reached the service, and
+    /// a batch published between the two would be missing until the session's next batch.
+    private var connectedWhileAsking = false
     /// How many snapshot requests in a row may go unanswered, once the service has answered
     /// this follow, before the follow ends with the error: a session changing instances (an
     /// owner paused or killed) can take one or two timeouts; a service gone for good cannot.
@@ -47,6 +54,7 @@ final class SessionFollower {
     /// A snapshot request went unanswered in time: true if it is to be asked again (a resync
     /// event says so), false if the follow ends (never answered at all, or too many in a row).
     func snapshotUnanswered(_ error: any Error) -> Bool {
+        asking = false
         guard hadSnapshot, unanswered < Self.unansweredLimit else { return false }
         unanswered += 1
         sink.event(.resync(reason: "no snapshot in time (\(error)); asking again"))
@@ -80,9 +88,12 @@ final class SessionFollower {
     /// A snapshot was asked for: keep batches until it comes (those kept so far stay).
     func awaitSnapshot() {
         if case .live = state { state = .waiting(buffered: []) }
+        asking = true
+        connectedWhileAsking = false
     }
 
     func receive(snapshot reply: Navigator_V1_Reply) -> Verdict {
+        asking = false
         if case .rejected(let rejected)? = reply.kind, rejected.code == .moved || rejected.code == .unavailable {
             // Several instances: no instance serves the session this moment (a failover or a
             // hand-over); it will shortly.
@@ -100,6 +111,13 @@ final class SessionFollower {
         } catch {
             fail(ClientError(.malformed, "the snapshot's tree is not valid: \(error)"))
             return .ended
+        }
+        if connectedWhileAsking {
+            // Perhaps taken before the new connection carried the subscriptions: asked again,
+            // the batches kept so far kept. The sink sees only the snapshot that counts.
+            hadSnapshot = true
+            unanswered = 0
+            return .resync
         }
         let position = StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq)
         state = .live(tree: tree, position: position)
@@ -151,7 +169,11 @@ final class SessionFollower {
     /// The connection to the commands socket was made again: batches may have been lost
     /// meanwhile, and nothing would show it until a later batch.
     func reconnected() -> Verdict {
-        guard case .session = target, case .live = state else { return .ok }
+        guard case .session = target else { return .ok }
+        guard case .live = state else {
+            if asking { connectedWhileAsking = true }
+            return .ok
+        }
         sink.event(.resync(reason: "reconnected to the commands socket"))
         state = .waiting(buffered: [])
         return .resync

@@ -165,6 +165,39 @@ struct FollowerTests {
         #expect(sequences[1] == ["snapshot 0", "gap 1 got 6"])
     }
 
+    @Test(
+        "a snapshot asked for while the commands socket made a connection is asked for again, unseen by the sink, the batches kept meanwhile kept"
+    )
+    func connectedWhileAsking() async throws {
+        let (stream, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()
+        let follower = SessionFollower(id: 1, target: .session("g"), sink: FollowSink(continuation))
+        follower.awaitSnapshot()
+        // The connection comes while the request is out: nothing to do until it is answered.
+        #expect(follower.reconnected() == .ok)
+        let (h1, b1) = try batch(1, [.selectTab("chats")])
+        #expect(follower.receive(.batch, header: h1, payload: b1) == .ok)
+        // Perhaps taken before the subscription arrived (it misses batch 1): asked again.
+        let start = RouteMap.demo.initialTree()
+        #expect(follower.receive(snapshot: reply(seq: 0, tree: start)) == .resync)
+        follower.awaitSnapshot()
+        // The second answer counts; batch 1, kept, applies after it.
+        #expect(follower.receive(snapshot: reply(seq: 0, tree: start)) == .ok)
+        // A connection before the request went out (or after its answer) asks nothing more.
+        follower.awaitSnapshot()
+        #expect(follower.receive(snapshot: reply(seq: 1, tree: try start.applying([.selectTab("chats")]))) == .ok)
+        continuation.finish()
+        var seen: [String] = []
+        for try await event in stream {
+            switch event {
+            case .batch(_, let header, _): seen.append("batch \(header.seq)")
+            case .snapshot(_, let position, _): seen.append("snapshot \(position.seq)")
+            case .resync: seen.append("resync")
+            default: seen.append("other")
+            }
+        }
+        #expect(seen == ["snapshot 0", "batch 1", "snapshot 1"])
+    }
+
     @Test("a batch that does not apply to the mirror also resyncs")
     func divergence() throws {
         let (_, continuation) = AsyncThrowingStream<SessionEvent, any Error>.makeStream()

@@ -17,7 +17,7 @@ struct MovedTests {
     func ownerWithoutEndpointsYet() async throws {
         let shared = BareInstances()
         // The instances' thread: what each answered, in order.
-        async let served = onThread { () throws -> [String] in
+        let (reply, log) = try await shared.run(serving: { () throws -> [String] in
             let context = try Context()
             let one = try Socket(context, type: .router)
             let two = try Socket(context, type: .router)
@@ -73,52 +73,14 @@ struct MovedTests {
                     default:
                         log.append("\(name): unexpected \(String(describing: request.kind))")
                     }
-                    var out: [any FrameBytes] = frames.dropLast().map(\.bytes)
-                    out.append(try reply.serializedBytes() as [UInt8])
-                    try socket.send(multipart: out)
+                    try BareInstances.send(reply, answering: frames, on: socket)
                 }
             }
             return log
+        }) { connection in
+            try await connection.request(.intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
         }
-        let reply: Navigator_V1_Reply
-        do {
-            reply = try await shared.withConnection { connection in
-                try await connection.request(.intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
-            }
-        } catch {
-            shared.stopped.withLock { $0 = true }
-            _ = try? await served
-            throw error
-        }
-        shared.stopped.withLock { $0 = true }
-        let log = try await served
         #expect(reply.resolved.batch.seq == 1, "\(reply)")
         #expect(log == ["one: MOVED", "one: instances 1", "one: instances 2", "one: instances 3", "two: resolved"])
-    }
-}
-
-/// What a test and the thread of its instances made of bare sockets share.
-final class BareInstances: Sendable {
-    let endpoints = Locked<ServerEndpoints?>(nil)
-    let stopped = Locked(false)
-
-    /// `body` with a connection to them, made once their thread has bound its sockets, and
-    /// closed after it however it ends. Generous: that thread starts from a task, which a suite
-    /// running hundreds of tests on two cores has been seen to start more than 10 s late.
-    func withConnection<T: Sendable>(_ body: (NavigatorConnection) async throws -> T) async throws -> T {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while endpoints.withLock({ $0 }) == nil {
-            guard ContinuousClock.now < deadline else { throw TestFailure("the instances never bound") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        let connection = try await NavigatorConnection(endpoints: endpoints.withLock { $0! }, timeout: .seconds(5))
-        do {
-            let result = try await body(connection)
-            await connection.close()
-            return result
-        } catch {
-            await connection.close()
-            throw error
-        }
     }
 }

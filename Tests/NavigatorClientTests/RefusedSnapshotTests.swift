@@ -18,9 +18,12 @@ struct RefusedSnapshotTests {
     func refused() async throws {
         let shared = BareInstances()
         let unsubscribed = Locked(0)
+        // As an instance follows a session through another (RemoteFollows): no stream whose
+        // end would unfollow it, only onEnd.
+        let ends = Locked<[String]>([])
         // The instance's thread: the subscriptions it saw (1 subscribe, 0 unsubscribe) and what
         // it answered.
-        async let served = onThread { () throws -> [String] in
+        let (unsubscribedOpen, log) = try await shared.run(serving: { () throws -> [String] in
             let context = try Context()
             let requests = try Socket(context, type: .router)
             let intents = try Socket(context, type: .pull)
@@ -56,38 +59,23 @@ struct RefusedSnapshotTests {
                     log.append("unexpected \(String(describing: request.kind))")
                     continue
                 }
-                var out: [any FrameBytes] = frames.dropLast().map(\.bytes)
-                out.append(try reply.serializedBytes() as [UInt8])
-                try requests.send(multipart: out)
+                try BareInstances.send(reply, answering: frames, on: requests)
             }
             return log
-        }
-        let unsubscribedOpen: Int
-        // As an instance follows a session through another (RemoteFollows): no stream whose
-        // end would unfollow it, only onEnd.
-        let ends = Locked<[String]>([])
-        do {
-            unsubscribedOpen = try await shared.withConnection { connection in
-                _ = connection.follow(
-                    .session("q"), audit: false, onEvent: { _ in },
-                    onEnd: { error in ends.withLock { $0.append(error.map { "\($0)" } ?? "no error") } })
-                let wait = ContinuousClock.now + .seconds(10)
-                while ends.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-                // Off the connection while it is open: the instance sees the topics go.
-                while unsubscribed.withLock({ $0 }) < 2, ContinuousClock.now < wait + .seconds(10) {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-                return unsubscribed.withLock { $0 }
+        }) { connection in
+            _ = connection.follow(
+                .session("q"), audit: false, onEvent: { _ in },
+                onEnd: { error in ends.withLock { $0.append(error.map { "\($0)" } ?? "no error") } })
+            let wait = ContinuousClock.now + .seconds(10)
+            while ends.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
+                try await Task.sleep(for: .milliseconds(10))
             }
-        } catch {
-            shared.stopped.withLock { $0 = true }
-            _ = try? await served
-            throw error
+            // Off the connection while it is open: the instance sees the topics go.
+            while unsubscribed.withLock({ $0 }) < 2, ContinuousClock.now < wait + .seconds(10) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return unsubscribed.withLock { $0 }
         }
-        shared.stopped.withLock { $0 = true }
-        let log = try await served
         // Read after the close: a follower left on the connection was told its end again then.
         let ended = ends.withLock { $0 }
         #expect(ended.count == 1 && ended[0].contains("navigatord is stopping"), "\(ended)")

@@ -1,0 +1,96 @@
+import Foundation
+import Locking
+import NavigatorClient
+import NavigatorCore
+import NavigatorTestSupport
+import NavigatorWire
+import Testing
+import ZeroMQ
+
+/// A follow's first snapshot waits for the commands socket's first connection: taken before the
+/// follow's subscriptions reach the service, it would miss the batches published between the
+/// two, with nothing to show it until the session's next batch.
+@Suite("NavigatorClient's first snapshot of a follow")
+struct FirstSnapshotTests {
+    @Test("is asked for once the commands socket is connected, after the subscriptions went out")
+    func afterSubscribing() async throws {
+        let shared = BareInstances()
+        let followed = Locked(false)
+        // The instance's thread: its commands socket bound late (a second after the follow, or at
+        // once should a snapshot request come first), and the snapshot requests it saw.
+        let events = Locked<[String]>([])
+        let (_, log) = try await shared.run(serving: { () throws -> [String] in
+            let context = try Context()
+            let requests = try Socket(context, type: .router)
+            let intents = try Socket(context, type: .pull)
+            defer { for socket in [requests, intents] { socket.close() } }
+            for socket in [requests, intents] {
+                try socket.set(.linger, .zero)
+                try socket.set(.receiveTimeout, .milliseconds(20))
+                try socket.bind("tcp://127.0.0.1:*")
+            }
+            // A free port for the commands socket, not listened on yet.
+            let probe = try Socket(context, type: .xpub)
+            try probe.set(.linger, .zero)
+            try probe.bind("tcp://127.0.0.1:*")
+            let commandsEndpoint = try probe.lastEndpoint
+            probe.close()
+            shared.endpoints.withLock {
+                $0 = ServerEndpoints(
+                    intents: try! intents.lastEndpoint, requests: try! requests.lastEndpoint,
+                    commands: commandsEndpoint)
+            }
+            var log: [String] = []
+            var commands: Socket? = nil
+            defer { commands?.close() }
+            var bindAt: ContinuousClock.Instant? = nil
+            while !shared.stopped.withLock({ $0 }) {
+                if bindAt == nil, followed.withLock({ $0 }) { bindAt = .now + .seconds(1) }
+                if commands == nil, let at = bindAt, ContinuousClock.now >= at {
+                    let socket = try Socket(context, type: .xpub)
+                    try socket.set(.linger, .zero)
+                    try socket.set(.receiveTimeout, .zero)
+                    try socket.bind(commandsEndpoint)
+                    commands = socket
+                }
+                while let frames = try? commands?.receiveMultipart(), frames.first?.bytes.first == 1 {}
+                guard let frames = try? requests.receiveMultipart() else { continue }
+                let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
+                var reply = Navigator_V1_Reply()
+                reply.requestID = request.requestID
+                switch request.kind {
+                case .snapshot?:
+                    log.append(commands == nil ? "snapshot, commands socket not listening" : "snapshot")
+                    bindAt = .now  // a snapshot too early: listen at once, the follow then goes on
+                    reply.snapshot = .with {
+                        $0.session = "q"
+                        $0.epoch = 1
+                        $0.tree = .init(RouteMap.demo.initialTree())
+                    }
+                case .instances?:
+                    reply.instances = .init()  // a follow asks who the instances are: none other
+                default:
+                    log.append("unexpected \(String(describing: request.kind))")
+                    continue
+                }
+                try BareInstances.send(reply, answering: frames, on: requests)
+            }
+            return log
+        }) { connection in
+            let following = connection.follow(
+                .session("q"), audit: false,
+                onEvent: { event in
+                    if case .snapshot = event { events.withLock { $0.append("snapshot") } }
+                }, onEnd: { _ in })
+            followed.withLock { $0 = true }
+            let wait = ContinuousClock.now + .seconds(30)
+            while events.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            connection.unfollow(following)
+        }
+        #expect(events.withLock { $0 } == ["snapshot"])
+        // One snapshot request, made once the commands socket was there to connect to.
+        #expect(log == ["snapshot"], "\(log)")
+    }
+}
