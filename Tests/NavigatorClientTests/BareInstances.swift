@@ -12,14 +12,16 @@ final class BareInstances: Sendable {
 
     /// Starts `serve` on a thread of its own — it binds the instances' sockets, sets
     /// ``endpoints`` and answers until ``stopped`` is set, returning what it saw — and runs
-    /// `body` with a connection to them. The thread is stopped and awaited however `body` ends.
+    /// `body` with a connection to them (its requests' `timeout` given). The thread is stopped
+    /// and awaited however `body` ends.
     func run<T: Sendable>(
-        serving serve: @escaping @Sendable () throws -> [String], _ body: (NavigatorConnection) async throws -> T
+        serving serve: @escaping @Sendable () throws -> [String], timeout: Duration = .seconds(5),
+        _ body: (NavigatorConnection) async throws -> T
     ) async throws -> (T, [String]) {
         async let served = onThread(serve)
         let result: T
         do {
-            result = try await withConnection(body)
+            result = try await withConnection(timeout: timeout, body)
         } catch {
             stopped.withLock { $0 = true }
             _ = try? await served
@@ -32,13 +34,15 @@ final class BareInstances: Sendable {
     /// `body` with a connection to them, made once their thread has bound its sockets, and
     /// closed after it however it ends. Generous: that thread starts from a task, which a suite
     /// running hundreds of tests on two cores has been seen to start more than 10 s late.
-    private func withConnection<T: Sendable>(_ body: (NavigatorConnection) async throws -> T) async throws -> T {
+    private func withConnection<T: Sendable>(
+        timeout: Duration, _ body: (NavigatorConnection) async throws -> T
+    ) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(60)
         while endpoints.withLock({ $0 }) == nil {
             guard ContinuousClock.now < deadline else { throw TestFailure("the instances never bound") }
             try await Task.sleep(for: .milliseconds(5))
         }
-        let connection = try await NavigatorConnection(endpoints: endpoints.withLock { $0! }, timeout: .seconds(5))
+        let connection = try await NavigatorConnection(endpoints: endpoints.withLock { $0! }, timeout: timeout)
         do {
             let result = try await body(connection)
             await connection.close()
