@@ -53,6 +53,24 @@ final class BareInstances: Sendable {
         }
     }
 
+    /// Binds each socket to an ephemeral port on 127.0.0.1, to close at once and to wait 20 ms at
+    /// most for a message (the thread checks ``stopped`` between).
+    static func bind(_ sockets: [Socket]) throws {
+        for socket in sockets {
+            try socket.set(.linger, .zero)
+            try socket.set(.receiveTimeout, .milliseconds(20))
+            try socket.bind("tcp://127.0.0.1:*")
+        }
+    }
+
+    /// The endpoints a connection is made with: those of `intents` and `requests`, and
+    /// `commands`.
+    func advertise(intents: Socket, requests: Socket, commands: String) throws {
+        let endpoints = ServerEndpoints(
+            intents: try intents.lastEndpoint, requests: try requests.lastEndpoint, commands: commands)
+        self.endpoints.withLock { $0 = endpoints }
+    }
+
     /// Answers the request that came in `frames` (a ROUTER's: the routing frames, then the
     /// request) with `reply`.
     static func send(_ reply: Navigator_V1_Reply, answering frames: [Message], on socket: Socket) throws {

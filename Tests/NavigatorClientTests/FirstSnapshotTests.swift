@@ -24,22 +24,14 @@ struct FirstSnapshotTests {
             let requests = try Socket(context, type: .router)
             let intents = try Socket(context, type: .pull)
             defer { for socket in [requests, intents] { socket.close() } }
-            for socket in [requests, intents] {
-                try socket.set(.linger, .zero)
-                try socket.set(.receiveTimeout, .milliseconds(20))
-                try socket.bind("tcp://127.0.0.1:*")
-            }
+            try BareInstances.bind([requests, intents])
             // A free port for the commands socket, not listened on yet.
             let probe = try Socket(context, type: .xpub)
             try probe.set(.linger, .zero)
             try probe.bind("tcp://127.0.0.1:*")
             let commandsEndpoint = try probe.lastEndpoint
             probe.close()
-            shared.endpoints.withLock {
-                $0 = ServerEndpoints(
-                    intents: try! intents.lastEndpoint, requests: try! requests.lastEndpoint,
-                    commands: commandsEndpoint)
-            }
+            try shared.advertise(intents: intents, requests: requests, commands: commandsEndpoint)
             var log: [String] = []
             var commands: Socket? = nil
             defer { commands?.close() }
@@ -114,17 +106,9 @@ struct FirstSnapshotTests {
                     for socket in [requests, intents, commands] { socket.close() }
                     other?.close()
                 }
-                for socket in [requests, intents, commands, other!] {
-                    try socket.set(.linger, .zero)
-                    try socket.set(.receiveTimeout, .milliseconds(20))
-                    try socket.bind("tcp://127.0.0.1:*")
-                }
+                try BareInstances.bind([requests, intents, commands, other!])
                 let otherEndpoint = try other!.lastEndpoint
-                shared.endpoints.withLock {
-                    $0 = ServerEndpoints(
-                        intents: try! intents.lastEndpoint, requests: try! requests.lastEndpoint,
-                        commands: try! commands.lastEndpoint)
-                }
+                try shared.advertise(intents: intents, requests: requests, commands: try commands.lastEndpoint)
                 var log: [String] = []
                 while !shared.stopped.withLock({ $0 }) {
                     while (try? commands.receiveMultipart()) != nil {}

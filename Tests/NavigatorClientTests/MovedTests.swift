@@ -24,16 +24,9 @@ struct MovedTests {
             let intents = try Socket(context, type: .pull)
             let commands = try Socket(context, type: .xpub)
             defer { for socket in [one, two, intents, commands] { socket.close() } }
-            for socket in [one, two, intents, commands] {
-                try socket.set(.linger, .zero)
-                try socket.set(.receiveTimeout, .milliseconds(20))
-                try socket.bind("tcp://127.0.0.1:*")
-            }
+            try BareInstances.bind([one, two, intents, commands])
             let (oneEndpoint, twoEndpoint) = (try one.lastEndpoint, try two.lastEndpoint)
-            shared.endpoints.withLock {
-                $0 = ServerEndpoints(
-                    intents: try! intents.lastEndpoint, requests: oneEndpoint, commands: try! commands.lastEndpoint)
-            }
+            try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
             var log: [String] = []
             var listsAnswered = 0
             while !shared.stopped.withLock({ $0 }) {

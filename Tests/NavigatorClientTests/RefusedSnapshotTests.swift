@@ -29,16 +29,8 @@ struct RefusedSnapshotTests {
             let intents = try Socket(context, type: .pull)
             let commands = try Socket(context, type: .xpub)
             defer { for socket in [requests, intents, commands] { socket.close() } }
-            for socket in [requests, intents, commands] {
-                try socket.set(.linger, .zero)
-                try socket.set(.receiveTimeout, .milliseconds(20))
-                try socket.bind("tcp://127.0.0.1:*")
-            }
-            shared.endpoints.withLock {
-                $0 = ServerEndpoints(
-                    intents: try! intents.lastEndpoint, requests: try! requests.lastEndpoint,
-                    commands: try! commands.lastEndpoint)
-            }
+            try BareInstances.bind([requests, intents, commands])
+            try shared.advertise(intents: intents, requests: requests, commands: try commands.lastEndpoint)
             var log: [String] = []
             while !shared.stopped.withLock({ $0 }) {
                 while let frames = try? commands.receiveMultipart(), let first = frames.first?.bytes.first {
