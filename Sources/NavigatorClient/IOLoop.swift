@@ -358,10 +358,11 @@ struct IOLoop: Sendable {
                 }
             }
 
-            // Connections of the SUB: after each new one, live mirrors take a new snapshot (the
-            // first connection included: batches published before it were not received), those
-            // asking for one ask again once it comes, and those waiting for a first connection
-            // ask now.
+            // Connections of the SUB: after new ones, live mirrors take a new snapshot (the first
+            // connection included: batches published before it were not received), those asking
+            // for one ask again once it comes, and those waiting for a first connection ask now.
+            // Every event waiting is read first: two connections made together are one resync.
+            var madeConnection = false
             while let count = try? sockets.subEvents.receiveMultipart(into: &frames, wait: false) {
                 guard count == 2, frames[0].count == 6 else { continue }
                 let event = frames[0].withUnsafeBytes { UInt32($0.loadUnaligned(fromByteOffset: 0, as: UInt16.self)) }
@@ -369,6 +370,9 @@ struct IOLoop: Sendable {
                 if MonitorEvents(rawValue: event).contains(.disconnected) { subPeers.remove(peer) }
                 guard MonitorEvents(rawValue: event).contains(.handshakeSucceeded) else { continue }
                 subPeers.insert(peer)
+                madeConnection = true
+            }
+            if madeConnection {
                 for waiter in connectWaiters { waiter() }
                 connectWaiters.removeAll()
                 for follower in followers.all where follower.reconnected() == .resync { snapshot(for: follower) }

@@ -187,8 +187,10 @@ public final class NavigatorConnection: Sendable {
         return applied
     }
 
-    /// Follows a session (mirror kept by the Clone pattern) or everything. The stream ends with
-    /// an error if a snapshot cannot be had within the timeout; cancelling it unsubscribes.
+    /// Follows a session (mirror kept by the Clone pattern) or everything. A session's first
+    /// snapshot is asked for once the commands socket is connected, or after the timeout if it
+    /// is not; the stream ends with an error if the snapshot then does not come within the
+    /// timeout (so up to twice the timeout in all). Cancelling it unsubscribes.
     public func follow(_ target: FollowTarget) -> AsyncThrowingStream<SessionEvent, any Error> {
         AsyncThrowingStream { continuation in
             let id = shared.nextFollowerID()

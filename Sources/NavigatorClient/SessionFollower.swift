@@ -43,6 +43,12 @@ final class SessionFollower {
     /// may then have been taken before this follower's subscriptions reached the service, and
     /// a batch published between the two would be missing until the session's next batch.
     private var connectedWhileAsking = false
+    /// Snapshots set aside in a row for that reason. A connection that keeps being made and
+    /// dropped (a peer refusing this connection's subscriptions, say) must not keep the follow
+    /// from ever going live: after ``maxSetAside`` the next answer is taken, and a batch it
+    /// lacks shows as a gap.
+    private var setAside = 0
+    static let maxSetAside = 2
     /// How many snapshot requests in a row may go unanswered, once the service has answered
     /// this follow, before the follow ends with the error: a session changing instances (an
     /// owner paused or killed) can take one or two timeouts; a service gone for good cannot.
@@ -112,13 +118,15 @@ final class SessionFollower {
             fail(ClientError(.malformed, "the snapshot's tree is not valid: \(error)"))
             return .ended
         }
-        if connectedWhileAsking {
+        if connectedWhileAsking, setAside < Self.maxSetAside {
             // Perhaps taken before the new connection carried the subscriptions: asked again,
             // the batches kept so far kept. The sink sees only the snapshot that counts.
+            setAside += 1
             hadSnapshot = true
             unanswered = 0
             return .resync
         }
+        setAside = 0
         let position = StreamPosition(epoch: snapshot.epoch, seq: snapshot.seq)
         state = .live(tree: tree, position: position)
         hadSnapshot = true

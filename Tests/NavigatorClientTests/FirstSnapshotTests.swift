@@ -19,56 +19,59 @@ struct FirstSnapshotTests {
         // The instance's thread: its commands socket bound late (a second after the follow, or at
         // once should a snapshot request come first), and the snapshot requests it saw.
         let events = Locked<[String]>([])
-        let (_, log) = try await shared.run(serving: { () throws -> [String] in
-            let context = try Context()
-            let requests = try Socket(context, type: .router)
-            let intents = try Socket(context, type: .pull)
-            defer { for socket in [requests, intents] { socket.close() } }
-            try BareInstances.bind([requests, intents])
-            // A free port for the commands socket, not listened on yet.
-            let probe = try Socket(context, type: .xpub)
-            try probe.set(.linger, .zero)
-            try probe.bind("tcp://127.0.0.1:*")
-            let commandsEndpoint = try probe.lastEndpoint
-            probe.close()
-            try shared.advertise(intents: intents, requests: requests, commands: commandsEndpoint)
-            var log: [String] = []
-            var commands: Socket? = nil
-            defer { commands?.close() }
-            var bindAt: ContinuousClock.Instant? = nil
-            while !shared.stopped.withLock({ $0 }) {
-                if bindAt == nil, followed.withLock({ $0 }) { bindAt = .now + .seconds(1) }
-                if commands == nil, let at = bindAt, ContinuousClock.now >= at {
-                    let socket = try Socket(context, type: .xpub)
-                    try socket.set(.linger, .zero)
-                    try socket.set(.receiveTimeout, .zero)
-                    try socket.bind(commandsEndpoint)
-                    commands = socket
-                }
-                while let frames = try? commands?.receiveMultipart(), frames.first?.bytes.first == 1 {}
-                guard let frames = try? requests.receiveMultipart() else { continue }
-                let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
-                var reply = Navigator_V1_Reply()
-                reply.requestID = request.requestID
-                switch request.kind {
-                case .snapshot?:
-                    log.append(commands == nil ? "snapshot, commands socket not listening" : "snapshot")
-                    bindAt = .now  // a snapshot too early: listen at once, the follow then goes on
-                    reply.snapshot = .with {
-                        $0.session = "q"
-                        $0.epoch = 1
-                        $0.tree = .init(RouteMap.demo.initialTree())
+        // The commands socket on a path nothing listens on yet (the SUB tries it every 100 ms).
+        let directory = temporaryDirectory("first-snapshot")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let commandsEndpoint = "ipc://\(directory.path)/commands"
+        let (_, log) = try await shared.run(
+            serving: { () throws -> [String] in
+                let context = try Context()
+                let requests = try Socket(context, type: .router)
+                let intents = try Socket(context, type: .pull)
+                defer { for socket in [requests, intents] { socket.close() } }
+                try BareInstances.bind([requests, intents])
+                try shared.advertise(intents: intents, requests: requests, commands: commandsEndpoint)
+                var log: [String] = []
+                var commands: Socket? = nil
+                defer { commands?.close() }
+                var bindAt: ContinuousClock.Instant? = nil
+                while !shared.stopped.withLock({ $0 }) {
+                    if bindAt == nil, followed.withLock({ $0 }) { bindAt = .now + .seconds(1) }
+                    if commands == nil, let at = bindAt, ContinuousClock.now >= at {
+                        let socket = try Socket(context, type: .xpub)
+                        try socket.set(.linger, .zero)
+                        try socket.set(.receiveTimeout, .zero)
+                        try socket.bind(commandsEndpoint)
+                        commands = socket
                     }
-                case .instances?:
-                    reply.instances = .init()  // a follow asks who the instances are: none other
-                default:
-                    log.append("unexpected \(String(describing: request.kind))")
-                    continue
+                    while let frames = try? commands?.receiveMultipart(), frames.first?.bytes.first == 1 {}
+                    guard let frames = try? requests.receiveMultipart() else { continue }
+                    let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
+                    var reply = Navigator_V1_Reply()
+                    reply.requestID = request.requestID
+                    switch request.kind {
+                    case .snapshot?:
+                        log.append(commands == nil ? "snapshot, commands socket not listening" : "snapshot")
+                        bindAt = .now  // a snapshot too early: listen at once, the follow then goes on
+                        reply.snapshot = .with {
+                            $0.session = "q"
+                            $0.epoch = 1
+                            $0.tree = .init(RouteMap.demo.initialTree())
+                        }
+                    case .instances?:
+                        reply.instances = .init()  // a follow asks who the instances are: none other
+                    default:
+                        log.append("unexpected \(String(describing: request.kind))")
+                        continue
+                    }
+                    try BareInstances.send(reply, answering: frames, on: requests)
                 }
-                try BareInstances.send(reply, answering: frames, on: requests)
-            }
-            return log
-        }) { connection in
+                return log
+                // A snapshot held back for want of a connection is asked for after this: far beyond
+                // the waits here, so that a slow thread cannot make it look early.
+            }, timeout: .seconds(60)
+        ) { connection in
             let following = connection.follow(
                 .session("q"), audit: false,
                 onEvent: { event in

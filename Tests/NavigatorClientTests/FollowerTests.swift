@@ -182,9 +182,26 @@ struct FollowerTests {
         follower.awaitSnapshot()
         // The second answer counts; batch 1, kept, applies after it.
         #expect(follower.receive(snapshot: reply(seq: 0, tree: start)) == .ok)
-        // A connection before the request went out (or after its answer) asks nothing more.
+        // A connection while no request is out (between a MOVED and the request again) asks
+        // nothing more.
         follower.awaitSnapshot()
-        #expect(follower.receive(snapshot: reply(seq: 1, tree: try start.applying([.selectTab("chats")]))) == .ok)
+        var moved = Navigator_V1_Reply()
+        moved.rejected = .with { $0.code = .moved }
+        #expect(follower.receive(snapshot: moved) == .retryLater)
+        #expect(follower.reconnected() == .ok)
+        follower.awaitSnapshot()
+        let chats = try start.applying([.selectTab("chats")])
+        #expect(follower.receive(snapshot: reply(seq: 1, tree: chats)) == .ok)
+        // A connection made and dropped over and over while it asks: after two answers set
+        // aside, the third is taken.
+        follower.awaitSnapshot()
+        for _ in 0..<SessionFollower.maxSetAside {
+            #expect(follower.reconnected() == .ok)
+            #expect(follower.receive(snapshot: reply(seq: 1, tree: chats)) == .resync)
+            follower.awaitSnapshot()
+        }
+        #expect(follower.reconnected() == .ok)
+        #expect(follower.receive(snapshot: reply(seq: 1, tree: chats)) == .ok)
         continuation.finish()
         var seen: [String] = []
         for try await event in stream {
@@ -195,7 +212,8 @@ struct FollowerTests {
             default: seen.append("other")
             }
         }
-        #expect(seen == ["snapshot 0", "batch 1", "snapshot 1"])
+        // (The resync is the MOVED's: "the session is changing instances".)
+        #expect(seen == ["snapshot 0", "batch 1", "resync", "snapshot 1", "snapshot 1"])
     }
 
     @Test("a batch that does not apply to the mirror also resyncs")

@@ -169,15 +169,9 @@ final class RemoteFollows: Sendable {
         let opened: Result<NavigatorConnection, any Error>
         do {
             let connection = try await NavigatorConnection(endpoints: peer, timeout: .seconds(5))
-            // Its first follows subscribe, then ask for their snapshots: with the commands socket
-            // not yet connected, a snapshot could be taken long before the subscription reached
-            // the peer, and a batch published between the two would be lost to the follow (its
-            // stream stale until the session's next batch; a follower waiting for its first
-            // snapshot is not resynced by the connection's handshake, only live ones are).
-            // Connected first, that window is what it is on any open connection: the two travel
-            // on their own TCP connections. After 5 s without a connection the follows go ahead
-            // (their snapshot requests then wait for the requests socket, or time out).
-            await connection.commandsConnected(timeout: .seconds(5))
+            // Its follows' first snapshots are asked for once its commands socket is connected
+            // (NavigatorClient holds them until then): taken before the subscriptions reach the
+            // peer, they would miss the batches published between the two.
             opened = .success(connection)
         } catch {
             opened = .failure(error)
