@@ -16,7 +16,7 @@ final class BareInstances: Sendable {
     /// and awaited however `body` ends.
     func run<T: Sendable>(
         serving serve: @escaping @Sendable () throws -> [String], timeout: Duration = .seconds(5),
-        _ body: (NavigatorConnection) async throws -> T
+        then body: (NavigatorConnection) async throws -> T
     ) async throws -> (T, [String]) {
         async let served = onThread(serve)
         let result: T

@@ -70,20 +70,20 @@ struct FirstSnapshotTests {
                 return log
                 // A snapshot held back for want of a connection is asked for after this: far beyond
                 // the waits here, so that a slow thread cannot make it look early.
-            }, timeout: .seconds(60)
-        ) { connection in
-            let following = connection.follow(
-                .session("q"), audit: false,
-                onEvent: { event in
-                    if case .snapshot = event { events.withLock { $0.append("snapshot") } }
-                }, onEnd: { _ in })
-            followed.withLock { $0 = true }
-            let wait = ContinuousClock.now + .seconds(30)
-            while events.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            connection.unfollow(following)
-        }
+            }, timeout: .seconds(60),
+            then: { connection in
+                let following = connection.follow(
+                    .session("q"), audit: false,
+                    onEvent: { event in
+                        if case .snapshot = event { events.withLock { $0.append("snapshot") } }
+                    }, onEnd: { _ in })
+                followed.withLock { $0 = true }
+                let wait = ContinuousClock.now + .seconds(30)
+                while events.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                connection.unfollow(following)
+            })
         #expect(events.withLock { $0 } == ["snapshot"])
         // One snapshot request, made once the commands socket was there to connect to.
         #expect(log == ["snapshot"], "\(log)")
@@ -157,30 +157,30 @@ struct FirstSnapshotTests {
             },
             // A snapshot held back for want of a connection would be asked for after this: far
             // beyond the waits below.
-            timeout: .seconds(120)
-        ) { connection in
-            func follow(_ session: String) -> Following {
-                connection.follow(
-                    .session(session), audit: false,
-                    onEvent: { event in
-                        if case .snapshot(let session, _, _) = event { snapshots.withLock { $0.append(session) } }
-                    }, onEnd: { _ in })
-            }
-            let first = follow("a")
-            let wait = ContinuousClock.now + .seconds(60)
-            while stage.withLock({ $0 }) == "" || snapshots.withLock({ $0 }).isEmpty, ContinuousClock.now < wait {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            // No sign reaches the test when the connection has seen "two" go; its monitor is
-            // quick, and a follow taken before that passes here whatever the code does.
-            try await Task.sleep(for: .milliseconds(500))
-            let second = follow("b")
-            while !snapshots.withLock({ $0.contains("b") }), ContinuousClock.now < wait + .seconds(30) {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            connection.unfollow(first)
-            connection.unfollow(second)
-        }
+            timeout: .seconds(120),
+            then: { connection in
+                func follow(_ session: String) -> Following {
+                    connection.follow(
+                        .session(session), audit: false,
+                        onEvent: { event in
+                            if case .snapshot(let session, _, _) = event { snapshots.withLock { $0.append(session) } }
+                        }, onEnd: { _ in })
+                }
+                let first = follow("a")
+                let wait = ContinuousClock.now + .seconds(60)
+                while stage.withLock({ $0 }) == "" || snapshots.withLock({ $0 }).isEmpty, ContinuousClock.now < wait {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                // No sign reaches the test when the connection has seen "two" go; its monitor is
+                // quick, and a follow taken before that passes here whatever the code does.
+                try await Task.sleep(for: .milliseconds(500))
+                let second = follow("b")
+                while !snapshots.withLock({ $0.contains("b") }), ContinuousClock.now < wait + .seconds(30) {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                connection.unfollow(first)
+                connection.unfollow(second)
+            })
         // (Follow "a" takes a second snapshot when the SUB connects to "two", as a live mirror
         // does after each new connection.)
         #expect(snapshots.withLock { $0.contains("b") }, "\(log)")

@@ -17,62 +17,64 @@ struct MovedTests {
     func ownerWithoutEndpointsYet() async throws {
         let shared = BareInstances()
         // The instances' thread: what each answered, in order.
-        let (reply, log) = try await shared.run(serving: { () throws -> [String] in
-            let context = try Context()
-            let one = try Socket(context, type: .router)
-            let two = try Socket(context, type: .router)
-            let intents = try Socket(context, type: .pull)
-            let commands = try Socket(context, type: .xpub)
-            defer { for socket in [one, two, intents, commands] { socket.close() } }
-            try BareInstances.bind([one, two, intents, commands])
-            let (oneEndpoint, twoEndpoint) = (try one.lastEndpoint, try two.lastEndpoint)
-            try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
-            var log: [String] = []
-            var listsAnswered = 0
-            while !shared.stopped.withLock({ $0 }) {
-                for (name, socket) in [("one", one), ("two", two)] {
-                    guard let frames = try? socket.receiveMultipart() else { continue }
-                    let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
-                    var reply = Navigator_V1_Reply()
-                    reply.requestID = request.requestID
-                    switch (name, request.kind) {
-                    case ("one", .intent?):
-                        reply.rejected = .with {
-                            $0.code = .moved
-                            $0.message = "session m is in a partition instance two serves; this is one"
-                            $0.owner = "two"
+        let (reply, log) = try await shared.run(
+            serving: { () throws -> [String] in
+                let context = try Context()
+                let one = try Socket(context, type: .router)
+                let two = try Socket(context, type: .router)
+                let intents = try Socket(context, type: .pull)
+                let commands = try Socket(context, type: .xpub)
+                defer { for socket in [one, two, intents, commands] { socket.close() } }
+                try BareInstances.bind([one, two, intents, commands])
+                let (oneEndpoint, twoEndpoint) = (try one.lastEndpoint, try two.lastEndpoint)
+                try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
+                var log: [String] = []
+                var listsAnswered = 0
+                while !shared.stopped.withLock({ $0 }) {
+                    for (name, socket) in [("one", one), ("two", two)] {
+                        guard let frames = try? socket.receiveMultipart() else { continue }
+                        let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
+                        var reply = Navigator_V1_Reply()
+                        reply.requestID = request.requestID
+                        switch (name, request.kind) {
+                        case ("one", .intent?):
+                            reply.rejected = .with {
+                                $0.code = .moved
+                                $0.message = "session m is in a partition instance two serves; this is one"
+                                $0.owner = "two"
+                            }
+                            log.append("one: MOVED")
+                        case ("one", .instances?):
+                            listsAnswered += 1
+                            let known = listsAnswered > 2  // twice without endpoints: not bound yet
+                            reply.instances = .with { list in
+                                list.instances = [
+                                    .with {
+                                        $0.id = "one"
+                                        $0.requestEndpoints = [oneEndpoint]
+                                        $0.answering = true
+                                    },
+                                    .with {
+                                        $0.id = "two"
+                                        if known { $0.requestEndpoints = [twoEndpoint] }
+                                    },
+                                ]
+                            }
+                            log.append("one: instances \(listsAnswered)")
+                        case ("two", .intent?):
+                            reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
+                            log.append("two: resolved")
+                        default:
+                            log.append("\(name): unexpected \(String(describing: request.kind))")
                         }
-                        log.append("one: MOVED")
-                    case ("one", .instances?):
-                        listsAnswered += 1
-                        let known = listsAnswered > 2  // twice without endpoints: not bound yet
-                        reply.instances = .with { list in
-                            list.instances = [
-                                .with {
-                                    $0.id = "one"
-                                    $0.requestEndpoints = [oneEndpoint]
-                                    $0.answering = true
-                                },
-                                .with {
-                                    $0.id = "two"
-                                    if known { $0.requestEndpoints = [twoEndpoint] }
-                                },
-                            ]
-                        }
-                        log.append("one: instances \(listsAnswered)")
-                    case ("two", .intent?):
-                        reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
-                        log.append("two: resolved")
-                    default:
-                        log.append("\(name): unexpected \(String(describing: request.kind))")
+                        try BareInstances.send(reply, answering: frames, on: socket)
                     }
-                    try BareInstances.send(reply, answering: frames, on: socket)
                 }
-            }
-            return log
-        }) { connection in
-            try await connection.request(.intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
-        }
+                return log
+            },
+            then: { connection in
+                try await connection.request(.intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
+            })
         #expect(reply.resolved.batch.seq == 1, "\(reply)")
         #expect(log == ["one: MOVED", "one: instances 1", "one: instances 2", "one: instances 3", "two: resolved"])
     }

@@ -23,51 +23,53 @@ struct RefusedSnapshotTests {
         let ends = Locked<[String]>([])
         // The instance's thread: the subscriptions it saw (1 subscribe, 0 unsubscribe) and what
         // it answered.
-        let (unsubscribedOpen, log) = try await shared.run(serving: { () throws -> [String] in
-            let context = try Context()
-            let requests = try Socket(context, type: .router)
-            let intents = try Socket(context, type: .pull)
-            let commands = try Socket(context, type: .xpub)
-            defer { for socket in [requests, intents, commands] { socket.close() } }
-            try BareInstances.bind([requests, intents, commands])
-            try shared.advertise(intents: intents, requests: requests, commands: try commands.lastEndpoint)
-            var log: [String] = []
-            while !shared.stopped.withLock({ $0 }) {
-                while let frames = try? commands.receiveMultipart(), let first = frames.first?.bytes.first {
-                    log.append(first == 1 ? "subscribe" : "unsubscribe")
-                    if first == 0 { unsubscribed.withLock { $0 += 1 } }
-                }
-                guard let frames = try? requests.receiveMultipart() else { continue }
-                let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
-                var reply = Navigator_V1_Reply()
-                reply.requestID = request.requestID
-                if case .snapshot? = request.kind {
-                    reply.rejected = .with {
-                        $0.code = .shuttingDown
-                        $0.message = "navigatord is stopping"
+        let (unsubscribedOpen, log) = try await shared.run(
+            serving: { () throws -> [String] in
+                let context = try Context()
+                let requests = try Socket(context, type: .router)
+                let intents = try Socket(context, type: .pull)
+                let commands = try Socket(context, type: .xpub)
+                defer { for socket in [requests, intents, commands] { socket.close() } }
+                try BareInstances.bind([requests, intents, commands])
+                try shared.advertise(intents: intents, requests: requests, commands: try commands.lastEndpoint)
+                var log: [String] = []
+                while !shared.stopped.withLock({ $0 }) {
+                    while let frames = try? commands.receiveMultipart(), let first = frames.first?.bytes.first {
+                        log.append(first == 1 ? "subscribe" : "unsubscribe")
+                        if first == 0 { unsubscribed.withLock { $0 += 1 } }
                     }
-                    log.append("snapshot: SHUTTING_DOWN")
-                } else {
-                    log.append("unexpected \(String(describing: request.kind))")
-                    continue
+                    guard let frames = try? requests.receiveMultipart() else { continue }
+                    let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
+                    var reply = Navigator_V1_Reply()
+                    reply.requestID = request.requestID
+                    if case .snapshot? = request.kind {
+                        reply.rejected = .with {
+                            $0.code = .shuttingDown
+                            $0.message = "navigatord is stopping"
+                        }
+                        log.append("snapshot: SHUTTING_DOWN")
+                    } else {
+                        log.append("unexpected \(String(describing: request.kind))")
+                        continue
+                    }
+                    try BareInstances.send(reply, answering: frames, on: requests)
                 }
-                try BareInstances.send(reply, answering: frames, on: requests)
-            }
-            return log
-        }) { connection in
-            _ = connection.follow(
-                .session("q"), audit: false, onEvent: { _ in },
-                onEnd: { error in ends.withLock { $0.append(error.map { "\($0)" } ?? "no error") } })
-            let wait = ContinuousClock.now + .seconds(10)
-            while ends.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            // Off the connection while it is open: the instance sees the topics go.
-            while unsubscribed.withLock({ $0 }) < 2, ContinuousClock.now < wait + .seconds(10) {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            return unsubscribed.withLock { $0 }
-        }
+                return log
+            },
+            then: { connection in
+                _ = connection.follow(
+                    .session("q"), audit: false, onEvent: { _ in },
+                    onEnd: { error in ends.withLock { $0.append(error.map { "\($0)" } ?? "no error") } })
+                let wait = ContinuousClock.now + .seconds(10)
+                while ends.withLock({ $0.isEmpty }), ContinuousClock.now < wait {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                // Off the connection while it is open: the instance sees the topics go.
+                while unsubscribed.withLock({ $0 }) < 2, ContinuousClock.now < wait + .seconds(10) {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                return unsubscribed.withLock { $0 }
+            })
         // Read after the close: a follower left on the connection was told its end again then.
         let ended = ends.withLock { $0 }
         #expect(ended.count == 1 && ended[0].contains("navigatord is stopping"), "\(ended)")
