@@ -91,6 +91,14 @@ extension Engine {
                     },
                     releases: zapReady))
         }
+        // The memory ceiling's watch: a part of its own, so that when it fails the others stop
+        // as in a graceful stop (the flush thread, say, carries the workers' stops on).
+        if memory.limit != nil {
+            parts.append(
+                part(
+                    MemoryLoop(context: context, memory: memory, supervisor: supervisor),
+                    stop: { signalStop(context, MemoryLoop.control) }))
+        }
         // Before the workers: they hand it their replies.
         let persistence = self.persistence
         parts.append(

@@ -80,6 +80,8 @@ public final class Engine: Service, Sendable {
     }
     /// Parts that report when they have opened: all but the gate.
     let partsReady: PartsReady
+    /// The resident-memory ceiling (``MemoryGuard``), read once at start.
+    let memory: MemoryGuard
     /// Secure mode (CURVE + ZAP): the server's keys and the access list; nil without security.
     public let security: Security?
     /// Secure mode: ready once the ZAP handler answers; the other parts wait for it.
@@ -222,8 +224,11 @@ public final class Engine: Service, Sendable {
         workerDesks = (0..<configuration.workers).map { _ in WorkerDesk() }
         routeMapDesk = RouteMapDesk(context: context, logger: logger)
 
-        // ZAP (secure mode), flush, egress, each worker, requests.
-        partsReady = PartsReady(expected: (security == nil ? 0 : 1) + 3 + configuration.workers)
+        memory = MemoryGuard(megabytes: configuration.maxMemoryMegabytes)
+        // ZAP (secure mode), the memory ceiling's watch (when there is a ceiling), flush, egress,
+        // each worker, requests.
+        partsReady = PartsReady(
+            expected: (security == nil ? 0 : 1) + (memory.limit == nil ? 0 : 1) + 3 + configuration.workers)
     }
 
     /// A bound endpoint as other machines reach it: an endpoint bound to every interface

@@ -73,6 +73,11 @@ public struct EngineConfiguration: Hashable, Sendable {
     public var maxParkedPerSession = 64
     /// Sessions held at once; an intent or event that would create one more is refused.
     public var maxSessions = 2_000_000
+    /// Resident memory, in MiB, above which navigatord stops with the reason, its state flushed
+    /// (``MemoryGuard``: libzmq lets a peer make it hold an unfinished message's frames without
+    /// bound). nil: 90 % of the machine's memory, or of its cgroup's limit when that is lower;
+    /// 0: no ceiling.
+    public var maxMemoryMegabytes: Int? = nil
     /// Modals one session may present at once.
     public var maxModals = 16
     /// Screens in one navigation stack.

@@ -119,6 +119,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.maxSessions = try integer(values[0], "maxSessions", 1...100_000_000)
         },
+        Setting(key: "maxMemoryMegabytes", help: "resident memory ceiling (MiB; 0: none)", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.engine.maxMemoryMegabytes = try integer(values[0], "maxMemoryMegabytes", 0...16_777_216)
+        },
         Setting(key: "maxModals", help: "modals per session", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.maxModals = try integer(values[0], "maxModals", 1...1024)

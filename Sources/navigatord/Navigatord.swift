@@ -164,6 +164,13 @@ struct Navigatord: AsyncParsableCommand {
             "Sessions held at once; an intent or event that would create one more is refused [default: 2000000]"))
     var maxSessions: String?
 
+    @Option(
+        help: help(
+            "maxMemoryMegabytes",
+            "Resident memory (MiB) above which navigatord stops, saying so, its state flushed (libzmq lets a peer make it hold a message's frames without bound until the last); 0: none [default: 90 % of the machine's memory, or of its cgroup's limit when lower]"
+        ))
+    var maxMemoryMegabytes: String?
+
     @Option(help: help("maxModals", "Modals one session may present at once [default: 16]"))
     var maxModals: String?
 
@@ -312,6 +319,7 @@ struct Navigatord: AsyncParsableCommand {
             "parkedTTLSeconds": one(parkedTTLSeconds),
             "maxParkedPerSession": one(maxParkedPerSession),
             "maxSessions": one(maxSessions),
+            "maxMemoryMegabytes": one(maxMemoryMegabytes),
             "maxModals": one(maxModals),
             "maxStackDepth": one(maxStackDepth),
             "maxTabs": one(maxTabs),

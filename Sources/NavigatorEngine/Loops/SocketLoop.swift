@@ -68,6 +68,8 @@ public struct EngineError: Error, CustomStringConvertible, Sendable {
         case bindFailed
         /// A part of the engine failed while it ran; the engine stopped.
         case partFailed
+        /// The service's resident memory went above `maxMemoryMegabytes` (``MemoryGuard``).
+        case memoryLimit
         /// Secure mode: the ZAP handler does not answer, so libzmq would admit any key.
         case securityUnavailable
         /// A change could not be made durable (the state file gone, the session moved).
