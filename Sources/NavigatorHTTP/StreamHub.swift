@@ -64,12 +64,15 @@ final class StreamHub: Sendable {
         }
         let queue = StreamQueue(capacity: settings.queueSize)
         while true {
-            let (streamed, fresh) = sessions.withLock { sessions -> (StreamedSession, Bool) in
-                if let streamed = sessions[session] { return (streamed, false) }
+            let (streamed, fresh, forgotten) = sessions.withLock {
+                sessions -> (StreamedSession, Bool, [StreamedSession]) in
+                if let streamed = sessions[session] { return (streamed, false, []) }
+                let forgotten = Self.forgetIdle(&sessions, beyond: settings.maxStreams)
                 let streamed = StreamedSession(session: session, settings: settings)
                 sessions[session] = streamed
-                return (streamed, true)
+                return (streamed, true, forgotten)
             }
+            for idle in forgotten { idle.end() }
             // A session whose follow ended meanwhile is replaced by a fresh one.
             guard let id = streamed.join(queue, since: since, as: caller) else {
                 sessions.withLock { if $0[session] === streamed { $0[session] = nil } }
@@ -89,6 +92,24 @@ final class StreamHub: Sendable {
             }
             return StreamSubscription(hub: self, streamed: streamed, id: id, queue: queue, caller: caller)
         }
+    }
+
+    /// Sessions kept for resuming are at most `limit` (`maxStreams`): a session nobody streams
+    /// is kept for `historySeconds`, and a client opening and closing streams of ever new
+    /// sessions would otherwise have the instance follow all of them. At the limit, the tenth of
+    /// it idle longest is forgotten (taken out here, ended by the caller outside the lock): their
+    /// clients get a snapshot instead of the batches they missed. Sessions streamed now are
+    /// never forgotten; there are fewer of them than the limit, since each has a connection.
+    private static func forgetIdle(_ sessions: inout [String: StreamedSession], beyond limit: Int)
+        -> [StreamedSession]
+    {
+        guard sessions.count >= limit else { return [] }
+        let idle = sessions.values.compactMap { streamed in streamed.idleSince.map { (streamed, $0) } }
+            .sorted { $0.1 < $1.1 }
+        let excess = sessions.count - limit + 1
+        let forgotten = idle.prefix(max(excess, limit / 10)).map(\.0)
+        for streamed in forgotten { sessions[streamed.session] = nil }
+        return forgotten
     }
 
     /// The access file changed: streams whose caller may no longer follow their session end,

@@ -86,6 +86,9 @@ final class StreamedSession: Sendable {
         }
     }
 
+    /// Since when nobody streams the session; nil while somebody does (or nobody has yet).
+    var idleSince: ContinuousClock.Instant? { state.withLock { $0.emptySince } }
+
     /// Whether nobody has streamed the session since `instant`.
     func idle(since instant: ContinuousClock.Instant) -> Bool {
         state.withLock { state in state.emptySince.map { $0 <= instant } ?? false }

@@ -316,6 +316,45 @@ struct StreamTests {
     }
 
     @Test(
+        "sessions kept for resuming are at most maxStreams: streams of ever new sessions opened and closed leave the longest idle forgotten, and their follows stopped"
+    )
+    func idleSessionsBounded() async throws {
+        let configure: @Sendable (inout NavigatordConfiguration) -> Void = {
+            Self.configure(&$0)
+            $0.streams.maxStreams = 5
+        }
+        try await withNavigatord(configure) { server, _ in
+            let address = try #require(server.httpAddress)
+            let api = server.http!.api
+            // Four rounds of five sessions each, streamed and closed: each kept for resuming
+            // (historySeconds, 120 s by default) unless forgotten.
+            for round in 0..<4 {
+                let clients = try (0..<5).map { try SSEClient(address, "/v1/sessions/churn-\(round)-\($0)/stream") }
+                for client in clients { try await client.wait("a snapshot") { !$0.isEmpty } }
+                for client in clients { client.close() }
+                // The server notices at its next write (the heartbeat, every second here).
+                let deadline = ContinuousClock.now + .seconds(30)
+                while api.hub.connections > 0 {
+                    guard ContinuousClock.now < deadline else { throw TestFailure("closed streams kept their place") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            #expect(api.hub.streamedSessions <= 5)
+            // The forgotten ones are followed no more (the engine's own follows, in process).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while server.engine.follows.counts.local > 5, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.engine.follows.counts.local <= 5)
+            // The newest are still there to resume.
+            let last = try SSEClient(address, "/v1/sessions/churn-3-4/stream")
+            defer { last.close() }
+            try await last.wait("a snapshot") { !$0.isEmpty }
+            #expect(api.hub.streamedSessions <= 5)
+        }
+    }
+
+    @Test(
         "several instances: a burst of sessions followed through a peer fills its connections one at a time: 50 at once on 10 per connection open 5"
     )
     func remoteFollowConnections() async throws {
