@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NavigatorCore
 import NavigatorTestSupport
 import NavigatorWire
@@ -14,6 +15,60 @@ struct BackpressureServiceTests {
     static let configure: @Sendable (inout EngineConfiguration) -> Void = {
         $0.handoffHighWaterMark = handoff
         $0.highWaterMark = 200
+    }
+
+    @Test(
+        "while the state store is away, acknowledged requests beyond 10 × handoffHighWaterMark × workers waiting for their write are refused OVERLOADED at once; the others are answered once it is back"
+    )
+    func storeAway() async throws {
+        try await withService(workers: 1, Self.configure) { server, endpoints in
+            let limit = 10 * Int(Self.handoff)  // one worker
+            let path = URL(fileURLWithPath: server.configuration.dataDirectory).appendingPathComponent(
+                "navigator.sqlite"
+            ).path
+            let replies = try await onThread { () throws -> [String] in
+                let client = try Client(endpoints)
+                _ = try client.request(.stats(.init()))  // connected, and the store written once
+                let context = try Context()
+                let dealer = try Socket(context, type: .dealer)
+                defer { dealer.close() }
+                try dealer.connect(endpoints.requests[0])
+                func receive(within timeout: Duration) throws -> String? {
+                    try dealer.set(.receiveTimeout, timeout)
+                    guard let frames = try? dealer.receiveMultipart() else { return nil }
+                    let reply = try Navigator_V1_Reply(serializedBytes: frames.last!.bytes)
+                    guard case .rejected(let rejected)? = reply.kind else { return "answered" }
+                    if rejected.message.contains("wait for their sessions to be written") { return "store away" }
+                    return rejected.code.label
+                }
+                var replies: [String] = []
+                // The state file locked by another process's transaction: the flush thread's
+                // write waits (up to its busy timeout, 5 s), and the replies with it.
+                try whileLocked(stateFile: path) {
+                    // Paced, so that the worker's own queue (2) never fills: what refuses them is
+                    // the replies waiting.
+                    for index in 0..<100 {
+                        let request = Navigator_V1_Request.with {
+                            $0.requestID = "w\(index)"
+                            $0.intent = wireIntent("w\(index)", [ScreenContext("settings")], session: "away\(index)")
+                        }
+                        try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
+                        usleep(2_000)
+                        while let reply = try receive(within: .zero) { replies.append(reply) }
+                    }
+                    while let reply = try receive(within: .milliseconds(200)) { replies.append(reply) }
+                }
+                // The store back: the waiting ones are answered.
+                while replies.count < 100, let reply = try receive(within: .seconds(20)) { replies.append(reply) }
+                return replies
+            }
+            let refused = replies.filter { $0 == "store away" }.count
+            #expect(replies.count == 100, "\(replies)")
+            // Those let through: at most the limit, and what was on its way to the worker.
+            #expect(100 - refused <= limit + Int(Self.handoff) + 1, "\(replies)")
+            #expect(refused >= 100 - limit - Int(Self.handoff) - 1, "\(replies)")
+            #expect(server.counters.repliesWaiting.load == 0)
+        }
     }
 
     /// Worker 0 reads the intents socket: stalled itself, it reads nothing; with worker 1 stalled,
@@ -107,5 +162,18 @@ struct BackpressureServiceTests {
                 "backpressure (\(workers) workers, worker \(stalled) stalled): the producer blocked after \(sent) intents; the intake had taken \(forwardedWhileStalled)"
             )
         }
+    }
+}
+
+/// Runs `body` while another connection holds the state file in an exclusive transaction, as
+/// another process would: navigatord's writes wait for it (up to their busy timeout, 5 s).
+func whileLocked(stateFile path: String, _ body: () throws -> Void) throws {
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(10)
+    let holder = try DatabaseQueue(path: path, configuration: configuration)
+    try holder.inDatabase { db in
+        try db.execute(sql: "BEGIN EXCLUSIVE")
+        defer { try? db.execute(sql: "ROLLBACK") }
+        try body()
     }
 }

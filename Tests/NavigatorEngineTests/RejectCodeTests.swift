@@ -162,12 +162,7 @@ struct RejectCodeTests {
                 // they are all done (and written), before the state file is locked below.
                 _ = try client.request(.clientEvent(.init(.ready(), session: "e")))
                 // UNAVAILABLE: the state file is locked by another process's transaction.
-                var holderConfiguration = Configuration()
-                holderConfiguration.busyMode = .timeout(10)
-                let holder = try DatabaseQueue(path: path, configuration: holderConfiguration)
-                try holder.inDatabase { db in
-                    try db.execute(sql: "BEGIN EXCLUSIVE")
-                    defer { try? db.execute(sql: "ROLLBACK") }
+                try whileLocked(stateFile: path) {
                     // Up to two busy waits of 5 s: a write-behind flush's, then this reply's.
                     try dealer.set(.receiveTimeout, .seconds(30))
                     try raw([

@@ -91,6 +91,7 @@ struct FlushLoop: SocketLoop {
     /// Makes the sessions of these replies durable in one write, then sends the replies on.
     private func answer(_ waiting: [[Message]], _ sockets: Sockets) throws {
         guard !waiting.isEmpty else { return }
+        defer { counters.repliesWaiting.subtract(UInt64(waiting.count)) }
         let sessions = Set(waiting.map { $0[2].string }.filter { !$0.isEmpty })
         var failure: (any Error)?
         do {

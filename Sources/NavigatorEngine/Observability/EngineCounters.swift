@@ -42,6 +42,10 @@ final class EngineCounters: Sendable {
     let unpublished: AtomicCounter
     /// Topics with at least one subscriber (egress's ``SubscriptionBook``).
     let subscribedTopics = AtomicCounter()
+    /// Replies of acknowledged requests handed to the flush thread and not yet sent on (their
+    /// sessions wait to be written): the requests thread refuses new ones beyond
+    /// ``RequestsLoop/maxRepliesWaiting`` while the store is slow or away.
+    let repliesWaiting = AtomicCounter()
     /// Subscribers dropped for holding more than maxSubscriptionsPerPeer topics.
     let subscribersDropped: AtomicCounter
     /// Secure mode: connections the ZAP handler refused (unknown key, wrong mechanism or domain)

@@ -84,14 +84,10 @@ extension RequestsLoop {
             return answer
         }
         guard started else {
-            counters.refused(.overloaded, intent: false)
-            var answer = Navigator_V1_Reply()
-            answer.requestID = requestID
-            answer.rejected = .rejection(
+            return try refuse(
                 .overloaded,
-                "a route map check, impact report or rollout change is being made; one is made at a time: retry when it is answered"
-            )
-            return try reply(answer, to: routingID, delimited: delimited, sockets)
+                "a route map check, impact report or rollout change is being made; one is made at a time: retry when it is answered",
+                requestID: requestID, intent: false, to: routingID, delimited: delimited, sockets)
         }
     }
 

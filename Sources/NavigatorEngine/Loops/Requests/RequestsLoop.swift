@@ -21,6 +21,11 @@ struct RequestsLoop: SocketLoop {
     let maxMessageBytes: Int
     /// Messages queued to each worker before requests for it are answered OVERLOADED.
     let handoffHighWaterMark: Int32
+    /// Replies that may wait for their sessions to be written (the flush thread's, while the
+    /// store is slow or away: ``EngineCounters/repliesWaiting``) before acknowledged requests
+    /// are answered OVERLOADED: ten times what the workers' queues hold. Beyond it they would
+    /// pile up, each with its reply, for as long as the store stays away.
+    var maxRepliesWaiting: UInt64 { UInt64(10 * Int(handoffHighWaterMark) * max(1, workers)) }
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: EngineCounters
@@ -432,22 +437,37 @@ struct RequestsLoop: SocketLoop {
         _ routingID: ZeroMQ.Message, _ delimited: Bool, _ payload: ZeroMQ.Message, session: String,
         requestID: String, intent: Bool, client: String, _ sockets: Sockets
     ) throws {
+        let waiting = counters.repliesWaiting.load
+        guard waiting < maxRepliesWaiting else {
+            return try refuse(
+                .overloaded,
+                "\(waiting) replies wait for their sessions to be written (the state store is slow or unavailable; at most 10 × handoffHighWaterMark × workers = \(maxRepliesWaiting)); nothing was changed: retry later",
+                requestID: requestID, intent: intent, to: routingID, delimited: delimited, sockets)
+        }
         let worker = SessionStore.shardIndex(of: session, count: sockets.workers.count)
         let push = sockets.workers[worker]
         guard
             try Internal.trySendRequest(
                 on: push, routingID: routingID, delimited: delimited, request: payload, client: client)
         else {
-            counters.refused(.overloaded, intent: intent)
-            var answer = Navigator_V1_Reply()
-            answer.requestID = requestID
-            answer.rejected = .rejection(
+            return try refuse(
                 .overloaded,
-                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later"
-            )
-            return try reply(answer, to: routingID, delimited: delimited, sockets)
+                "the worker of session \(session) has \(handoffHighWaterMark) messages queued (handoffHighWaterMark); nothing was changed: retry later",
+                requestID: requestID, intent: intent, to: routingID, delimited: delimited, sockets)
         }
         counters.handedOver[worker].add()
+    }
+
+    /// Answers a request with a refusal made here (counted).
+    func refuse(
+        _ code: Navigator_V1_RejectCode, _ message: String, requestID: String, intent: Bool,
+        to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets
+    ) throws {
+        counters.refused(code, intent: intent)
+        var answer = Navigator_V1_Reply()
+        answer.requestID = requestID
+        answer.rejected = .rejection(code, message)
+        try reply(answer, to: routingID, delimited: delimited, sockets)
     }
 
     func reply(_ reply: Navigator_V1_Reply, to routingID: ZeroMQ.Message, delimited: Bool, _ sockets: Sockets)
