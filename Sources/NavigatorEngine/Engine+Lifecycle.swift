@@ -62,7 +62,8 @@ extension Engine {
         return makeGroup()
     }
 
-    /// ZAP, flush, egress, workers (worker 0 last), requests, gate: started in this order, stopped in
+    /// ZAP, the memory ceiling's watch, flush, egress, workers (worker 0 last), requests, gate:
+    /// started in this order, stopped in
     /// reverse. A part that ends, well or badly, shuts the group down gracefully; past
     /// `shutdownTimeoutSeconds` the parts still running are cancelled (their loops end as the
     /// context shuts down).
@@ -198,6 +199,7 @@ extension Engine {
             "requests": "\(endpoints.requests.joined(separator: ","))",
             "commands": "\(endpoints.commands.joined(separator: ","))",
             "workers": "\(configuration.workers)", "routes": "\(resolvers.source)",
+            "memory-ceiling": "\(memory.summary)",
             "security":
                 "\(security.map { "CURVE, server public key \($0.publicKey), \($0.access.clients.count) clients in \($0.accessFile)" } ?? (configuration.allowInsecureRemote ? "off (--allow-insecure-remote)" : "off (loopback only)"))",
         ]

@@ -75,8 +75,8 @@ public struct EngineConfiguration: Hashable, Sendable {
     public var maxSessions = 2_000_000
     /// Resident memory, in MiB, above which navigatord stops with the reason, its state flushed
     /// (``MemoryGuard``: libzmq lets a peer make it hold an unfinished message's frames without
-    /// bound). nil: 90 % of the machine's memory, or of its cgroup's limit when that is lower;
-    /// 0: no ceiling.
+    /// bound). nil: ``MemoryGuard/defaultLimit()`` (the machine's memory or its cgroup's limit,
+    /// less a margin); 0: no ceiling.
     public var maxMemoryMegabytes: Int? = nil
     /// Modals one session may present at once.
     public var maxModals = 16

@@ -97,7 +97,8 @@ final class StreamHub: Sendable {
     /// Sessions kept for resuming are at most `limit` (`maxStreams`): a session nobody streams
     /// is kept for `historySeconds`, and a client opening and closing streams of ever new
     /// sessions would otherwise have the instance follow all of them. At the limit, the tenth of
-    /// it idle longest is forgotten (taken out here, ended by the caller outside the lock): their
+    /// it idle longest is forgotten (taken out and marked ended here, their follows let go by the caller
+    /// outside the lock): their
     /// clients get a snapshot instead of the batches they missed. Sessions streamed now are
     /// never forgotten; there are fewer of them than the limit, since each has a connection.
     private static func forgetIdle(_ sessions: inout [String: StreamedSession], beyond limit: Int)
@@ -107,7 +108,9 @@ final class StreamHub: Sendable {
         let idle = sessions.values.compactMap { streamed in streamed.idleSince.map { (streamed, $0) } }
             .sorted { $0.1 < $1.1 }
         let excess = sessions.count - limit + 1
-        let forgotten = idle.prefix(max(excess, limit / 10)).map(\.0)
+        // Ended here, each in one step with its idleness: a connection joining meanwhile either
+        // came first (the session is kept) or is refused and starts a fresh session.
+        let forgotten = idle.prefix(max(excess, limit / 10)).map(\.0).filter { $0.endIfIdle() }
         for streamed in forgotten { sessions[streamed.session] = nil }
         return forgotten
     }

@@ -89,6 +89,17 @@ final class StreamedSession: Sendable {
     /// Since when nobody streams the session; nil while somebody does (or nobody has yet).
     var idleSince: ContinuousClock.Instant? { state.withLock { $0.emptySince } }
 
+    /// Marks the session ended if nobody streams it, in one step with that check: a connection
+    /// joining after it is refused (and its subscribe starts a fresh session), one that joined
+    /// before it keeps the session. True if it ended; ``end()`` then lets its follow go.
+    func endIfIdle() -> Bool {
+        state.withLock { state in
+            guard !state.ended, state.connections.isEmpty, state.emptySince != nil else { return false }
+            state.ended = true
+            return true
+        }
+    }
+
     /// Whether nobody has streamed the session since `instant`.
     func idle(since instant: ContinuousClock.Instant) -> Bool {
         state.withLock { state in state.emptySince.map { $0 <= instant } ?? false }

@@ -167,7 +167,7 @@ struct Navigatord: AsyncParsableCommand {
     @Option(
         help: help(
             "maxMemoryMegabytes",
-            "Resident memory (MiB) above which navigatord stops, saying so, its state flushed (libzmq lets a peer make it hold a message's frames without bound until the last); 0: none [default: 90 % of the machine's memory, or of its cgroup's limit when lower]"
+            "Resident memory (MiB) above which navigatord stops, saying so, its state flushed (libzmq lets a peer make it hold a message's frames without bound until the last); 0: none [default: the machine's memory or its cgroup's limit, the lower, less a tenth and at least 512 MiB]"
         ))
     var maxMemoryMegabytes: String?
 

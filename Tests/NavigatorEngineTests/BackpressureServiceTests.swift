@@ -26,7 +26,7 @@ struct BackpressureServiceTests {
             let path = URL(fileURLWithPath: server.configuration.dataDirectory).appendingPathComponent(
                 "navigator.sqlite"
             ).path
-            let replies = try await onThread { () throws -> [String] in
+            let (replies, mostWaiting) = try await onThread { () throws -> ([String], UInt64) in
                 let client = try Client(endpoints)
                 _ = try client.request(.stats(.init()))  // connected, and the store written once
                 let context = try Context()
@@ -42,6 +42,7 @@ struct BackpressureServiceTests {
                     return rejected.code.label
                 }
                 var replies: [String] = []
+                var mostWaiting: UInt64 = 0
                 // The state file locked by another process's transaction: the flush thread's
                 // write waits (up to its busy timeout, 5 s), and the replies with it.
                 try whileLocked(stateFile: path) {
@@ -54,19 +55,22 @@ struct BackpressureServiceTests {
                         }
                         try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
                         usleep(2_000)
+                        mostWaiting = max(mostWaiting, server.counters.repliesWaiting.load)
                         while let reply = try receive(within: .zero) { replies.append(reply) }
                     }
                     while let reply = try receive(within: .milliseconds(200)) { replies.append(reply) }
                 }
                 // The store back: the waiting ones are answered.
                 while replies.count < 100, let reply = try receive(within: .seconds(20)) { replies.append(reply) }
-                return replies
+                return (replies, mostWaiting)
             }
-            let refused = replies.filter { $0 == "store away" }.count
             #expect(replies.count == 100, "\(replies)")
-            // Those let through: at most the limit, and what was on its way to the worker.
-            #expect(100 - refused <= limit + Int(Self.handoff) + 1, "\(replies)")
-            #expect(refused >= 100 - limit - Int(Self.handoff) - 1, "\(replies)")
+            #expect(replies.contains("store away"), "\(replies)")
+            // Never more waiting than the limit and what was on its way to the worker. (Not "all
+            // but the limit refused": on a loaded machine the burst can outlast the flush
+            // thread's busy wait, whose failure answers the waiting ones UNAVAILABLE and makes
+            // room again, as it should.)
+            #expect(mostWaiting <= UInt64(limit) + UInt64(Self.handoff) + 1, "\(mostWaiting): \(replies)")
             #expect(server.counters.repliesWaiting.load == 0)
         }
     }

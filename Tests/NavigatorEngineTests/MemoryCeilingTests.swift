@@ -70,16 +70,19 @@ struct MemoryCeilingTests {
         #expect(daemon.log.contains("navigatord stopped because nav-memory failed"), "\(daemon.log)")
     }
 
-    @Test("the setting: 0 is no ceiling, a number is MiB, unset is 90 % of the machine's memory or less")
+    @Test("the setting: 0 is no ceiling, a number is MiB, unset is the memory there is less a margin")
     func setting() throws {
         #expect(MemoryGuard(megabytes: 0).limit == nil)
         #expect(MemoryGuard(megabytes: 512).limit == 512 << 20)
-        let total = try String(contentsOfFile: "/proc/meminfo", encoding: .utf8).split(separator: "\n")
+        let memTotal = try String(contentsOfFile: "/proc/meminfo", encoding: .utf8).split(separator: "\n")
             .first { $0.hasPrefix("MemTotal:") }.flatMap { $0.split(separator: " ").dropFirst().first }
             .flatMap { UInt64($0) }.map { $0 * 1024 }
         let derived = try #require(MemoryGuard(megabytes: nil).limit)
-        #expect(derived <= (try #require(total)) / 10 * 9)
-        #expect(derived > 0)
+        let total = try #require(memTotal)
+        // Less a tenth, and at least 512 MiB, never below half (of the machine's, or of a
+        // cgroup's limit when lower).
+        #expect(derived <= total - max(total / 10, min(512 << 20, total / 2)))
+        #expect(derived >= min(total, MemoryGuard.cgroupLimit() ?? total) / 2)
         // Below the ceiling, the check passes.
         try MemoryGuard(megabytes: 1 << 20).check()
         #expect(throws: EngineError.self) { try MemoryGuard(megabytes: 1).check() }

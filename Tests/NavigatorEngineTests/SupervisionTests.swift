@@ -16,7 +16,7 @@ import ZeroMQ
 struct SupervisionTests {
     @Test(
         "the failed part is named, /readyz turns 503, the state is flushed and run() throws",
-        arguments: ["nav-worker-0", "nav-worker-1", "nav-requests", "nav-egress", "nav-flush"])
+        arguments: ["nav-worker-0", "nav-worker-1", "nav-requests", "nav-egress", "nav-flush", "nav-memory"])
     func partFails(_ part: String) async throws {
         let directory = temporaryDirectory("navsup")
         defer { try? FileManager.default.removeItem(at: directory) }

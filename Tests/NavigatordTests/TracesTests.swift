@@ -133,7 +133,10 @@ struct TracesTests {
         #expect(parkedIntent.statusCode == 2 && parkedIntent.statusMessage.contains("expired"), "\(parkedIntent)")
         #expect(park.parentSpanID == parkedIntent.spanID && park.statusCode == 2, "\(park)")
         #expect(park.attributes["navigator.park.reason"]?.isEmpty == false, "\(park)")
-        #expect(park.end == parkedIntent.end && park.end - park.start >= 100_000_000)
+        // Expired no sooner than its 100 ms after it was parked, which is after the intent was
+        // taken (the park span itself starts once the resolution is recorded: under load, later
+        // than the parking's own clock reading, so its length may be a little under the TTL).
+        #expect(park.end == parkedIntent.end && parkedIntent.end - parkedIntent.start >= 100_000_000, "\(park)")
 
         // The released intent: its login redirect published, parked, released onto editProfile,
         // published, acknowledged.

@@ -91,7 +91,6 @@ struct FlushLoop: SocketLoop {
     /// Makes the sessions of these replies durable in one write, then sends the replies on.
     private func answer(_ waiting: [[Message]], _ sockets: Sockets) throws {
         guard !waiting.isEmpty else { return }
-        defer { counters.repliesWaiting.subtract(UInt64(waiting.count)) }
         let sessions = Set(waiting.map { $0[2].string }.filter { !$0.isEmpty })
         var failure: (any Error)?
         do {
@@ -103,6 +102,7 @@ struct FlushLoop: SocketLoop {
                 metadata: ["sessions": "\(sessions.count)", "error": "\(error)"])
         }
         for frames in waiting {
+            counters.repliesWaiting.subtract()  // before it goes: whoever gets it sees it gone
             guard let failure, frames[2].count > 0 else {
                 try Internal.sendReply(
                     on: sockets.replies, routingID: frames[0], delimiter: frames[1], reply: frames[3])

@@ -1,7 +1,9 @@
-import ZeroMQ
-
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// The service's resident memory against a ceiling (`maxMemoryMegabytes`), read from /proc.
@@ -13,7 +15,7 @@ import ZeroMQ
 /// hold them without end (about 64 bytes a frame, for 2 bytes on the wire). Nothing above
 /// libzmq sees those frames, so nothing can refuse them; what the service can do is stop, with
 /// the reason and its state flushed, before the machine runs out of memory. ``MemoryLoop``
-/// asks ``check()`` once a second.
+/// asks ``check()`` four times a second.
 struct MemoryGuard: Sendable {
     /// Bytes; nil: no ceiling.
     let limit: UInt64?
@@ -26,6 +28,9 @@ struct MemoryGuard: Sendable {
             limit = Self.defaultLimit()
         }
     }
+
+    /// For the start-up line: `2048 MiB`, or `none`.
+    var summary: String { limit.map { "\($0 >> 20) MiB" } ?? "none" }
 
     /// Throws when the resident memory is above the ceiling, saying both and why it may be.
     func check() throws(EngineError) {
@@ -41,27 +46,58 @@ struct MemoryGuard: Sendable {
         guard let text = read("/proc/self/statm") else { return nil }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = UInt64(fields[1]) else { return nil }
-        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        return pages * pageSize
     }
 
-    /// 90 % of the memory the service may have: the machine's (/proc/meminfo's MemTotal), or its
-    /// cgroup's limit (/sys/fs/cgroup/memory.max: systemd's MemoryMax=, a container's) when that
-    /// is lower — so the service stops, flushed, before the kernel kills it. Nil when neither can
-    /// be read.
+    /// What the service may use: the machine's memory, or its cgroup's limit when that is lower
+    /// (systemd's `MemoryMax=` on the unit or a slice above it, a container's limit) — less a
+    /// margin, so that the service stops, flushed, before the kernel's OOM killer kills it: a
+    /// tenth, and at least 512 MiB (a peer can grow it by hundreds of MiB between two checks),
+    /// but never below half. Nil when not even the machine's memory can be read.
     static func defaultLimit() -> UInt64? {
-        var total: UInt64? = nil
-        if let meminfo = read("/proc/meminfo") {
-            for line in meminfo.split(separator: "\n") where line.hasPrefix("MemTotal:") {
-                let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { UInt64($0) }
-                total = kilobytes.map { $0 * 1024 }
+        let pages = sysconf(Int32(_SC_PHYS_PAGES))
+        guard pages > 0 else { return nil }
+        var total = UInt64(pages) * pageSize
+        if let cgroup = cgroupLimit() { total = min(total, cgroup) }
+        let margin = max(total / 10, 512 << 20)
+        return max(total / 2, total > margin ? total - margin : 0)
+    }
+
+    /// The lowest memory limit of this process's cgroup and those above it: cgroup v2's
+    /// `memory.max` along the path /proc/self/cgroup gives (readable where /proc/meminfo is
+    /// not: systemd's `ProcSubset=pid`), or v1's `memory.limit_in_bytes`. Nil when none is set.
+    static func cgroupLimit() -> UInt64? {
+        guard let membership = read("/proc/self/cgroup") else { return nil }
+        var lowest: UInt64? = nil
+        func consider(_ file: String) {
+            // "max" (v2) or a huge number (v1) when there is no limit.
+            guard let text = read(file), let value = UInt64(text.split(separator: "\n").first ?? ""),
+                value < 1 << 60
+            else { return }
+            lowest = min(lowest ?? value, value)
+        }
+        for line in membership.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            let (controllers, path) = (fields[1], String(fields[2]))
+            let v2 = fields[0] == "0" && controllers.isEmpty
+            guard v2 || controllers.split(separator: ",").contains("memory") else { continue }
+            var components = path.split(separator: "/").map(String.init)
+            while true {
+                let directory = components.isEmpty ? "" : "/" + components.joined(separator: "/")
+                if v2 {
+                    consider("/sys/fs/cgroup\(directory)/memory.max")
+                } else {
+                    consider("/sys/fs/cgroup/memory\(directory)/memory.limit_in_bytes")
+                }
+                guard !components.isEmpty else { break }
+                components.removeLast()
             }
         }
-        // "max" when the cgroup has no limit.
-        if let cgroup = read("/sys/fs/cgroup/memory.max").flatMap({ UInt64($0.split(separator: "\n").first ?? "") }) {
-            total = min(total ?? cgroup, cgroup)
-        }
-        return total.map { $0 / 10 * 9 }
+        return lowest
     }
+
+    private static var pageSize: UInt64 { UInt64(sysconf(Int32(_SC_PAGESIZE))) }
 
     private static func read(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -69,42 +105,19 @@ struct MemoryGuard: Sendable {
         defer { close(fd) }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        while bytes.count < 1 << 20 {
+            let count = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             guard count > 0 else { break }
             bytes += buffer[..<count]
-            guard bytes.count < 1 << 20 else { break }
         }
         return String(decoding: bytes, as: UTF8.self)
     }
 }
 
-/// The thread that asks ``MemoryGuard/check()`` once a second (nav-memory); above the ceiling
-/// it fails, and the service stops as in a graceful stop, its state flushed.
-struct MemoryLoop: SocketLoop {
-    let context: Context
-    let memory: MemoryGuard
-    let supervisor: Supervisor
-
-    static let control = "inproc://navigator-control-memory"
-
-    var name: String { "nav-memory" }
-
-    func open() throws -> Socket {
-        let control = try Socket(context, type: .pull)
-        try control.bind(Self.control)
-        return control
-    }
-
-    func run(_ control: Socket) throws {
-        defer { control.close() }
-        var poller = Poller()
-        poller.add(control)
-        while true {
-            try supervisor.checkInjected(name)
-            try memory.check()
-            try poller.poll(timeout: .seconds(1))
-            if try control.tryReceiveMultipart() != nil { return }  // the stop marker
-        }
-    }
-}
+#if canImport(Glibc)
+    private let systemRead = Glibc.read
+#elseif canImport(Musl)
+    private let systemRead = Musl.read
+#elseif canImport(Darwin)
+    private let systemRead = Darwin.read
+#endif

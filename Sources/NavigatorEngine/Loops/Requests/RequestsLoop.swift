@@ -25,7 +25,7 @@ struct RequestsLoop: SocketLoop {
     /// store is slow or away: ``EngineCounters/repliesWaiting``) before acknowledged requests
     /// are answered OVERLOADED: ten times what the workers' queues hold. Beyond it they would
     /// pile up, each with its reply, for as long as the store stays away.
-    var maxRepliesWaiting: UInt64 { UInt64(10 * Int(handoffHighWaterMark) * max(1, workers)) }
+    var maxRepliesWaiting: UInt64 { UInt64(10 * max(1, Int(handoffHighWaterMark)) * max(1, workers)) }
     let store: SessionStore
     let resolvers: ResolverHolder
     let counters: EngineCounters

@@ -47,11 +47,12 @@ extension WorkerLoop {
         try sockets.publisher.flush()  // the batch goes out no later than the reply
         // Durable before the reply (the client may act on it): the flush thread writes the
         // session, then sends the reply on. No SQLite wait happens on this thread.
-        // Counted before it goes: the flush thread takes it off once it has sent it on.
+        let bytes: [UInt8] = try reply.serializedBytes()
+        // Counted before it goes: the flush thread takes it off as it sends it on.
         counters.repliesWaiting.add()
         try Internal.sendDurableReply(
             on: sockets.replies, routingID: frames[1], delimiter: frames[2], session: durableSession ?? "",
-            reply: try reply.serializedBytes())
+            reply: bytes)
     }
 
     func answer(
