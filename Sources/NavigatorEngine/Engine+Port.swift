@@ -84,6 +84,9 @@ extension Engine: NavigatorPort {
         metrics.parked.record(store.parkedCount)
         metrics.quarantined.record(quarantinedSessions)
         metrics.subscribedTopics.record(Int(counters.subscribedTopics.load))
+        metrics.repliesWaiting.record(Int(counters.repliesWaiting.load))
+        if let resident = MemoryGuard.residentBytes() { metrics.residentBytes.record(Int(resident)) }
+        metrics.memoryCeilingBytes.record(Int(memory.limit ?? 0))
         if let ownership = store.ownership { metrics.partitionsHeld.record(ownership.all.count) }
         metrics.fencedWrites.record(Int(persistence.fencedWrites.load(ordering: .relaxed)))
         let packed = store.packedBytes

@@ -26,7 +26,7 @@ struct BackpressureServiceTests {
             let path = URL(fileURLWithPath: server.configuration.dataDirectory).appendingPathComponent(
                 "navigator.sqlite"
             ).path
-            let (replies, mostWaiting) = try await onThread { () throws -> ([String], UInt64) in
+            let (replies, mostWaiting, reported) = try await onThread { () throws -> ([String], UInt64, Double?) in
                 let client = try Client(endpoints)
                 _ = try client.request(.stats(.init()))  // connected, and the store written once
                 let context = try Context()
@@ -43,6 +43,7 @@ struct BackpressureServiceTests {
                 }
                 var replies: [String] = []
                 var mostWaiting: UInt64 = 0
+                var reported: Double? = nil
                 // The state file locked by another process's transaction: the flush thread's
                 // write waits (up to its busy timeout, 5 s), and the replies with it.
                 try whileLocked(stateFile: path) {
@@ -56,13 +57,14 @@ struct BackpressureServiceTests {
                         try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
                         usleep(2_000)
                         mostWaiting = max(mostWaiting, server.counters.repliesWaiting.load)
+                        if index == 60 { reported = Self.gauge("navigator_replies_waiting_for_store", in: server) }
                         while let reply = try receive(within: .zero) { replies.append(reply) }
                     }
                     while let reply = try receive(within: .milliseconds(200)) { replies.append(reply) }
                 }
                 // The store back: the waiting ones are answered.
                 while replies.count < 100, let reply = try receive(within: .seconds(20)) { replies.append(reply) }
-                return (replies, mostWaiting)
+                return (replies, mostWaiting, reported)
             }
             #expect(replies.count == 100, "\(replies)")
             #expect(replies.contains("store away"), "\(replies)")
@@ -72,7 +74,17 @@ struct BackpressureServiceTests {
             // room again, as it should.)
             #expect(mostWaiting <= UInt64(limit) + UInt64(Self.handoff) + 1, "\(mostWaiting): \(replies)")
             #expect(server.counters.repliesWaiting.load == 0)
+            // /metrics shows them while they wait, and none after.
+            #expect((reported ?? 0) > 0, "\(String(describing: reported))")
+            #expect(Self.gauge("navigator_replies_waiting_for_store", in: server) == 0)
         }
+    }
+
+    /// A gauge's value in the service's /metrics text.
+    static func gauge(_ name: String, in server: Engine) -> Double? {
+        let text = String(decoding: server.metrics(), as: UTF8.self)
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.dropFirst(name.count + 1)) }
     }
 
     /// Worker 0 reads the intents socket: stalled itself, it reads nothing; with worker 1 stalled,

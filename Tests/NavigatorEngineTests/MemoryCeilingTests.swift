@@ -71,7 +71,7 @@ struct MemoryCeilingTests {
     }
 
     @Test("the setting: 0 is no ceiling, a number is MiB, unset is the memory there is less a margin")
-    func setting() throws {
+    func setting() async throws {
         #expect(MemoryGuard(megabytes: 0).limit == nil)
         #expect(MemoryGuard(megabytes: 512).limit == 512 << 20)
         let memTotal = try String(contentsOfFile: "/proc/meminfo", encoding: .utf8).split(separator: "\n")
@@ -83,6 +83,15 @@ struct MemoryCeilingTests {
         // cgroup's limit when lower).
         #expect(derived <= total - max(total / 10, min(512 << 20, total / 2)))
         #expect(derived >= min(total, MemoryGuard.cgroupLimit() ?? total) / 2)
+        // The gauges: the resident memory, and the ceiling in effect (the embedded default's).
+        try await withService { server, _ in
+            let resident = BackpressureServiceTests.gauge("navigator_resident_memory_bytes", in: server) ?? 0
+            #expect(resident > Double(1 << 20))
+            let ceiling = BackpressureServiceTests.gauge("navigator_memory_ceiling_bytes", in: server)
+            // (Printed as a float: equal to a millionth.)
+            let limit = Double(try #require(server.memory.limit))
+            #expect(abs((ceiling ?? 0) - limit) < limit / 1e6, "\(String(describing: ceiling)) against \(limit)")
+        }
         // Below the ceiling, the check passes.
         try MemoryGuard(megabytes: 1 << 20).check()
         #expect(throws: EngineError.self) { try MemoryGuard(megabytes: 1).check() }

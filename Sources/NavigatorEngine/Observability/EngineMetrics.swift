@@ -19,6 +19,11 @@ final class EngineMetrics: Sendable {
     let sessions: Metrics.Gauge
     let parked: Metrics.Gauge
     let subscribedTopics: Metrics.Gauge
+    /// Replies waiting for their sessions' write (``EngineCounters/repliesWaiting``).
+    let repliesWaiting: Metrics.Gauge
+    /// The process's resident memory, and the ceiling it stops at (0: none).
+    let residentBytes: Metrics.Gauge
+    let memoryCeilingBytes: Metrics.Gauge
     let queueDepths: [Metrics.Gauge]
     let quarantined: Metrics.Gauge
     let unexpectedInternal: Metrics.Counter
@@ -72,6 +77,9 @@ final class EngineMetrics: Sendable {
         sessions = Metrics.Gauge(label: "navigator_sessions", factory: factory)
         parked = Metrics.Gauge(label: "navigator_parked_intents", factory: factory)
         subscribedTopics = Metrics.Gauge(label: "navigator_subscribed_topics", factory: factory)
+        repliesWaiting = Metrics.Gauge(label: "navigator_replies_waiting_for_store", factory: factory)
+        residentBytes = Metrics.Gauge(label: "navigator_resident_memory_bytes", factory: factory)
+        memoryCeilingBytes = Metrics.Gauge(label: "navigator_memory_ceiling_bytes", factory: factory)
         quarantined = Metrics.Gauge(label: "navigator_sessions_quarantined", factory: factory)
         unexpectedInternal = Metrics.Counter(label: "navigator_unexpected_internal_messages_total", factory: factory)
         unpublished = Metrics.Counter(label: "navigator_unpublished_messages_total", factory: factory)
