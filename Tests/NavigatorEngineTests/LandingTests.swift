@@ -85,19 +85,26 @@ struct LandingTests {
         #expect(book.sessions["s\(extra - 1)"] == nil && book.sessions["s\(extra)"] != nil)
     }
 
-    @Test("labels: screens the route map lacks are other; sources beyond the first 32 are other")
+    @Test(
+        "labels: screens the route map lacks are other; sources beyond the first 32, or longer than 64 bytes, are other"
+    )
     func labels() {
         let metrics = RouteMetrics(landingWindow: .seconds(10))
+        let long = String(repeating: "x", count: 65)
+        #expect(metrics.source(of: Intent(id: "i", session: "s", target: .path([]), source: long)) == "other")
+        let longest = String(repeating: "x", count: 64)
+        #expect(metrics.source(of: Intent(id: "i", session: "s", target: .path([]), source: longest)) == longest)
         #expect(RouteMetrics.route("chat", map: .demo) == "chat")
         #expect(RouteMetrics.route("no-such-screen", map: .demo) == "other")
         #expect(RouteMetrics.route(nil, map: .demo) == "other")
         #expect(
             RouteMetrics.route(of: Intent(id: "u", session: "s", target: .url("app://chat/1")), map: .demo) == "other")
-        let sources = (0..<40).map { index in
+        let sources = (1..<41).map { index in
             metrics.source(of: Intent(id: "i", session: "s", target: .path([]), source: "producer-\(index)"))
         }
-        #expect(sources[..<32].elementsEqual((0..<32).map { "producer-\($0)" }))
-        #expect(sources[32...].allSatisfy { $0 == "other" })
+        // The 64-byte one took a label: 31 more.
+        #expect(sources[..<31].elementsEqual((1..<32).map { "producer-\($0)" }))
+        #expect(sources[31...].allSatisfy { $0 == "other" })
         #expect(
             metrics.source(of: Intent(id: "i", session: "s", target: .path([]), source: "producer-3")) == "producer-3")
         #expect(metrics.source(of: Intent(id: "i", session: "s", target: .url("app://x"))) == "url")

@@ -9,8 +9,8 @@ import Synchronization
 /// and `navctl stats --routes` read it.
 ///
 /// Labels are bounded: a route is the intent's target screen when the route map has it, else
-/// `other`; a source is the intent's `source` among the first ``maxSources`` distinct ones seen,
-/// else `other`, and `url` or `path` (the target's kind) when the intent names none. So the
+/// `other`; a source is the intent's `source` among the first ``maxSources`` distinct ones seen
+/// of at most ``maxSourceBytes``, else `other`, and `url` or `path` (the target's kind) when the intent names none. So the
 /// series number at most (screens + 1) per route family and ``maxSources`` + 3 per source family,
 /// whatever producers send.
 final class RouteMetrics: Sendable {
@@ -71,6 +71,9 @@ final class RouteMetrics: Sendable {
 
     /// Distinct `source` values given labels of their own; later ones are counted as `other`.
     static let maxSources = 32
+    /// Bytes of a source that gets a label of its own; a longer one counts as `other` (a label
+    /// is kept and printed at every scrape for as long as the process runs).
+    static let maxSourceBytes = 64
     static let other = "other"
 
     /// Bucket bounds of the time-to-publish and time-to-land histograms, in seconds.
@@ -193,6 +196,7 @@ final class RouteMetrics: Sendable {
             if case .url = intent.target { return "url" }
             return "path"
         }
+        guard intent.source.utf8.count <= Self.maxSourceBytes else { return Self.other }
         return state.withLock { state in
             if state.sources.contains(intent.source) { return intent.source }
             guard state.sources.count < Self.maxSources else { return Self.other }
