@@ -19,6 +19,9 @@ final class StreamHub: Sendable {
     let logger: Logger
     private let port: any NavigatorPort
     private let sessions = Locked<[String: StreamedSession]>([:])
+    /// When ``forgetIdle(_:beyond:)`` may look again after a look that found too few idle
+    /// sessions (taken under `sessions`' lock).
+    private let forgetAgainAt = Locked<ContinuousClock.Instant?>(nil)
     private let open = Atomic<Int>(0)
     private let closing = Atomic<Bool>(false)
 
@@ -67,7 +70,7 @@ final class StreamHub: Sendable {
             let (streamed, fresh, forgotten) = sessions.withLock {
                 sessions -> (StreamedSession, Bool, [StreamedSession]) in
                 if let streamed = sessions[session] { return (streamed, false, []) }
-                let forgotten = Self.forgetIdle(&sessions, beyond: settings.maxStreams)
+                let forgotten = forgetIdle(&sessions, beyond: settings.maxStreams)
                 let streamed = StreamedSession(session: session, settings: settings)
                 sessions[session] = streamed
                 return (streamed, true, forgotten)
@@ -97,14 +100,18 @@ final class StreamHub: Sendable {
     /// Sessions kept for resuming are at most `limit` (`maxStreams`): a session nobody streams
     /// is kept for `historySeconds`, and a client opening and closing streams of ever new
     /// sessions would otherwise have the instance follow all of them. At the limit, the tenth of
-    /// it idle longest is forgotten (taken out and marked ended here, their follows let go by the caller
-    /// outside the lock): their
-    /// clients get a snapshot instead of the batches they missed. Sessions streamed now are
-    /// never forgotten; there are fewer of them than the limit, since each has a connection.
-    private static func forgetIdle(_ sessions: inout [String: StreamedSession], beyond limit: Int)
-        -> [StreamedSession]
-    {
+    /// it idle longest is forgotten (taken out and marked ended here, their follows let go by the
+    /// caller outside the lock): their clients get a snapshot instead of the batches they missed.
+    /// Sessions streamed now are never forgotten; there are fewer of them than the limit, since
+    /// each has a connection. Finding the idle ones reads every session: when a look finds fewer
+    /// than it wanted (nearly every session streamed), the next is made a second later, or once
+    /// the sessions are a tenth over the limit, whichever comes first — not at every new session.
+    private func forgetIdle(_ sessions: inout [String: StreamedSession], beyond limit: Int) -> [StreamedSession] {
         guard sessions.count >= limit else { return [] }
+        let now = ContinuousClock.now
+        if let after = forgetAgainAt.withLock({ $0 }), now < after, sessions.count < limit + limit / 10 {
+            return []
+        }
         let idle = sessions.values.compactMap { streamed in streamed.idleSince.map { (streamed, $0) } }
             .sorted { $0.1 < $1.1 }
         let excess = sessions.count - limit + 1
@@ -112,6 +119,7 @@ final class StreamHub: Sendable {
         // came first (the session is kept) or is refused and starts a fresh session.
         let forgotten = idle.prefix(max(excess, limit / 10)).map(\.0).filter { $0.endIfIdle() }
         for streamed in forgotten { sessions[streamed.session] = nil }
+        forgetAgainAt.withLock { $0 = forgotten.count < max(excess, limit / 10) ? now + .seconds(1) : nil }
         return forgotten
     }
 
