@@ -65,6 +65,10 @@ struct IOLoop: Sendable {
     /// socket, including instances that start later).
     static let instancesInterval: Duration = .seconds(5)
 
+    /// How long a connection to another instance's requests socket (opened to follow `MOVED`)
+    /// stays open unused: thirty request timeouts (a minute at the default two seconds).
+    var redirectIdle: Duration { timeout * 30 }
+
     private struct PendingIntent {
         let frames: [[UInt8]]
         let deadline: ContinuousClock.Instant
@@ -112,6 +116,10 @@ struct IOLoop: Sendable {
         // instances' requests sockets, opened when a MOVED names an instance, by endpoint; and
         // each instance's requests endpoint, from the instances list.
         var redirectDealers: [String: Socket] = [:]
+        // When each was last sent on: one unused for ``redirectIdle`` is closed (instances come
+        // and go over weeks; each dealer left open would reconnect to its endpoint for ever).
+        var redirectUsed: [String: ContinuousClock.Instant] = [:]
+        var nextRedirectSweep: ContinuousClock.Instant? = nil
         var instanceRequests: [String: String] = [:]
         // Requests waiting for the instances list to name their owner's endpoint, and requests
         // to send again at a time (MOVED naming no instance).
@@ -123,6 +131,8 @@ struct IOLoop: Sendable {
 
         func dealer(_ via: String?) -> Socket? {
             guard let via else { return sockets.dealer }
+            redirectUsed[via] = clock.now
+            if nextRedirectSweep == nil { nextRedirectSweep = clock.now + redirectIdle }
             if let dealer = redirectDealers[via] { return dealer }
             do {
                 let dealer = try Socket(sockets.context, type: .dealer)
@@ -135,6 +145,20 @@ struct IOLoop: Sendable {
             } catch {
                 return nil
             }
+        }
+
+        // Closes the dealers to other instances that nothing was sent on for `redirectIdle` and
+        // that no request waits on; looks again when the next could be.
+        func closeIdleRedirects(_ now: ContinuousClock.Instant) {
+            let waitedOn = Set(requests.values.compactMap(\.via))
+            for (via, used) in redirectUsed where used + redirectIdle <= now && !waitedOn.contains(via) {
+                if let dealer = redirectDealers.removeValue(forKey: via) {
+                    poller.remove(dealer)
+                    dealer.close()
+                }
+                redirectUsed[via] = nil
+            }
+            nextRedirectSweep = redirectUsed.values.min().map { max($0 + redirectIdle, now + timeout) }
         }
 
         func trySend(_ pending: inout PendingRequest, _ bytes: [UInt8]) {
@@ -239,6 +263,7 @@ struct IOLoop: Sendable {
             let due = retries.filter { $0.at <= start }
             retries.removeAll { $0.at <= start }
             for retry in due { if let follower = followers[retry.follower] { snapshot(for: follower) } }
+            if let sweep = nextRedirectSweep, sweep <= start { closeIdleRedirects(start) }
             let unconnected = awaitingSub.filter { $0.until <= start }
             awaitingSub.removeAll { $0.until <= start }
             for waiting in unconnected {
@@ -249,6 +274,7 @@ struct IOLoop: Sendable {
                 intents.map(\.deadline) + requests.values.map(\.deadline) + retries.map(\.at) + resends.map(\.at)
                 + awaitingSub.map(\.until)
                 + (followers.isEmpty ? [] : [nextInstances]) + (ownerListAgainAt.map { [$0] } ?? [])
+                + (nextRedirectSweep.map { [$0] } ?? [])
             var wait: Duration? = deadlines.min().map { max(.zero, $0 - clock.now) }
             if !intents.isEmpty || requests.values.contains(where: { $0.unsent != nil }) {
                 wait = min(wait ?? .milliseconds(5), .milliseconds(5))

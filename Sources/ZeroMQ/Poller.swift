@@ -30,6 +30,16 @@ public struct Poller {
         return items.count - 1
     }
 
+    /// Takes a socket out (before it is closed); the items after it move down one place, so
+    /// indices from ``add(_:for:)`` taken before no longer hold for them. False if it was not in.
+    @discardableResult
+    public mutating func remove(_ socket: Socket) -> Bool {
+        guard let index = sockets.firstIndex(where: { $0 === socket }) else { return false }
+        items.remove(at: index)
+        sockets.remove(at: index)
+        return true
+    }
+
     /// Adds a plain file descriptor (an eventfd, a pipe, a TCP socket of another library).
     @discardableResult
     public mutating func add(fileDescriptor: Int32, for events: PollEvents = .readable) -> Int {

@@ -78,4 +78,75 @@ struct MovedTests {
         #expect(reply.resolved.batch.seq == 1, "\(reply)")
         #expect(log == ["one: MOVED", "one: instances 1", "one: instances 2", "one: instances 3", "two: resolved"])
     }
+
+    @Test("a connection opened to follow MOVED is closed once unused for thirty request timeouts")
+    func idleRedirectClosed() async throws {
+        let shared = BareInstances()
+        // What "two" saw of its peers: set by the instances' thread, read by the test.
+        let twoEvents = Locked<[String]>([])
+        let (seen, _) = try await shared.run(
+            serving: { () throws -> [String] in
+                let context = try Context()
+                let one = try Socket(context, type: .router)
+                let two = try Socket(context, type: .router)
+                let intents = try Socket(context, type: .pull)
+                let commands = try Socket(context, type: .xpub)
+                try two.monitor("inproc://moved-two-monitor", events: [.accepted, .disconnected])
+                let monitor = try Socket(context, type: .pair)
+                try monitor.set(.receiveTimeout, .zero)
+                try monitor.connect("inproc://moved-two-monitor")
+                defer { for socket in [one, two, intents, commands, monitor] { socket.close() } }
+                try BareInstances.bind([one, two, intents, commands])
+                let twoEndpoint = try two.lastEndpoint
+                try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
+                while !shared.stopped.withLock({ $0 }) {
+                    while let event = try? monitor.receiveMonitorEvent() {
+                        twoEvents.withLock { $0.append(event.event.description) }
+                    }
+                    for (name, socket) in [("one", one), ("two", two)] {
+                        guard let frames = try? socket.receiveMultipart() else { continue }
+                        let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
+                        var reply = Navigator_V1_Reply()
+                        reply.requestID = request.requestID
+                        switch (name, request.kind) {
+                        case ("one", .intent?):
+                            reply.rejected = .with {
+                                $0.code = .moved
+                                $0.message = "session m is in a partition instance two serves; this is one"
+                                $0.owner = "two"
+                            }
+                        case ("one", .instances?):
+                            reply.instances = .with { list in
+                                list.instances = [
+                                    .with {
+                                        $0.id = "two"
+                                        $0.requestEndpoints = [twoEndpoint]
+                                    }
+                                ]
+                            }
+                        case ("two", .intent?):
+                            reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
+                        default:
+                            reply.rejected = .with { $0.code = .invalidRequest }
+                        }
+                        try BareInstances.send(reply, answering: frames, on: socket)
+                    }
+                }
+                return []
+            },
+            timeout: .milliseconds(200),
+            then: { connection -> [String] in
+                let reply = try await connection.request(
+                    .intent(wireIntent("m1", [ScreenContext("settings")], session: "m")))
+                #expect(reply.resolved.batch.seq == 1, "\(reply)")
+                #expect(twoEvents.withLock { $0 }.contains("accepted"), "\(twoEvents.withLock { $0 })")
+                // Thirty timeouts of 200 ms: closed after about 6 s; waited for up to a minute.
+                let deadline = ContinuousClock.now + .seconds(60)
+                while !twoEvents.withLock({ $0.contains("disconnected") }), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return twoEvents.withLock { $0 }
+            })
+        #expect(seen == ["accepted", "disconnected"], "what instance two saw of the client: \(seen)")
+    }
 }
