@@ -19,17 +19,20 @@ extension RequestsLoop {
     /// connected here; anything else on the cluster endpoint is dropped, logged and counted.
     func handleForwarded(_ frames: [ZeroMQ.Message], _ count: Int, stopping: Bool, _ sockets: Sockets) throws {
         let kind = count >= 2 ? frames[1].withUnsafeBytes { $0.count == 1 ? $0[0] : 0 } : 0
-        if security != nil, count >= 2, Security.clientName(of: frames[count - 1]) != Security.peerName {
+        // The message's last frame: past `clusterMaxFrames`, the frames were received into one
+        // spare slot, and the last of them is the one left there (`frames` has no more slots).
+        let last = frames[min(count, Self.clusterMaxFrames + 1) - 1]
+        if security != nil, count >= 2, Security.clientName(of: last) != Security.peerName {
             counters.forwardsRefused.add()
             if sockets.limiter.allow("cluster-stranger") {
                 logger.warning(
                     "a message on the cluster endpoint from a client, not a peer instance, was dropped; only instances holding the server key forward",
-                    metadata: ["client": "\(LogText(Security.clientName(of: frames[count - 1]) ?? "?"))"])
+                    metadata: ["client": "\(LogText(Security.clientName(of: last) ?? "?"))"])
             }
             return
         }
         // The client the sending instance names: its User-Id there (secure mode), else none.
-        let client: String? = security == nil ? nil : frames[count - 1].string.nilIfEmpty
+        let client: String? = security == nil ? nil : last.string.nilIfEmpty
         if kind == ClusterLink.requestKind, count == 6 {
             counters.forwardsReceived.add()
             let routingID = try ZeroMQ.Message(
@@ -67,6 +70,10 @@ extension RequestsLoop {
         }
         Internal.unexpected(count, at: .requests, counters: counters, logger: logger)
     }
+
+    /// The most frames a message on the cluster endpoint is read into: a forwarded request's
+    /// six (with the routing id); a longer message is counted and dropped.
+    static let clusterMaxFrames = 6
 
     /// Refuses a forwarded fire-and-forget intent: counted, and published as a rejection on
     /// `r/<session>/` (with the intent's id and source), so its producer sees it as it would a

@@ -182,7 +182,9 @@ struct RequestsLoop: SocketLoop {
                 }
                 if let cluster = sockets.cluster, poller.events(at: 4).contains(.readable) {
                     for _ in 0..<256 {
-                        guard let count = try cluster.receiveMultipart(into: &frames, wait: false, maxFrames: 6)
+                        guard
+                            let count = try cluster.receiveMultipart(
+                                into: &frames, wait: false, maxFrames: Self.clusterMaxFrames)
                         else { break }
                         try handleForwarded(frames, count, stopping: stopping, sockets)
                     }
