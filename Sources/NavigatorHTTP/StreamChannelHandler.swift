@@ -62,6 +62,8 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private var midRequest = false
     /// A streaming client that reads nothing is cut off.
     private var stalled = StalledReader()
+    /// The bound on a request head's bytes, first in the pipeline: told where heads end.
+    private let headLimit: HeadLimit
 
     /// How long a new connection has to send its first request's head.
     private let firstRequestDeadline: TimeAmount
@@ -71,9 +73,10 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
     init(
         api: HTTPAPI, eventLoop: any EventLoop, deadlines: (firstRequest: Duration, request: Duration),
-        hummingbird: @escaping () throws -> StreamingHTTPChannel.HummingbirdChannel
+        headLimit: HeadLimit, hummingbird: @escaping () throws -> StreamingHTTPChannel.HummingbirdChannel
     ) {
         self.api = api
+        self.headLimit = headLimit
         firstRequestDeadline = .nanoseconds(Int64(deadlines.firstRequest / .nanoseconds(1)))
         requestDeadline = .nanoseconds(Int64(deadlines.request / .nanoseconds(1)))
         self.forHummingbird = eventLoop.makePromise()
@@ -128,6 +131,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         switch part {
         case .head(let head):
             midRequest = true
+            headLimit.headRead()
             armDeadline(requestDeadline)
             if let refusal = api.refusal(
                 host: head.headers.first(name: "host"), origin: head.headers.first(name: "origin"))
@@ -139,6 +143,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             break
         case .end:
             midRequest = false
+            headLimit.requestEnded()
             disarmDeadline()
         }
         read(part, context)
@@ -344,6 +349,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         if let idle = try? operations.handler(type: HTTPConnectionStateHandler.self) {
             operations.removeHandler(idle, promise: nil)
         }
+        headLimit.stop()
         if let accept = WebSocketStreamHandler.acceptKey(request) {
             becomeWebSocket(request, accept: accept, subscription, expiry, context)
             return
@@ -518,7 +524,11 @@ struct StreamingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             try channel.syncOptions?.setOption(
                 .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
             let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            let streams = StreamChannelHandler(api: api, eventLoop: channel.eventLoop, deadlines: deadlines) {
+            let headLimit = HeadLimit()
+            try operations.addHandler(headLimit, position: .first)
+            let streams = StreamChannelHandler(
+                api: api, eventLoop: channel.eventLoop, deadlines: deadlines, headLimit: headLimit
+            ) {
                 try HummingbirdChannel(
                     wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
             }

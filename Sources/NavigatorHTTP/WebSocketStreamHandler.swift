@@ -134,6 +134,11 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text, .binary:
+            // One frame may hold a whole message: the same bound as one in several.
+            guard frame.unmaskedData.readableBytes <= api.maxBodyBytes else {
+                return close(
+                    code: .messageTooLarge, reason: "a message over \(api.maxBodyBytes) bytes; expected fewer")
+            }
             message = frame.unmaskedData
             messageIsText = frame.opcode == .text
             if frame.fin { received() }
@@ -154,9 +159,16 @@ final class WebSocketStreamHandler: ChannelInboundHandler, RemovableChannelHandl
             pongOwed = frame.unmaskedData
             if context.channel.isWritable { drain() } else { updateReading() }
         case .connectionClose:
+            // The client's code echoed, if it is one an endpoint may send (RFC 6455, 7.4): 1005,
+            // 1006 and 1015 are never sent, and codes below 1000 or unassigned are a protocol error.
             var data = frame.unmaskedData
-            let code = data.readWebSocketErrorCode() ?? .normalClosure
-            close(code: code, reason: "")
+            let code = data.readInteger(as: UInt16.self).map { number -> WebSocketErrorCode in
+                switch number {
+                case 1000...1003, 1007...1014, 3000...4999: WebSocketErrorCode(codeNumber: Int(number))
+                default: .protocolError
+                }
+            }
+            close(code: code ?? .normalClosure, reason: "")
         default:
             break  // pong, reserved opcodes
         }

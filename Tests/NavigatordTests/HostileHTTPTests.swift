@@ -579,6 +579,86 @@ struct HostileHTTPTests {
         }
     }
 
+    @Test("a header field of endless spaces after its colon is refused 400 at 80 KiB; memory stays bounded")
+    func endlessHeaderSpaces() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            try await onThread {
+                let fd = try tcpConnect(address)
+                defer { close(fd) }
+                let before = Self.residentBytes
+                // The decoder counts neither these spaces nor a field's bytes until it ends, and
+                // kept them all: 1.3 GiB in eight seconds made the service 1.46 GB.
+                var head = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A:".utf8)
+                _ = write(fd, &head, head.count)
+                let spaces = [UInt8](repeating: 0x20, count: 1 << 20)
+                var sent = 0
+                for _ in 0..<256 {
+                    let taken = Self.flood(fd, spaces)
+                    sent += taken
+                    if taken < spaces.count { break }  // closed by the service
+                }
+                let growth = Self.residentBytes - before
+                #expect(growth < 48 << 20, "resident memory grew by \(growth >> 20) MiB after \(sent) bytes of spaces")
+                // The answer, read before the connection closes (it lingers, dropping the rest).
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var answer: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while answer.count < 4096 {
+                    let count = read(fd, &buffer, buffer.count)
+                    guard count > 0 else { break }
+                    answer += buffer[..<count]
+                }
+                let text = String(decoding: answer, as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 400"), "\(text.prefix(300))")
+                #expect(text.contains("MALFORMED"), "\(text.prefix(300))")
+                try Self.stillServes(address)
+            }
+        }
+    }
+
+    @Test("a WebSocket message over four times maxMessageBytes in one frame is closed with 1009")
+    func oversizeSingleFrame() async throws {
+        let small: @Sendable (inout NavigatordConfiguration) -> Void = {
+            $0.httpAddress = "127.0.0.1:0"
+            $0.engine.maxMessageBytes = 256
+        }
+        try await withNavigatord(small) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let socket = try WebSocketClient(address, "/v1/sessions/ws-big/stream")
+            defer { socket.close() }
+            _ = try await socket.wait("snapshot") { !$0.isEmpty }
+            // 2,000 bytes in one frame, against a limit of 1,024: it was read and answered.
+            let request = Array(#"{"requestId":"big","snapshot":{}}"#.utf8)
+            socket.send(opcode: 0x1, request + [UInt8](repeating: 0x20, count: 2_000 - request.count))
+            _ = try await waitFor(
+                "no close frame", timeout: .seconds(10), { socket.closeCode }, until: { $0 != nil },
+                details: { "\(socket.messages)" })
+            #expect(socket.closeCode == 1009)
+        }
+    }
+
+    @Test("a client's close code is echoed only if an endpoint may send it (RFC 6455, 7.4); else 1002")
+    func closeCodes() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            for (sent, expected): (UInt16, UInt16) in [
+                (1000, 1000), (4000, 4000), (1005, 1002), (1006, 1002), (999, 1002),
+            ] {
+                let socket = try WebSocketClient(address, "/v1/sessions/ws-close/stream")
+                defer { socket.close() }
+                _ = try await socket.wait("snapshot") { !$0.isEmpty }
+                socket.send(opcode: 0x8, [UInt8(sent >> 8), UInt8(sent & 0xFF)])
+                _ = try await waitFor(
+                    "no close frame", timeout: .seconds(10), { socket.closeCode }, until: { $0 != nil },
+                    details: { "" })
+                #expect(socket.closeCode == expected, "a close with \(sent) was answered \(socket.closeCode ?? 0)")
+            }
+        }
+    }
+
     /// The code of the first close frame among unmasked server frames.
     static func closeCode(in bytes: [UInt8]) -> UInt16? {
         var offset = 0
