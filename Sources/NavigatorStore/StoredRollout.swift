@@ -56,6 +56,18 @@ public struct StoredRollout: Codable, Hashable, Sendable {
         self.note = note
     }
 
+    /// A value no request could have set, or nil.
+    var problem: String? {
+        if !(1...10_000).contains(share) { return "share \(share); expected 1 to 10,000 basis points" }
+        if !(0...10_000).contains(rollbackMargin) {
+            return "rollbackMargin \(rollbackMargin); expected 0 to 10,000 basis points"
+        }
+        if !(1...Int(Int32.max)).contains(rollbackAfter) {
+            return "rollbackAfter \(rollbackAfter); expected a positive number of intents"
+        }
+        return nil
+    }
+
     /// As stored: JSON (readable with SQL, and the row never needs a migration of its own).
     func encoded() throws -> String {
         let encoder = JSONEncoder()
@@ -67,7 +79,15 @@ public struct StoredRollout: Codable, Hashable, Sendable {
         do {
             var rollout = try JSONDecoder().decode(StoredRollout.self, from: Data(text.utf8))
             rollout.revision = revision
+            // What the request that starts a rollout allows (the keeper's arithmetic relies on it):
+            // a row written otherwise is not taken up.
+            if let problem = rollout.problem {
+                throw StoreError(
+                    .unreadable, "\(location): the route map rollout's row (revision \(revision)) has \(problem)")
+            }
             return rollout
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError(
                 .unreadable, "\(location): the route map rollout's row (revision \(revision)) does not decode: \(error)"

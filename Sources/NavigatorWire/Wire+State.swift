@@ -71,6 +71,7 @@ extension Navigator_V1_StoredSession {
             }
             version = parsed
         }
+        try plausibleTime(recentIdsBaseUnixNanos, "recent_ids_base_unix_nanos")
         let state = SessionState(
             tree: try tree.core("tree"), conditions: conditions, parked: list,
             recentIntentIDs: RecentIntentIDs(base: recentIdsBaseUnixNanos, entries: recentIds),
@@ -98,10 +99,11 @@ extension Navigator_V1_StoredExpiredIntent {
             }
             reason = parsed
         }
+        let parkedAt = hasWaitedNanos ? expiredAtUnixNanos &- waitedNanos : parkedAtUnixNanos
+        try plausibleTime(expiredAtUnixNanos, "\(field).expired_at_unix_nanos")
+        try plausibleTime(parkedAt, "\(field)'s time parked")
         return ExpiredIntent(
-            intentID: intentID, source: source, reason: reason,
-            parkedAt: hasWaitedNanos ? expiredAtUnixNanos &- waitedNanos : parkedAtUnixNanos,
-            expiredAt: expiredAtUnixNanos)
+            intentID: intentID, source: source, reason: reason, parkedAt: parkedAt, expiredAt: expiredAtUnixNanos)
     }
 }
 
@@ -148,8 +150,20 @@ extension Navigator_V1_StoredParkedIntent {
 
     public func core(_ field: String) throws(WireError) -> ParkedIntent {
         guard let stored = self.reason else { throw WireError(.malformed, "\(field) has no reason") }
+        try plausibleTime(parkedAtUnixNanos, "\(field).parked_at_unix_nanos")
+        try plausibleTime(expiresAtUnixNanos, "\(field).expires_at_unix_nanos")
         let reason = ParkReason(stored)
         return ParkedIntent(
             intent: try intent.core(), reason: reason, parkedAt: parkedAtUnixNanos, expiresAt: expiresAtUnixNanos)
+    }
+}
+
+/// A stored time (unix ns) within 2^62 ns (146 years) of 1970, either way: sums with a window or
+/// a time to live and differences of two such times cannot overflow. The service writes only
+/// such times; a record holding another was not written by it and is quarantined.
+func plausibleTime(_ value: Int64, _ field: @autoclosure () -> String) throws(WireError) {
+    guard value.magnitude < 1 << 62 else {
+        throw WireError(
+            .malformed, "\(field()) is \(value); expected unix nanoseconds within 146 years of 1970 (|t| < 2^62)")
     }
 }

@@ -113,49 +113,86 @@ struct HostileInputTests {
         do {
             let file = try StateFile(directory: directory.path)
             // A good row, a row of garbage, a well-formed record whose tree breaks the invariant
-            // (a modal with an empty stack), and one whose seq is beyond 2^48 - 1 (a session's
-            // record keeps 48 bits of it), all written by hand.
+            // (a modal with an empty stack), one whose seq is beyond 2^47 (a session's record
+            // keeps 48 bits of it, and the batches to come need room), and two whose times no
+            // arithmetic on them survives (they trapped: the dedup ids' base near Int64.max, and
+            // an expired intent that expired at Int64.max after waiting -1 ns), all written by hand.
             let good =
                 try Navigator_V1_StoredSession(
                     SessionState(tree: RouteMap.demo.initialTree()), seq: 4
                 ).serializedBytes() as [UInt8]
             var broken = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 2)
             broken.tree.modals = [.with { $0.id = 9 }]
-            let huge = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 1 << 48)
+            let huge = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: (1 << 47) + 1)
+            var ids = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 3)
+            ids.recentIdsBaseUnixNanos = .max - 5
+            ids.recentIds = [1 << 16 | 3]
+            var expired = Navigator_V1_StoredSession(SessionState(tree: RouteMap.demo.initialTree()), seq: 3)
+            expired.recentlyExpired = [
+                .with {
+                    $0.intentID = "x"
+                    $0.expiredAtUnixNanos = .max
+                    $0.waitedNanos = -1
+                    $0.notReady = .init()
+                }
+            ]
             try file.write([
                 ("good", 4, good), ("garbage", 1, [0xFF, 0x01, 0x02]), ("broken", 2, try broken.serializedBytes()),
-                ("huge", 1 << 48, try huge.serializedBytes()),
+                ("huge", (1 << 47) + 1, try huge.serializedBytes()), ("ids", 3, try ids.serializedBytes()),
+                ("expired", 3, try expired.serializedBytes()),
             ])
         }
         let configuration = TestService.configuration(dataDirectory: directory)
         let server = try Engine(configuration: configuration, logger: TestService.logger("quarantine"))
-        #expect(server.quarantinedSessions == 3)
+        #expect(server.quarantinedSessions == 5)
         try await server.start()
         let metrics = server.metrics()
         await server.stop()
-        #expect(String(decoding: metrics, as: UTF8.self).contains("navigator_sessions_quarantined 3"))
+        #expect(String(decoding: metrics, as: UTF8.self).contains("navigator_sessions_quarantined 5"))
         let reasons = try Self.quarantined(directory.appendingPathComponent("navigator.sqlite").path)
-        #expect(reasons.map(\.0) == ["broken", "garbage", "huge"])
+        #expect(reasons.map(\.0) == ["broken", "expired", "garbage", "huge", "ids"])
         #expect(reasons[0].1.contains("modal #9 has an empty stack"))
-        #expect(reasons[2].1.contains("its seq 281474976710656 is beyond 281474976710655"), "\(reasons[2].1)")
+        #expect(
+            reasons[1].1.contains("recently_expired[0].expired_at_unix_nanos is 9223372036854775807"), "\(reasons[1].1)"
+        )
+        #expect(reasons[3].1.contains("its seq 140737488355329 is beyond 140737488355328 (2^47)"), "\(reasons[3].1)")
+        #expect(reasons[4].1.contains("recent_ids_base_unix_nanos is 9223372036854775802"), "\(reasons[4].1)")
         // A second start finds nothing more to quarantine and keeps the good session.
         let again = try Engine(configuration: configuration, logger: TestService.logger("quarantine"))
-        #expect(again.quarantinedSessions == 3)
+        #expect(again.quarantinedSessions == 5)
         #expect(again.store.sessionCount == 1)
     }
 
-    @Test("a state file whose seq floor is beyond 2^48 - 1 is refused at start, saying so; the floor stays")
+    @Test("a state file whose seq floor is beyond 2^47 is refused at start, saying so; the floor stays")
     func seqFloorBeyondTheRecord() throws {
         let directory = temporaryDirectory("navfloor")
         defer { try? FileManager.default.removeItem(at: directory) }
-        try StateFile(directory: directory.path).expire([], seqFloor: 1 << 48)
+        try StateFile(directory: directory.path).expire([], seqFloor: (1 << 47) + 1)
         #expect {
             _ = try Engine(
                 configuration: TestService.configuration(dataDirectory: directory), logger: TestService.logger("floor"))
         } throws: { error in
-            "\(error)".contains("new sessions start at seq 281474976710656, beyond 281474976710655")
+            "\(error)".contains("new sessions start at seq 140737488355329, beyond 140737488355328 (2^47)")
         }
-        #expect(try StateFile(directory: directory.path).seqFloor() == 1 << 48)
+        #expect(try StateFile(directory: directory.path).seqFloor() == (1 << 47) + 1)
+    }
+
+    @Test("a rollout row no request could write (rollbackAfter below 1) is not taken up, saying why")
+    func rolloutRowOutOfRange() throws {
+        let directory = temporaryDirectory("navrollrow")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try StateFile(directory: directory.path)
+        // The keeper compared UInt64(rollbackAfter) with the candidate's intents: it trapped
+        // every second on every instance sharing the row.
+        let rollout = StoredRollout(
+            phase: .rolling, yaml: "", source: "candidate.yaml", version: "2", baseVersion: "1", baseSource: "",
+            share: 5_000, rollbackMargin: 100, rollbackAfter: -5, startedAt: 0, changedAt: 0, note: "")
+        _ = try file.storeRollout(rollout, expected: 0)
+        #expect {
+            _ = try file.rollout()
+        } throws: { error in
+            "\(error)".contains("rollbackAfter -5; expected a positive number of intents")
+        }
     }
 
     static func quarantined(_ path: String) throws -> [(String, String)] {

@@ -154,7 +154,7 @@ extension Resolver {
         }.map { state.parked[$0] }
         for parked in order where canGo(parked) {
             guard case .path(let path) = parked.intent.target else { continue }
-            let note = ExplanationStep(.release, .sentence(.retrying(parkedFor: now - parked.parkedAt, parked.reason)))
+            let note = ExplanationStep(.release, .sentence(.retrying(parkedFor: now &- parked.parkedAt, parked.reason)))
             var steps = buffers.steps.take()  // the note, a plan, perhaps a back stack and a path's
             steps.append(note)
             var attempt = decide(

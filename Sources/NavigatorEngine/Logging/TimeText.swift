@@ -40,6 +40,6 @@ enum TimeText {
 extension ExpiredIntent {
     /// The message of the EXPIRED rejection published for it (and shown in snapshots).
     var rejectionMessage: String {
-        "intent waited \(TimeText.seconds(expiredAt - parkedAt)) (\(reason)), longer than its time to live, and expired at \(TimeText.iso8601(expiredAt)); expected that to change within the intent's ttl_ms (or parkedTTLSeconds)"
+        "intent waited \(TimeText.seconds(expiredAt &- parkedAt)) (\(reason)), longer than its time to live, and expired at \(TimeText.iso8601(expiredAt)); expected that to change within the intent's ttl_ms (or parkedTTLSeconds)"
     }
 }

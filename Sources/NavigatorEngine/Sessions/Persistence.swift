@@ -75,10 +75,10 @@ final class Persistence: Sendable {
     ) {
         let loaded = try database.loadAll(restoring(wallNow: wallNow))
         let floor = try database.seqFloor()
-        guard floor <= SessionStore.Record.seqMask else {
+        guard floor <= SessionStore.Record.maxStoredSeq else {
             throw EngineError(
                 .damagedState,
-                "\(database.location) says new sessions start at seq \(floor), beyond \(SessionStore.Record.seqMask), the most a session's seq may be: the stored state is damaged; it is left as it is"
+                "\(database.location) says new sessions start at seq \(floor), beyond \(SessionStore.Record.maxStoredSeq) (2^47), the most a stored seq may be: the stored state is damaged; it is left as it is"
             )
         }
         load(loaded.rows)

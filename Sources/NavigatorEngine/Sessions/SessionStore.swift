@@ -29,6 +29,10 @@ final class SessionStore: Sendable {
 
         /// The most a session's seq may be (2^48 − 1); a stored row beyond it is quarantined.
         static let seqMask: UInt64 = (1 << 48) - 1
+        /// The most a stored seq (a session's, the floor of new ones) may be when it is loaded:
+        /// half of ``seqMask``, so that the batches still to come cannot reach it (2^47 more).
+        /// The service never writes more; a row that holds more was not written by it.
+        static let maxStoredSeq: UInt64 = 1 << 47
 
         /// The seq of the last batch published for the session (0: none yet). One a batch: 2^48
         /// is not reached (a million batches a second to one session for nine years).
@@ -128,9 +132,10 @@ final class SessionStore: Sendable {
         /// A stored row's state and seq, refused when the seq is beyond what a record keeps.
         private static func decoded(_ bytes: [UInt8]) throws -> (SessionState, UInt64) {
             let (state, seq) = try Navigator_V1_StoredSession(serializedBytes: bytes).core()
-            guard seq <= seqMask else {
+            guard seq <= maxStoredSeq else {
                 throw RestoreRefusal(
-                    description: "its seq \(seq) is beyond \(seqMask), the most a session's seq may be")
+                    description:
+                        "its seq \(seq) is beyond \(maxStoredSeq) (2^47), the most a stored session's seq may be")
             }
             return (state, seq)
         }

@@ -85,7 +85,9 @@ struct WorkerLoop: SocketLoop {
         defer { desk.close() }
         var frames: [Message] = []
         var stops = 0
-        var nextExpiry = WallClock.now() + Self.expiryInterval
+        // On the monotonic clock: a wall clock stepped back would hold the sweeps off for the
+        // length of the step (and past 24.9 days made a wait no Int32 holds).
+        var nextExpiry = MonotonicClock.now() + Self.expiryInterval
         // Worker 0: the intents socket, its control, the other workers' bundles.
         var taking = sockets.intake
         let bundles = Intake.Bundles(
@@ -102,7 +104,7 @@ struct WorkerLoop: SocketLoop {
         do {
             while stops < producers {
                 let full = taking == nil ? [] : bundles.fullWorkers
-                var wait = max(0, nextExpiry - WallClock.now())
+                var wait = max(0, nextExpiry - MonotonicClock.now())
                 if backlog { wait = min(wait, 1_000_000) }  // offer the waiting bundles again soon
                 let milliseconds = Int32((wait + 999_999) / 1_000_000)
                 let readInbox: Bool
@@ -180,11 +182,11 @@ struct WorkerLoop: SocketLoop {
                         }
                     }
                     if readInbox { ready.read(0, drained: drained) }
-                    if WallClock.now() >= nextExpiry {
+                    if MonotonicClock.now() >= nextExpiry {
                         try expire(&held.state, sockets)
                         held.state.landings.sweep(now: WallClock.now(), metrics: counters.routes)
                         if tracing { held.state.parkedTraces.sweep(now: WallClock.now()) }
-                        nextExpiry = WallClock.now() + Self.expiryInterval
+                        nextExpiry = MonotonicClock.now() + Self.expiryInterval
                     }
                     try sockets.publisher.flush()  // nothing more to read: hand over what waits
                 }
