@@ -83,7 +83,7 @@ extension Engine {
         options.limits = TreeLimits(
             maxModals: configuration.maxModals, maxStackDepth: configuration.maxStackDepth,
             maxTabs: configuration.maxTabs, maxInfoEntries: configuration.maxInfoEntries,
-            maxTextBytes: configuration.maxTextBytes)
+            maxTextBytes: configuration.maxTextBytes, maxTreeBytes: configuration.maxTreeBytes)
         options.maxConditions = configuration.maxConditions
         options.maxConditionKeyBytes = configuration.maxConditionKeyBytes
         return (try Resolver(map: map, options: options), source, version)

@@ -88,6 +88,8 @@ public struct EngineConfiguration: Hashable, Sendable {
     public var maxInfoEntries = 32
     /// Bytes of a screen name, tab name, info key or info value.
     public var maxTextBytes = 1_024
+    /// Bytes of every name, key and value of one session's tree together.
+    public var maxTreeBytes = 65_536
     /// Conditions one session may hold.
     public var maxConditions = 64
     /// Bytes of a condition name.

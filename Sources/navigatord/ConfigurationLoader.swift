@@ -138,6 +138,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.maxInfoEntries = try integer(values[0], "maxInfoEntries", 1...1024)
         },
+        Setting(key: "maxTreeBytes", help: "bytes of a tree's names, keys and values", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.engine.maxTreeBytes = try integer(values[0], "maxTreeBytes", 256...(64 << 20))
+        },
         Setting(key: "maxTextBytes", help: "bytes per name or value", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.maxTextBytes = try integer(values[0], "maxTextBytes", 16...65_536)

@@ -186,6 +186,11 @@ struct Navigatord: AsyncParsableCommand {
     @Option(help: help("maxTextBytes", "Bytes of a screen name, tab name, info key or info value [default: 1024]"))
     var maxTextBytes: String?
 
+    @Option(
+        help: help("maxTreeBytes", "Bytes of every name, key and value of one session's tree together [default: 65536]")
+    )
+    var maxTreeBytes: String?
+
     @Option(help: help("maxConditions", "Conditions one session may hold [default: 64]"))
     var maxConditions: String?
 
@@ -325,6 +330,7 @@ struct Navigatord: AsyncParsableCommand {
             "maxTabs": one(maxTabs),
             "maxInfoEntries": one(maxInfoEntries),
             "maxTextBytes": one(maxTextBytes),
+            "maxTreeBytes": one(maxTreeBytes),
             "maxConditions": one(maxConditions),
             "maxConditionKeyBytes": one(maxConditionKeyBytes),
             "maxSubscriptionsPerPeer": one(maxSubscriptionsPerPeer),

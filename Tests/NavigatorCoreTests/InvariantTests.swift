@@ -164,6 +164,32 @@ struct InvariantTests {
         try tree.apply(.popTo(2), within: lower)
         #expect(tree.modals.count == 1 && tree.stack(.root)?.count == 2)
     }
+
+    @Test("maxTreeBytes bounds the names, keys and values of the whole tree; a tree over it may still shrink")
+    func treeBytes() throws {
+        let limits = TreeLimits(maxTreeBytes: 12)
+        var tree = try ScreenTree(root: .stack([Screen(id: 1, ScreenContext("home"))]))
+        try tree.apply(.push(Screen(id: 2, ScreenContext("eight888")), onto: .root), within: limits)
+        #expect(try tree.checkInvariant().textBytes == 12)
+        for command: Command in [
+            .push(Screen(id: 3, ScreenContext("x")), onto: .root), .refresh(2, info: ["k": "v"]),
+            .present(Modal(id: 4, style: .sheet, stack: [Screen(id: 5, ScreenContext("m"))])),
+        ] {
+            let before = tree
+            #expect {
+                try tree.apply(command, within: limits)
+            } throws: { error in
+                guard let error = error as? TreeError else { return false }
+                return error.code == .limitExceeded
+                    && error.message.contains("bytes of names, keys and values in the tree; expected at most 12")
+            }
+            #expect(tree == before)
+        }
+        // Lowered: what does not grow it goes through.
+        let lower = TreeLimits(maxTreeBytes: 4)
+        try tree.apply(.popTo(1), within: lower)
+        #expect(try tree.checkInvariant().textBytes == 4)
+    }
 }
 
 @Suite("Session limits and client events")

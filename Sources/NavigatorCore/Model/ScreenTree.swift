@@ -176,6 +176,7 @@ public struct ScreenTree: Hashable, Sendable, Codable {
                         throw TreeError(.invalidTree, "tab \(tab.name) appears twice; expected unique tab names")
                     }
                     walk.size.longestText = max(walk.size.longestText, tab.name.utf8.count)
+                    walk.size.textBytes += tab.name.utf8.count
                     try walk.check(tab.stack, "tab \(tab.name)")
                 }
                 guard bar.index(of: bar.selected) != nil else {
@@ -234,12 +235,16 @@ private struct InvariantWalk {
         for index in stack.indices {
             ids[filled] = stack[index].id
             filled += 1
-            size.longestText = max(size.longestText, stack[index].context.screen.utf8.count)
+            let name = stack[index].context.screen.utf8.count
+            size.longestText = max(size.longestText, name)
+            size.textBytes += name
             let entries = stack[index].context.info.count
             guard entries > 0 else { continue }
             size.mostInfoEntries = max(size.mostInfoEntries, entries)
             for (key, value) in stack[index].context.info {
-                size.longestText = max(size.longestText, key.utf8.count, value.utf8.count)
+                let (keyBytes, valueBytes) = (key.utf8.count, value.utf8.count)
+                size.longestText = max(size.longestText, keyBytes, valueBytes)
+                size.textBytes += keyBytes + valueBytes
             }
         }
     }

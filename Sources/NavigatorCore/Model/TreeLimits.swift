@@ -11,21 +11,27 @@ public struct TreeLimits: Hashable, Sendable {
     public var maxInfoEntries: Int
     /// Bytes (UTF-8) of a screen name, a tab name, an info key or an info value.
     public var maxTextBytes: Int
+    /// Bytes (UTF-8) of every screen name, tab name, info key and info value of the tree
+    /// together: the others bound each part, this the whole (without it, 16 tabs and 16 modals of
+    /// 64 screens, each with 32 entries of 1 KiB, came to over 100 MB for one session).
+    public var maxTreeBytes: Int
 
     public init(
         maxModals: Int = 16, maxStackDepth: Int = 64, maxTabs: Int = 16, maxInfoEntries: Int = 32,
-        maxTextBytes: Int = 1024
+        maxTextBytes: Int = 1024, maxTreeBytes: Int = 65_536
     ) {
         self.maxModals = maxModals
         self.maxStackDepth = maxStackDepth
         self.maxTabs = maxTabs
         self.maxInfoEntries = maxInfoEntries
         self.maxTextBytes = maxTextBytes
+        self.maxTreeBytes = maxTreeBytes
     }
 
     /// No size limits: only the structural invariant (what a shell mirroring a tree uses).
     public static let none = TreeLimits(
-        maxModals: .max, maxStackDepth: .max, maxTabs: .max, maxInfoEntries: .max, maxTextBytes: .max)
+        maxModals: .max, maxStackDepth: .max, maxTabs: .max, maxInfoEntries: .max, maxTextBytes: .max,
+        maxTreeBytes: .max)
 }
 
 /// The measures of a tree that ``TreeLimits`` bound.
@@ -35,6 +41,8 @@ public struct TreeSize: Hashable, Sendable {
     public var tabs = 0
     public var mostInfoEntries = 0
     public var longestText = 0
+    /// Bytes of every name, key and value of the tree.
+    public var textBytes = 0
 
     /// The measures over their limit, each with what to tell a person.
     public func excess(_ limits: TreeLimits) -> [(KeyPath<TreeSize, Int>, String)] {
@@ -62,6 +70,13 @@ public struct TreeSize: Hashable, Sendable {
                 (
                     \.longestText,
                     "a name, key or value of \(longestText) bytes; expected at most \(limits.maxTextBytes) (maxTextBytes)"
+                ))
+        }
+        if textBytes > limits.maxTreeBytes {
+            over.append(
+                (
+                    \.textBytes,
+                    "\(textBytes) bytes of names, keys and values in the tree; expected at most \(limits.maxTreeBytes) (maxTreeBytes)"
                 ))
         }
         return over
