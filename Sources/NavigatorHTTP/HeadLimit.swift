@@ -1,35 +1,30 @@
 import NIOCore
 import NIOHTTP1
 
-/// Bounds the bytes a connection may send before a request's head is complete: first in the
-/// pipeline, it counts what arrives from the end of one request (or the connection's start) to
-/// the head of the next, and past ``maxHeadBytes`` it hands the request decoder's own overflow
-/// error on (answered 400 `MALFORMED` and the connection closed, as any unparseable request is)
-/// and drops everything after.
+/// Bounds the bytes the request decoder may hold without making anything of them: first in the
+/// pipeline, it counts what arrives since the decoder last produced a part (a head, a piece of
+/// body, an end) or since the connection began, and past ``maxHeadBytes`` it hands the decoder's
+/// own overflow error on (answered 400 `MALFORMED` and the connection closed, as any
+/// unparseable request is) and drops everything after.
 ///
 /// The decoder's limits are on the URL and on each header field's name and value; the spaces
 /// between a field's colon and its value are counted by neither, and the decoder keeps every
-/// byte of a field until the field ends: one connection sending a field of endless spaces grew
-/// the service by a gigabyte in seconds.
+/// byte of a field until the field ends — in a head, and in a chunked body's trailers alike: a
+/// connection sending a field of endless spaces grew the service without bound.
 final class HeadLimit: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    /// The most bytes of a request's head (the request line and every header field): 80 KiB.
+    /// The most bytes the decoder may hold before it makes a part of them: a request's head
+    /// (its request line and every header field), a chunk's line, a body's trailers: 80 KiB.
     static let maxHeadBytes = 80 * 1024
 
     private var counting = true
     private var received = 0
     private var tripped = false
 
-    /// A request's head was read: its body is bounded elsewhere.
-    func headRead() { counting = false }
-
-    /// A request ended: the next head is counted from here.
-    func requestEnded() {
-        counting = true
-        received = 0
-    }
+    /// The decoder produced a part: what it held is accounted for.
+    func partRead() { received = 0 }
 
     /// The connection is no longer HTTP/1 (a stream or a WebSocket): nothing more is counted.
     func stop() { counting = false }

@@ -127,11 +127,17 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Once a stream is open the request decoder is gone: what the client sends comes as raw
+        // bytes, dropped here (read as a request part, they trapped the process).
+        switch state {
+        case .streaming, .ended: return
+        case .passing, .waitingTurn, .opening: break
+        }
         let part = unwrapInboundIn(data)
+        headLimit.partRead()
         switch part {
         case .head(let head):
             midRequest = true
-            headLimit.headRead()
             armDeadline(requestDeadline)
             if let refusal = api.refusal(
                 host: head.headers.first(name: "host"), origin: head.headers.first(name: "origin"))
@@ -143,7 +149,6 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             break
         case .end:
             midRequest = false
-            headLimit.requestEnded()
             disarmDeadline()
         }
         read(part, context)

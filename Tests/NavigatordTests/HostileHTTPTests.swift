@@ -579,43 +579,81 @@ struct HostileHTTPTests {
         }
     }
 
-    @Test("a header field of endless spaces after its colon is refused 400 at 80 KiB; memory stays bounded")
+    /// Sends `prefix`, then spaces until the service stops taking them (at most 256 MiB): the
+    /// service's memory growth meanwhile, what it answered, and whether it closed the connection.
+    static func endlessSpaces(_ address: String, after prefix: String) throws -> (
+        growth: Int, answer: String, closed: Bool
+    ) {
+        let fd = try tcpConnect(address)
+        defer { close(fd) }
+        let before = Self.residentBytes
+        var head = Array(prefix.utf8)
+        _ = write(fd, &head, head.count)
+        let spaces = [UInt8](repeating: 0x20, count: 1 << 20)
+        for _ in 0..<256 where Self.flood(fd, spaces) == spaces.count {}
+        let growth = Self.residentBytes - before
+        // The answer, read before the connection closes (it lingers, dropping the rest).
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var closed = false
+        while answer.count < 4096 {
+            let count = read(fd, &buffer, buffer.count)
+            closed = count == 0 || (count < 0 && errno == ECONNRESET)
+            guard count > 0 else { break }
+            answer += buffer[..<count]
+        }
+        return (growth, String(decoding: answer, as: UTF8.self), closed)
+    }
+
+    @Test(
+        "a header field or a chunked body's trailer of endless spaces after its colon is refused 400 at 80 KiB; memory stays bounded"
+    )
     func endlessHeaderSpaces() async throws {
         try await withNavigatord(Self.configure) { server, endpoints in
             let address = try #require(server.httpAddress)
             try await onThread {
-                let fd = try tcpConnect(address)
-                defer { close(fd) }
-                let before = Self.residentBytes
                 // The decoder counts neither these spaces nor a field's bytes until it ends, and
-                // kept them all: 1.3 GiB in eight seconds made the service 1.46 GB.
-                var head = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A:".utf8)
-                _ = write(fd, &head, head.count)
-                let spaces = [UInt8](repeating: 0x20, count: 1 << 20)
-                var sent = 0
-                for _ in 0..<256 {
-                    let taken = Self.flood(fd, spaces)
-                    sent += taken
-                    if taken < spaces.count { break }  // closed by the service
-                }
-                let growth = Self.residentBytes - before
-                #expect(growth < 48 << 20, "resident memory grew by \(growth >> 20) MiB after \(sent) bytes of spaces")
-                // The answer, read before the connection closes (it lingers, dropping the rest).
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-                var timeout = timeval(tv_sec: 10, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var answer: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while answer.count < 4096 {
-                    let count = read(fd, &buffer, buffer.count)
-                    guard count > 0 else { break }
-                    answer += buffer[..<count]
-                }
-                let text = String(decoding: answer, as: UTF8.self)
-                #expect(text.hasPrefix("HTTP/1.1 400"), "\(text.prefix(300))")
-                #expect(text.contains("MALFORMED"), "\(text.prefix(300))")
+                // kept them all (258 MiB of growth for 256 MiB sent, and no answer).
+                // In a head: answered 400.
+                let head = try Self.endlessSpaces(address, after: "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A:")
+                #expect(head.growth < 48 << 20, "resident memory grew by \(head.growth >> 20) MiB (a head)")
+                #expect(head.answer.hasPrefix("HTTP/1.1 400"), "\(head.answer.prefix(300))")
+                #expect(head.answer.contains("MALFORMED"), "\(head.answer.prefix(300))")
+                // In a chunked body's trailers: the request's answer is owed by then (it went to
+                // the API with its head), so the connection is closed without one.
+                let trailer = try Self.endlessSpaces(
+                    address,
+                    after: "POST /v1/intents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-A:")
+                #expect(trailer.growth < 48 << 20, "resident memory grew by \(trailer.growth >> 20) MiB (trailers)")
+                #expect(trailer.closed, "the connection was not closed: \(trailer.answer.prefix(300))")
                 try Self.stillServes(address)
             }
+        }
+    }
+
+    @Test("what an SSE client sends once its stream is open is dropped; its stream goes on")
+    func bytesOnAnOpenStream() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let stream = try SSEClient(address, "/v1/sessions/talker/stream")
+            defer { stream.close() }
+            try await stream.wait("snapshot") { !$0.isEmpty }
+            // Read as a request part once the decoder was gone, the first byte stopped the process.
+            var bytes = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nand more".utf8)
+            _ = write(stream.fd, &bytes, bytes.count)
+            try await onThread {
+                let answer = try api(
+                    address, "POST", "/v1/intents?wait=true",
+                    body: #"{"id":"t1","session":"talker","path":[{"screen":"settings"}]}"#)
+                #expect(answer.status == 200, "\(answer.reply)")
+            }
+            // The stream, whose connection read the bytes before this batch went out, still serves.
+            try await stream.wait("the batch") { events in events.contains { $0.streamEvent?.batch.seq == 1 } }
+            try await onThread { try Self.stillServes(address) }
         }
     }
 
