@@ -84,6 +84,12 @@ public final class PartitionLeases: Sendable {
     /// included, by id.
     public func heartbeat(_ me: InstanceRecord) throws -> [InstanceRecord] {
         try using { connection in
+            // The rows of instances that died without handing over (kill -9, a lost machine, a
+            // pod's random name never seen again) go an hour after they ran out: else the table
+            // gained one for each, for the life of the database, read whole every second.
+            try connection.execute(
+                "DELETE FROM navigator_instances WHERE expires_at < now() - interval '1 hour' AND id <> $1",
+                [.text(me.id)])
             try connection.execute(
                 """
                 INSERT INTO navigator_instances (id, token, cluster_endpoint, request_endpoints, command_endpoints, expires_at)

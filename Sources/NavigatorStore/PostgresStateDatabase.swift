@@ -29,6 +29,8 @@ public final class PostgresStateDatabase: StateDatabase {
     static let migrationLock: Int64 = 0x6E61_7669_6D69_6772  // "navimigr"
     /// Partitions of a new database.
     static let defaultPartitions = 256
+    /// The most partitions a database may say it has: a partition is an Int32 in its tables.
+    static let maxPartitions: Int64 = 65_536
 
     /// How long a transaction of this instance may wait for its next statement before the
     /// server ends it and the connection (``PostgresConnection/transaction(idleLimit:_:)``).
@@ -56,6 +58,12 @@ public final class PostgresStateDatabase: StateDatabase {
             throw StoreError(
                 .unreadable,
                 "PostgreSQL database \(location) has no dedup key or partition count in navigator_meta; expected the rows its first migration wrote"
+            )
+        }
+        guard partitions <= Self.maxPartitions else {
+            throw StoreError(
+                .unreadable,
+                "PostgreSQL database \(location) has \(partitions) partitions in navigator_meta; expected 1 to \(Self.maxPartitions) (its first migration writes \(Self.defaultPartitions); the count is not a setting)"
             )
         }
         dedupKey = DedupKey(k0: UInt64(bitPattern: k0), k1: UInt64(bitPattern: k1))

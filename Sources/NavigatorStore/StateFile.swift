@@ -338,7 +338,19 @@ public final class StateFile: StateDatabase {
             guard let row = try Row.fetchOne(db, sql: "SELECT revision, record FROM rollout WHERE id = 1") else {
                 return nil
             }
-            return try StoredRollout.decoded(row["record"], revision: row["revision"], location: path)
+            // Read as database values first: GRDB's typed subscript traps on a value it cannot
+            // convert (text in the revision, a blob of invalid UTF-8 as the record).
+            let revision: DatabaseValue = row["revision"]
+            let record: DatabaseValue = row["record"]
+            guard let revision = Int64.fromDatabaseValue(revision), revision < Int64.max,
+                let record = String.fromDatabaseValue(record)
+            else {
+                throw StoreError(
+                    .unreadable,
+                    "\(path): the route map rollout's row holds a revision (\(revision)) or record that is not what navigatord writes; expected a revision below 2^63 - 1 and JSON text"
+                )
+            }
+            return try StoredRollout.decoded(record, revision: revision, location: path)
         }
     }
 
@@ -351,6 +363,10 @@ public final class StateFile: StateDatabase {
         return try queue.write { db in
             let stored = try Int64.fetchOne(db, sql: "SELECT revision FROM rollout WHERE id = 1") ?? 0
             guard stored == expected else { return nil }
+            guard expected < Int64.max else {
+                throw StoreError(
+                    .unreadable, "\(path): the route map rollout's revision is \(expected); expected below 2^63 - 1")
+            }
             try db.execute(
                 sql: """
                     INSERT INTO rollout (id, revision, record) VALUES (1, ?, ?)

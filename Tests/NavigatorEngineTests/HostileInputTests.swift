@@ -193,6 +193,26 @@ struct HostileInputTests {
         } throws: { error in
             "\(error)".contains("rollbackAfter -5; expected a positive number of intents")
         }
+        // A revision that is not a number and a record that is not text: refused, not a trap
+        // (GRDB's typed read traps on a value it cannot convert).
+        let path = directory.appendingPathComponent("navigator.sqlite").path
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE rollout SET revision = 'many', record = X'FF00FF' WHERE id = 1")
+        }
+        #expect {
+            _ = try file.rollout()
+        } throws: { error in
+            "\(error)".contains("holds a revision") && "\(error)".contains("that is not what navigatord writes")
+        }
+        // The last revision there is: the next write is refused, not an overflow.
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE rollout SET revision = 9223372036854775807 WHERE id = 1")
+        }
+        #expect {
+            _ = try file.storeRollout(rollout, expected: .max)
+        } throws: { error in
+            "\(error)".contains("revision is 9223372036854775807; expected below 2^63 - 1")
+        }
     }
 
     static func quarantined(_ path: String) throws -> [(String, String)] {
@@ -373,6 +393,27 @@ struct LogLimiterTests {
         #expect(lines.count == 1)
         #expect(lines.first?.contains("rejection lines not logged") == true)
         #expect(lines.first?.contains("15") == true)
+    }
+}
+
+@Suite("Log volume: messages of a shape nobody sends")
+struct UnexpectedLinesTests {
+    @Test("every one is counted; 10 lines a minute per inbox are logged, then how many were not")
+    func unexpectedLines() {
+        let captured = CapturedLog()
+        let counters = EngineCounters(workers: 1)
+        // A time no other test uses, on an inbox nothing else sends a bad shape to.
+        let start: Int64 = 1 << 62
+        for _ in 0..<100 {
+            Internal.unexpected(3, at: .egress, counters: counters, logger: captured.logger, now: start)
+        }
+        #expect(counters.unexpectedInternal.load == 100)
+        #expect(captured.lines.withLock { $0 }.count == Internal.unexpectedLinesPerWindow)
+        Internal.unexpected(
+            3, at: .egress, counters: counters, logger: captured.logger, now: start + Internal.unexpectedWindow)
+        let lines = captured.lines.withLock { $0 }
+        #expect(lines.count == Internal.unexpectedLinesPerWindow + 2, "\(lines)")
+        #expect(lines.contains { $0.contains("without a line each") && $0.contains("90") }, "\(lines)")
     }
 }
 

@@ -57,6 +57,40 @@ struct PartitionLeaseTests {
         }
     }
 
+    @Test(
+        "the row of an instance that ran out an hour ago goes at the next heartbeat; a partition count beyond 65,536 is refused"
+    )
+    func staleInstancesAndPartitions() async throws {
+        try await TestPostgres.withDatabase { url in
+            let database = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
+            database.close()
+            let a = PartitionLeases(url: url, instance: "a", partitions: database.partitions, ttl: .seconds(30))
+            defer { a.close() }
+            // Two instances that died without handing over: one ran out two hours ago (gone at
+            // the next heartbeat), one a minute ago (kept, not listed as live).
+            let sql = try PostgresConnection(url: url)
+            for (id, ago) in [("long-gone", "2 hours"), ("just-gone", "1 minute")] {
+                _ = try sql.execute(
+                    """
+                    INSERT INTO navigator_instances (id, token, cluster_endpoint, request_endpoints, command_endpoints, expires_at)
+                        VALUES ($1, 0, '', '', '', now() - interval '\(ago)')
+                    """, [.text(id)])
+            }
+            let live = try a.heartbeat(
+                InstanceRecord(id: "a", clusterEndpoint: "x", requestEndpoints: [], commandEndpoints: []))
+            #expect(live.map(\.id) == ["a"])
+            let rows = try sql.execute("SELECT id FROM navigator_instances ORDER BY id")
+            #expect(try (0..<rows.count).map { try rows[$0, 0].text() } == ["a", "just-gone"])
+            // A partition count no migration wrote: refused at start, not a trap on every request.
+            _ = try sql.execute("UPDATE navigator_meta SET value = 2147483648 WHERE key = 'partitions'")
+            #expect {
+                _ = try PostgresStateDatabase(url: url, instance: "a", transactionIdleLimit: .seconds(30))
+            } throws: { error in
+                "\(error)".contains("has 2147483648 partitions in navigator_meta; expected 1 to 65536")
+            }
+        }
+    }
+
     @Test("a lease that runs out is not renewed; another instance takes it at a higher epoch")
     func expiry() async throws {
         try await TestPostgres.withDatabase { url in

@@ -12,8 +12,8 @@ public struct TreeLimits: Hashable, Sendable {
     /// Bytes (UTF-8) of a screen name, a tab name, an info key or an info value.
     public var maxTextBytes: Int
     /// Bytes (UTF-8) of every screen name, tab name, info key and info value of the tree
-    /// together: the others bound each part, this the whole (without it, 16 tabs and 16 modals of
-    /// 64 screens, each with 32 entries of 1 KiB, came to over 100 MB for one session).
+    /// together: the others bound each part, this the whole (the parts' limits multiplied out
+    /// allow 16 tabs and 16 modals of 64 screens, each with 32 entries of 1 KiB).
     public var maxTreeBytes: Int
 
     public init(

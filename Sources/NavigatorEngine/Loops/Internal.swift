@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import ZeroMQ
 
@@ -80,13 +81,41 @@ enum Internal {
         }
     }
 
-    /// Counts and logs a message of a shape nobody sends to `inbox`.
-    static func unexpected(_ count: Int, at inbox: Inbox, counters: EngineCounters, logger: Logger) {
+    /// Counts and logs a message of a shape nobody sends to `inbox`: every one counted, at most
+    /// ``unexpectedLinesPerWindow`` lines a minute logged for each inbox, and then how many were not
+    /// (some come from outside: another instance's messages on the cluster endpoint, an owner's
+    /// replies, which a peer of another version or a stranger could send at any rate).
+    static func unexpected(
+        _ count: Int, at inbox: Inbox, counters: EngineCounters, logger: Logger, now: Int64 = MonotonicClock.now()
+    ) {
         counters.unexpectedInternal.add()
+        let (log, dropped) = unexpectedLines.withLock { lines -> (Bool, Int) in
+            var entry = lines[inbox.rawValue] ?? (start: now, logged: 0, dropped: 0)
+            var droppedBefore = 0
+            if now - entry.start >= unexpectedWindow {
+                droppedBefore = entry.dropped
+                entry = (now, 0, 0)
+            }
+            let log = entry.logged < unexpectedLinesPerWindow
+            if log { entry.logged += 1 } else { entry.dropped += 1 }
+            lines[inbox.rawValue] = entry
+            return (log, droppedBefore)
+        }
+        if dropped > 0 {
+            logger.error(
+                "messages of a shape nobody sends were dropped without a line each",
+                metadata: ["inbox": "\(inbox.rawValue)", "not logged": "\(dropped)"])
+        }
+        guard log else { return }
         logger.error(
             "a message between navigatord's threads has a shape nobody sends; dropped",
             metadata: ["inbox": "\(inbox.rawValue)", "frames": "\(count)"])
     }
+
+    static let unexpectedLinesPerWindow = 10
+    /// A minute, in nanoseconds.
+    static let unexpectedWindow: Int64 = 60_000_000_000
+    private static let unexpectedLines = Locked<[String: (start: Int64, logged: Int, dropped: Int)]>([:])
 
     // MARK: Encoding
 

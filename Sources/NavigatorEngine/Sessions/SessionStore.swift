@@ -31,7 +31,8 @@ final class SessionStore: Sendable {
         static let seqMask: UInt64 = (1 << 48) - 1
         /// The most a stored seq (a session's, the floor of new ones) may be when it is loaded:
         /// half of ``seqMask``, so that the batches still to come cannot reach it (2^47 more).
-        /// The service never writes more; a row that holds more was not written by it.
+        /// A session gets there only after 2^47 batches, never in practice; a row that holds
+        /// more was damaged or made by hand.
         static let maxStoredSeq: UInt64 = 1 << 47
 
         /// The seq of the last batch published for the session (0: none yet). One a batch: 2^48
