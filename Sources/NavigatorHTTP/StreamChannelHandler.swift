@@ -382,6 +382,11 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             ("Content-Length", "\(reply.body.count)"),
         ])
         for (name, value) in reply.headers { headers.add(name: name, value: value) }
+        // After a request that asked for an upgrade (or a CONNECT) the request decoder parses
+        // nothing more: kept alive, the connection would read the client's next request and never
+        // answer it. It closes after the answer instead.
+        let upgrade = request.headers.contains(name: "upgrade") || request.method == .CONNECT
+        if upgrade { headers.add(name: "Connection", value: "close") }
         context.write(
             wrapOutboundOut(
                 .head(
@@ -390,7 +395,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             ),
             promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: reply.body)))), promise: nil)
-        if request.isKeepAlive {
+        if request.isKeepAlive && !upgrade {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         } else {
             context.writeThenClose(wrapOutboundOut(.end(nil)))

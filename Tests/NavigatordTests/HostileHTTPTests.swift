@@ -301,6 +301,83 @@ struct HostileHTTPTests {
         }
     }
 
+    /// Writes `request` on a new connection and reads until the service shuts its side (EOF) or
+    /// 10 s pass: what it answered, and whether it shut its side. The connection stays open on
+    /// this side (closed by the caller).
+    static func untilShut(_ address: String, _ request: String) throws -> (fd: Int32, answer: String, shut: Bool) {
+        let fd = try tcpConnect(address)
+        var bytes = Array(request.utf8)
+        _ = write(fd, &bytes, bytes.count)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count == 0 { return (fd, String(decoding: answer, as: UTF8.self), true) }
+            guard count > 0 else { return (fd, String(decoding: answer, as: UTF8.self), false) }
+            answer += buffer[..<count]
+        }
+    }
+
+    @Test(
+        "a request that is not keep-alive with another behind it, from a client that never closes: the connection still closes"
+    )
+    func requestBehindAClose() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let limit = try #require(server.http).connections
+            // The second request is never answered (the first said close). A review read
+            // Hummingbird as shutting only its output and then waiting for the client for ever (a
+            // slot held: enough of them lock every client out); the connection closes, and this
+            // keeps it so. Behind it, a stream request too.
+            for second in ["GET /healthz", "GET /v1/sessions/held/stream"] {
+                let (fd, answer, shut) = try await onThread {
+                    try Self.untilShut(address, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                }
+                defer { close(fd) }
+                #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+                #expect(shut, "the service did not shut its side after answering a request that said close")
+                var bytes = Array("\(second) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+                _ = write(fd, &bytes, bytes.count)
+                _ = try await waitFor(
+                    "the connection stayed open (behind \(second))", timeout: .seconds(10), { limit.count },
+                    until: { $0 == 0 }, details: { "\(limit.count) open" })
+            }
+            // The same in one packet (the first answer is lost then: noted, not fixed here).
+            let (fd, _, shut) = try await onThread {
+                try Self.untilShut(
+                    address,
+                    "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                        + "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            }
+            defer { close(fd) }
+            #expect(shut)
+            _ = try await waitFor(
+                "the connection stayed open (one packet)", timeout: .seconds(10), { limit.count }, until: { $0 == 0 },
+                details: { "\(limit.count) open" })
+        }
+    }
+
+    @Test("a refused WebSocket upgrade is answered Connection: close, and closed (the decoder parses nothing after it)")
+    func refusedUpgradeCloses() async throws {
+        try await withNavigatord(Self.configure) { server, endpoints in
+            let address = try #require(server.httpAddress)
+            let session = String(repeating: "a", count: 200)  // over 128 bytes: refused
+            let (fd, answer, shut) = try await onThread {
+                try Self.untilShut(
+                    address,
+                    "GET /v1/sessions/\(session)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                        + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                        + "Sec-WebSocket-Version: 13\r\n\r\n")
+            }
+            defer { close(fd) }
+            #expect(answer.hasPrefix("HTTP/1.1 4"), "\(answer.prefix(300))")
+            #expect(answer.lowercased().contains("connection: close"), "\(answer.prefix(300))")
+            #expect(shut, "a refused upgrade was kept alive: \(answer.prefix(300))")
+        }
+    }
+
     @Test("maxConnections beyond the open-file limit is refused at start, saying the limit")
     func connectionCapBeyondLimit() async throws {
         let limit = FileLimit.raise()
