@@ -62,7 +62,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private var midRequest = false
     /// A streaming client that reads nothing is cut off.
     private var stalled = StalledReader()
-    /// The bound on a request head's bytes, first in the pipeline: told where heads end.
+    /// The bound on what the request decoder holds, first in the pipeline: told of each part.
     private let headLimit: HeadLimit
 
     /// How long a new connection has to send its first request's head.
