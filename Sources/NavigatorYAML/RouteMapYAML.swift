@@ -12,6 +12,12 @@ public enum RouteMapYAML {
     public static func load(_ text: String, source: String = "route map", maxNodes: Int = .max)
         throws(RouteMapLoadError) -> RouteMap
     {
+        // A client's candidate is written out: an alias used as a mapping key made the parser hash
+        // its expansion (10^12 nodes from 738 bytes: the thread never came back, and held the
+        // service's stop), and aliases multiplied what the checks below put in their messages.
+        if maxNodes < .max, let problem = anchorProblem(text) {
+            throw RouteMapLoadError(source: source, [problem])
+        }
         let node: Node
         do {
             guard let root = try Yams.compose(yaml: text) else {
@@ -51,6 +57,44 @@ public enum RouteMapYAML {
         }
         guard problems.isEmpty else { throw RouteMapLoadError(source: source, problems) }
         return map
+    }
+
+    /// Where the text has a YAML anchor (`&name`) or alias (`*name`), if it has one: the first
+    /// `&` or `*` after the start of a line, a space, a tab, `[`, `{`, `,` or `:` and followed by
+    /// a name. Quotes and comments are not skipped: a scanner that tells them apart can be
+    /// misled into skipping a real anchor (a quote inside a plain scalar), so such a word in a
+    /// quoted value or a comment (`'a &b'`) is refused too.
+    static func anchorProblem(_ text: String) -> RouteMapLoadError.Problem? {
+        let starts: [UInt8] = [
+            UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "["),
+            UInt8(ascii: "{"), UInt8(ascii: ","), UInt8(ascii: ":"),
+        ]
+        let delimiters: [UInt8] = [
+            UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: ","),
+            UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "{"), UInt8(ascii: "}"),
+        ]
+        var line = 1
+        var column = 0
+        var previous = UInt8(ascii: "\n")
+        let bytes = Array(text.utf8)
+        for (index, byte) in bytes.enumerated() {
+            column += 1
+            if byte == UInt8(ascii: "&") || byte == UInt8(ascii: "*"), starts.contains(previous),
+                index + 1 < bytes.count, !delimiters.contains(bytes[index + 1])
+            {
+                return .init(
+                    line: line, column: column, keyPath: "",
+                    message:
+                        "a YAML \(byte == UInt8(ascii: "&") ? "anchor (&name)" : "alias (*name)") is not taken in a route map sent to navigatord; expected the map written out (and no word starting with & or * in a value or comment)"
+                )
+            }
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 0
+            }
+            previous = byte
+        }
+        return nil
     }
 
     /// The most keys one mapping of a candidate may have (decoding a mapping's keys one by one

@@ -120,6 +120,21 @@ let mapDefects: [MapDefect] = [
 
 @Suite("Route map")
 struct RouteMapTests {
+    @Test("a map made to fail everywhere: at most 1,000 problems, names listed 20 at most and cut to 64 bytes")
+    func problemsBounded() {
+        let long = String(repeating: "n", count: 100)
+        let tabs = (0..<30).map { RouteMap.TabSpec(name: "\(long)\($0)", root: "r") }
+        var screens: [String: ScreenSpec] = ["r": ScreenSpec()]
+        for index in 0..<1_200 { screens["s\(index)"] = ScreenSpec(homeTab: "nope") }
+        let errors = RouteMap(tabs: tabs, screens: screens).validate()
+        #expect(errors.count == RouteMap.maxProblems + 1)
+        #expect(errors.last?.message == "and 200 more problems")
+        let homeTab = errors.first { $0.message.hasPrefix("tab nope is not declared") }
+        #expect(homeTab?.message.contains("… (30 in all)") == true, "\(String(describing: homeTab))")
+        #expect(homeTab?.message.contains(String(repeating: "n", count: 61) + "…") == true)
+        #expect((homeTab?.message.utf8.count ?? .max) < 20 * 70 + 200)
+    }
+
     @Test("the demo map is valid and uses every feature")
     func demo() throws {
         #expect(RouteMap.demo.validate() == [])

@@ -134,22 +134,65 @@ struct RouteMapYAMLTests {
         }
     }
 
-    @Test("a candidate's nodes are counted, aliases expanded, before it is decoded: an alias bomb is refused at once")
+    @Test(
+        "a candidate's nodes are counted before it is decoded, and it may not use anchors or aliases: an alias bomb is refused at once"
+    )
     func nodeLimit() throws {
         // 300 screens, each an alias of one screen with 300 info keys: 90,000 keys once expanded.
         var text = "root: s0\nscreens:\n  s0: &S\n    info:\n"
         for key in 0..<300 { text += "      k\(key): { type: string, required: false }\n" }
+        let written = text.replacingOccurrences(of: "s0: &S", with: "s0:")
         for screen in 1...300 { text += "  s\(screen): *S\n" }
         let clock = ContinuousClock()
         let started = clock.now
         #expect {
             try RouteMapYAML.load(text, source: "bomb.yaml", maxNodes: 50_000)
         } throws: {
-            "\($0)"
-                == "bomb.yaml: the document makes more than 50000 YAML nodes (aliases expanded); expected at most 50000"
+            "\($0)".hasPrefix("bomb.yaml:3:7: a YAML anchor (&name) is not taken in a route map sent to navigatord")
         }
         // Not a timing assertion: the refusal is printed with what it took, for the record.
         print("alias bomb refused in \(clock.now - started)")
+        // An alias as a mapping key: the parser hashed its expansion (10^12 nodes), for ever.
+        var laughs = "l0: [x, x, x, x, x, x, x, x, x, x]\n"
+        for level in 1...11 {
+            laughs += "l\(level): [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n"
+        }
+        laughs = laughs.replacingOccurrences(of: "l0: [", with: "l0: &l0 [")
+        for level in 1...11 {
+            laughs = laughs.replacingOccurrences(of: "l\(level): [", with: "l\(level): &l\(level) [")
+        }
+        laughs += "? *l11\n: 1\n"
+        #expect {
+            try RouteMapYAML.load(laughs, source: "laughs.yaml", maxNodes: 50_000)
+        } throws: { "\($0)".contains("is not taken in a route map sent to navigatord") }
+        // Behind a quote in a plain scalar (which a scanner skipping quotes would take for the
+        // start of a quoted one), the anchor is still found.
+        #expect {
+            try RouteMapYAML.load("a: b 'c\n" + laughs, source: "hidden.yaml", maxNodes: 50_000)
+        } throws: { "\($0)".hasPrefix("hidden.yaml:2:5: a YAML anchor (&name) is not taken") }
+        // Written out, the nodes are counted.
+        #expect {
+            try RouteMapYAML.load(written, source: "big.yaml", maxNodes: 100)
+        } throws: {
+            "\($0)" == "big.yaml: the document makes more than 100 YAML nodes (aliases expanded); expected at most 100"
+        }
+        // & and * inside words, or alone, are not anchors.
+        let plain = """
+            root: home # a & comment
+            screens:
+              home:
+                info:
+                  kind: { enum: ['a & b', "x*c", x*y, R&D, "&"], required: false }
+            """
+        do {
+            _ = try RouteMapYAML.load(plain, source: "plain.yaml", maxNodes: 50_000)
+        } catch {
+            Issue.record("\(error)")
+        }
+        // A file (the operator's) may use them.
+        #expect(throws: Never.self) {
+            try RouteMapYAML.load("root: a\nscreens:\n  a: &A {}\n  b: *A\n", source: "file.yaml")
+        }
         // A mapping of more keys than a candidate may have.
         var wide = "root: s0\nscreens:\n"
         for screen in 0...RouteMapYAML.maxKeysPerMapping { wide += "  s\(screen): {}\n" }

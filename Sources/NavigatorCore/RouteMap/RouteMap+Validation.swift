@@ -1,15 +1,29 @@
 extension RouteMap {
+    /// The most problems ``validate()`` lists (then how many more there are).
+    public static let maxProblems = 1_000
+
+    /// Names for a message: at most 20 (a map of thousands of screens must not make every problem
+    /// a list of all of them), each cut to 64 bytes.
+    static func list(_ names: [String]) -> String {
+        func short(_ name: String) -> String {
+            name.utf8.count <= 64 ? name : String(decoding: name.utf8.prefix(61), as: UTF8.self) + "…"
+        }
+        let shown = names.prefix(20).map(short).joined(separator: ", ")
+        return names.count <= 20 ? shown : shown + ", … (\(names.count) in all)"
+    }
+
     /// Every problem with the map, each naming its key path; empty when the map is usable.
     public func validate() -> [RouteMapError] {
         var errors: [RouteMapError] = []
-        func fail(_ path: [String], _ message: String) { errors.append(RouteMapError(path, message)) }
+        var more = 0
+        // At most `maxProblems`: each names what it is about, and a map made to fail everywhere
+        // must not make its problems' text grow with the square of its size.
+        func fail(_ path: [String], _ message: String) {
+            if errors.count < Self.maxProblems { errors.append(RouteMapError(path, message)) } else { more += 1 }
+        }
         let names = screens.keys.sorted()
-        // At most 20 names in a message: a map of thousands of screens must not make every
-        // problem a list of all of them.
-        let declared =
-            names.count <= 20
-            ? names.joined(separator: ", ") : names.prefix(20).joined(separator: ", ") + ", … (\(names.count) in all)"
-        let tabList = tabs.map(\.name).joined(separator: ", ")
+        let declared = Self.list(names)
+        let tabList = Self.list(tabs.map(\.name))
         func known(_ name: String) -> Bool { screens[name] != nil }
 
         // The root: tabs or a single root screen.
@@ -184,6 +198,7 @@ extension RouteMap {
                 }
             }
         }
+        if more > 0 { errors.append(RouteMapError([], "and \(more) more problems")) }
         return errors
     }
 
