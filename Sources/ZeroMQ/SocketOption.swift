@@ -17,6 +17,8 @@ extension SocketOption where Value == Int32 {
     public static var sendHighWaterMark: Self { .init(code: ZMQ_SNDHWM, name: "ZMQ_SNDHWM") }
     /// ZMQ_RCVHWM: queued inbound messages per peer (0 = no limit).
     public static var receiveHighWaterMark: Self { .init(code: ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
+    /// ZMQ_RECONNECT_IVL: milliseconds before a dropped connection is made again (-1: never).
+    public static var reconnectInterval: Self { .init(code: ZMQ_RECONNECT_IVL, name: "ZMQ_RECONNECT_IVL") }
     /// ZMQ_FD: a file descriptor that becomes readable when the socket has commands to process
     /// (read-only). Edge-like: after it signals, read ``events`` until the socket has nothing
     /// more; any call on the socket may consume its signal.

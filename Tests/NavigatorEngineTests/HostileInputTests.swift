@@ -493,6 +493,9 @@ struct SubscriptionLimitTests {
                 let client = try Client(endpoints)
                 let shell = try client.subscribe("s/keep/")
                 let greedy = try Socket(client.context, type: .xsub)
+                // Not made again once dropped: a reconnection subscribing its topics again raced
+                // the count of subscribers read below (seen once: 51 where 1 was expected).
+                try greedy.set(.reconnectInterval, -1)
                 try greedy.connect(endpoints.commands[0])
                 // Strangers' unsubscriptions first: they must not count anything down.
                 for index in 0..<5 { try greedy.send([0] + Array("s/never\(index)/".utf8)) }
