@@ -13,6 +13,32 @@ import ZeroMQ
 /// with them; "two" serves the request.
 @Suite("NavigatorClient following MOVED")
 struct MovedTests {
+    /// Instance one's refusal of session m: instance two serves it.
+    static let movedToTwo = Navigator_V1_Rejected.with {
+        $0.code = .moved
+        $0.message = "session m is in a partition instance two serves; this is one"
+        $0.owner = "two"
+    }
+
+    /// Answers each request that comes to the named sockets with the reply `reply` makes (its
+    /// request id set), until the test stops the instances; `between` runs before each look.
+    static func answer(
+        _ shared: BareInstances, _ sockets: [(String, Socket)], between: () throws -> Void = {},
+        reply: (String, Navigator_V1_Request, inout Navigator_V1_Reply) throws -> Void
+    ) throws {
+        while !shared.stopped.withLock({ $0 }) {
+            try between()
+            for (name, socket) in sockets {
+                guard let frames = try? socket.receiveMultipart() else { continue }
+                let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
+                var answer = Navigator_V1_Reply()
+                answer.requestID = request.requestID
+                try reply(name, request, &answer)
+                try BareInstances.send(answer, answering: frames, on: socket)
+            }
+        }
+    }
+
     @Test("a request MOVED to an instance listed without endpoints yet asks for the list again and reaches it")
     func ownerWithoutEndpointsYet() async throws {
         let shared = BareInstances()
@@ -30,44 +56,33 @@ struct MovedTests {
                 try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
                 var log: [String] = []
                 var listsAnswered = 0
-                while !shared.stopped.withLock({ $0 }) {
-                    for (name, socket) in [("one", one), ("two", two)] {
-                        guard let frames = try? socket.receiveMultipart() else { continue }
-                        let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
-                        var reply = Navigator_V1_Reply()
-                        reply.requestID = request.requestID
-                        switch (name, request.kind) {
-                        case ("one", .intent?):
-                            reply.rejected = .with {
-                                $0.code = .moved
-                                $0.message = "session m is in a partition instance two serves; this is one"
-                                $0.owner = "two"
-                            }
-                            log.append("one: MOVED")
-                        case ("one", .instances?):
-                            listsAnswered += 1
-                            let known = listsAnswered > 2  // twice without endpoints: not bound yet
-                            reply.instances = .with { list in
-                                list.instances = [
-                                    .with {
-                                        $0.id = "one"
-                                        $0.requestEndpoints = [oneEndpoint]
-                                        $0.answering = true
-                                    },
-                                    .with {
-                                        $0.id = "two"
-                                        if known { $0.requestEndpoints = [twoEndpoint] }
-                                    },
-                                ]
-                            }
-                            log.append("one: instances \(listsAnswered)")
-                        case ("two", .intent?):
-                            reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
-                            log.append("two: resolved")
-                        default:
-                            log.append("\(name): unexpected \(String(describing: request.kind))")
+                try Self.answer(shared, [("one", one), ("two", two)]) { name, request, reply in
+                    switch (name, request.kind) {
+                    case ("one", .intent?):
+                        reply.rejected = Self.movedToTwo
+                        log.append("one: MOVED")
+                    case ("one", .instances?):
+                        listsAnswered += 1
+                        let known = listsAnswered > 2  // twice without endpoints: not bound yet
+                        reply.instances = .with { list in
+                            list.instances = [
+                                .with {
+                                    $0.id = "one"
+                                    $0.requestEndpoints = [oneEndpoint]
+                                    $0.answering = true
+                                },
+                                .with {
+                                    $0.id = "two"
+                                    if known { $0.requestEndpoints = [twoEndpoint] }
+                                },
+                            ]
                         }
-                        try BareInstances.send(reply, answering: frames, on: socket)
+                        log.append("one: instances \(listsAnswered)")
+                    case ("two", .intent?):
+                        reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
+                        log.append("two: resolved")
+                    default:
+                        log.append("\(name): unexpected \(String(describing: request.kind))")
                     }
                 }
                 return log
@@ -99,37 +114,30 @@ struct MovedTests {
                 try BareInstances.bind([one, two, intents, commands])
                 let twoEndpoint = try two.lastEndpoint
                 try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
-                while !shared.stopped.withLock({ $0 }) {
-                    while let event = try? monitor.receiveMonitorEvent() {
-                        twoEvents.withLock { $0.append(event.event.description) }
-                    }
-                    for (name, socket) in [("one", one), ("two", two)] {
-                        guard let frames = try? socket.receiveMultipart() else { continue }
-                        let request = try Navigator_V1_Request(serializedBytes: frames.last!.bytes)
-                        var reply = Navigator_V1_Reply()
-                        reply.requestID = request.requestID
-                        switch (name, request.kind) {
-                        case ("one", .intent?):
-                            reply.rejected = .with {
-                                $0.code = .moved
-                                $0.message = "session m is in a partition instance two serves; this is one"
-                                $0.owner = "two"
-                            }
-                        case ("one", .instances?):
-                            reply.instances = .with { list in
-                                list.instances = [
-                                    .with {
-                                        $0.id = "two"
-                                        $0.requestEndpoints = [twoEndpoint]
-                                    }
-                                ]
-                            }
-                        case ("two", .intent?):
-                            reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
-                        default:
-                            reply.rejected = .with { $0.code = .invalidRequest }
+                try Self.answer(
+                    shared, [("one", one), ("two", two)],
+                    between: {
+                        while let event = try? monitor.receiveMonitorEvent() {
+                            twoEvents.withLock { $0.append(event.event.description) }
                         }
-                        try BareInstances.send(reply, answering: frames, on: socket)
+                    }
+                ) { name, request, reply in
+                    switch (name, request.kind) {
+                    case ("one", .intent?):
+                        reply.rejected = Self.movedToTwo
+                    case ("one", .instances?):
+                        reply.instances = .with { list in
+                            list.instances = [
+                                .with {
+                                    $0.id = "two"
+                                    $0.requestEndpoints = [twoEndpoint]
+                                }
+                            ]
+                        }
+                    case ("two", .intent?):
+                        reply.resolved = .with { $0.batch = .with { $0.seq = 1 } }
+                    default:
+                        reply.rejected = .with { $0.code = .invalidRequest }
                     }
                 }
                 return []
