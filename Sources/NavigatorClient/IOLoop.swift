@@ -115,10 +115,9 @@ struct IOLoop: Sendable {
         // Several instances with forwarding off (or a hand-over under way): DEALERs to the other
         // instances' requests sockets, opened when a MOVED names an instance, by endpoint; and
         // each instance's requests endpoint, from the instances list.
-        var redirectDealers: [String: Socket] = [:]
-        // When each was last sent on: one unused for ``redirectIdle`` is closed (instances come
-        // and go over weeks; each dealer left open would reconnect to its endpoint for ever).
-        var redirectUsed: [String: ContinuousClock.Instant] = [:]
+        // Each with when it was last sent on: one unused for ``redirectIdle`` is closed (instances
+        // come and go over weeks; each dealer left open would reconnect to its endpoint for ever).
+        var redirectDealers: [String: (socket: Socket, used: ContinuousClock.Instant)] = [:]
         var nextRedirectSweep: ContinuousClock.Instant? = nil
         var instanceRequests: [String: String] = [:]
         // Requests waiting for the instances list to name their owner's endpoint, and requests
@@ -131,15 +130,17 @@ struct IOLoop: Sendable {
 
         func dealer(_ via: String?) -> Socket? {
             guard let via else { return sockets.dealer }
-            redirectUsed[via] = clock.now
             if nextRedirectSweep == nil { nextRedirectSweep = clock.now + redirectIdle }
-            if let dealer = redirectDealers[via] { return dealer }
+            if let dealer = redirectDealers[via]?.socket {
+                redirectDealers[via]?.used = clock.now
+                return dealer
+            }
             do {
                 let dealer = try Socket(sockets.context, type: .dealer)
                 try dealer.set(.immediate, true)
                 try dealer.secure(with: endpoints.curve)
                 try dealer.connect(via)
-                redirectDealers[via] = dealer
+                redirectDealers[via] = (dealer, clock.now)
                 poller.add(dealer)
                 return dealer
             } catch {
@@ -151,14 +152,12 @@ struct IOLoop: Sendable {
         // that no request waits on; looks again when the next could be.
         func closeIdleRedirects(_ now: ContinuousClock.Instant) {
             let waitedOn = Set(requests.values.compactMap(\.via))
-            for (via, used) in redirectUsed where used + redirectIdle <= now && !waitedOn.contains(via) {
-                if let dealer = redirectDealers.removeValue(forKey: via) {
-                    poller.remove(dealer)
-                    dealer.close()
-                }
-                redirectUsed[via] = nil
+            for (via, dealer) in redirectDealers where dealer.used + redirectIdle <= now && !waitedOn.contains(via) {
+                redirectDealers[via] = nil
+                poller.remove(dealer.socket)
+                dealer.socket.close()
             }
-            nextRedirectSweep = redirectUsed.values.min().map { max($0 + redirectIdle, now + timeout) }
+            nextRedirectSweep = redirectDealers.values.map(\.used).min().map { max($0 + redirectIdle, now + timeout) }
         }
 
         func trySend(_ pending: inout PendingRequest, _ bytes: [UInt8]) {
@@ -369,7 +368,7 @@ struct IOLoop: Sendable {
             }
 
             // Replies, from the connection's instance and from those a MOVED sent requests on to.
-            for dealer in [sockets.dealer] + Array(redirectDealers.values) {
+            for dealer in [sockets.dealer] + redirectDealers.values.map(\.socket) {
                 while let count = try? dealer.receiveMultipart(into: &frames, wait: false) {
                     guard let reply = try? Navigator_V1_Reply(serializedBytes: frames[count - 1].bytes) else {
                         continue
@@ -469,7 +468,7 @@ struct IOLoop: Sendable {
         for waiter in connectWaiters { waiter() }
         sockets.push.close()
         sockets.dealer.close()
-        for dealer in redirectDealers.values { dealer.close() }
+        for dealer in redirectDealers.values { dealer.socket.close() }
         sockets.sub.close()
         sockets.subEvents.close()
         for done in closers { done.resume() }

@@ -5,7 +5,8 @@ import NIOHTTP1
 /// pipeline, it counts what arrives since the decoder last produced a part (a head, a piece of
 /// body, an end) or since the connection began, and past ``maxHeadBytes`` it hands the decoder's
 /// own overflow error on (answered 400 `MALFORMED` and the connection closed, as any
-/// unparseable request is) and drops everything after.
+/// unparseable request is) and drops everything after. Taken out with the decoder when the
+/// connection becomes a stream.
 ///
 /// The decoder's limits are on the URL and on each header field's name and value; the spaces
 /// between a field's colon and its value are counted by neither, and the decoder keeps every
@@ -19,24 +20,18 @@ final class HeadLimit: ChannelInboundHandler, RemovableChannelHandler {
     /// (its request line and every header field), a chunk's line, a body's trailers: 80 KiB.
     static let maxHeadBytes = 80 * 1024
 
-    private var counting = true
     private var received = 0
     private var tripped = false
 
     /// The decoder produced a part: what it held is accounted for.
     func partRead() { received = 0 }
 
-    /// The connection is no longer HTTP/1 (a stream or a WebSocket): nothing more is counted.
-    func stop() { counting = false }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !tripped else { return }
-        if counting {
-            received += unwrapInboundIn(data).readableBytes
-            if received > Self.maxHeadBytes {
-                tripped = true
-                return context.fireErrorCaught(HTTPParserError.headerOverflow)
-            }
+        received += unwrapInboundIn(data).readableBytes
+        guard received <= Self.maxHeadBytes else {
+            tripped = true
+            return context.fireErrorCaught(HTTPParserError.headerOverflow)
         }
         context.fireChannelRead(data)
     }

@@ -200,7 +200,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
             parts.append(part)
             state = .opening(parts)
         case .streaming, .ended:
-            break  // a stream reads nothing more from its client (raw bytes once the decoder is gone)
+            break  // a stream reads nothing more from its client
         }
     }
 
@@ -344,8 +344,8 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
         decide(false)
         disarmDeadline()
-        // What is left of HTTP/1 on this connection goes: the request decoder (what the client
-        // sends now is read and dropped) and Hummingbird's idle timeout, which sees none of the
+        // What is left of HTTP/1 on this connection goes: the request decoder and its head limit
+        // (what the client sends now is read and dropped) and Hummingbird's idle timeout, which sees none of the
         // stream's traffic and must not close it.
         let operations = context.pipeline.syncOperations
         if let decoder = try? operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
@@ -354,7 +354,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler 
         if let idle = try? operations.handler(type: HTTPConnectionStateHandler.self) {
             operations.removeHandler(idle, promise: nil)
         }
-        headLimit.stop()
+        operations.removeHandler(headLimit, promise: nil)
         if let accept = WebSocketStreamHandler.acceptKey(request) {
             becomeWebSocket(request, accept: accept, subscription, expiry, context)
             return

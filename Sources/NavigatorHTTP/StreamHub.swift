@@ -18,10 +18,13 @@ final class StreamHub: Sendable {
     let settings: StreamSettings
     let logger: Logger
     private let port: any NavigatorPort
-    private let sessions = Locked<[String: StreamedSession]>([:])
-    /// When ``forgetIdle(_:beyond:)`` may look again after a look that found too few idle
-    /// sessions (taken under `sessions`' lock).
-    private let forgetAgainAt = Locked<ContinuousClock.Instant?>(nil)
+    /// The sessions kept, by name, and when ``forgetIdle(_:beyond:)`` may look again after a
+    /// look that found too few idle ones.
+    private struct Kept {
+        var byName: [String: StreamedSession] = [:]
+        var forgetAgainAt: ContinuousClock.Instant? = nil
+    }
+    private let sessions = Locked(Kept())
     private let open = Atomic<Int>(0)
     private let closing = Atomic<Bool>(false)
 
@@ -35,8 +38,8 @@ final class StreamHub: Sendable {
     func shutDown() {
         closing.store(true, ordering: .releasing)
         let all = sessions.withLock { sessions -> [StreamedSession] in
-            defer { sessions = [:] }
-            return Array(sessions.values)
+            defer { sessions.byName = [:] }
+            return Array(sessions.byName.values)
         }
         for session in all { session.end() }
     }
@@ -47,7 +50,7 @@ final class StreamHub: Sendable {
     var connections: Int { open.load(ordering: .relaxed) }
 
     /// Sessions streamed (followed) now.
-    var streamedSessions: Int { sessions.withLock { $0.count } }
+    var streamedSessions: Int { sessions.withLock { $0.byName.count } }
 
     /// Opens a stream of `session` for `caller`, resuming from `since` if given. Its queue's
     /// first items are a snapshot, or `recovered` and the batches missed.
@@ -69,16 +72,16 @@ final class StreamHub: Sendable {
         while true {
             let (streamed, fresh, forgotten) = sessions.withLock {
                 sessions -> (StreamedSession, Bool, [StreamedSession]) in
-                if let streamed = sessions[session] { return (streamed, false, []) }
-                let forgotten = forgetIdle(&sessions, beyond: settings.maxStreams)
+                if let streamed = sessions.byName[session] { return (streamed, false, []) }
+                let forgotten = Self.forgetIdle(&sessions, beyond: settings.maxStreams)
                 let streamed = StreamedSession(session: session, settings: settings)
-                sessions[session] = streamed
+                sessions.byName[session] = streamed
                 return (streamed, true, forgotten)
             }
             for idle in forgotten { idle.end() }
             // A session whose follow ended meanwhile is replaced by a fresh one.
             guard let id = streamed.join(queue, since: since, as: caller) else {
-                sessions.withLock { if $0[session] === streamed { $0[session] = nil } }
+                sessions.withLock { if $0.byName[session] === streamed { $0.byName[session] = nil } }
                 continue
             }
             if fresh {
@@ -87,7 +90,7 @@ final class StreamHub: Sendable {
                     streamed.following(
                         try port.follow(session, as: caller) { [weak streamed] update in streamed?.receive(update) })
                 } catch {
-                    sessions.withLock { if $0[session] === streamed { $0[session] = nil } }
+                    sessions.withLock { if $0.byName[session] === streamed { $0.byName[session] = nil } }
                     streamed.end()
                     open.subtract(1, ordering: .relaxed)
                     throw HTTPAPI.APIError(error.code, error.message)
@@ -106,20 +109,18 @@ final class StreamHub: Sendable {
     /// each has a connection. Finding the idle ones reads every session: when a look finds fewer
     /// than it wanted (nearly every session streamed), the next is made a second later, or once
     /// the sessions are a tenth over the limit, whichever comes first — not at every new session.
-    private func forgetIdle(_ sessions: inout [String: StreamedSession], beyond limit: Int) -> [StreamedSession] {
-        guard sessions.count >= limit else { return [] }
+    private static func forgetIdle(_ kept: inout Kept, beyond limit: Int) -> [StreamedSession] {
+        guard kept.byName.count >= limit else { return [] }
         let now = ContinuousClock.now
-        if let after = forgetAgainAt.withLock({ $0 }), now < after, sessions.count < limit + limit / 10 {
-            return []
-        }
-        let idle = sessions.values.compactMap { streamed in streamed.idleSince.map { (streamed, $0) } }
+        if let after = kept.forgetAgainAt, now < after, kept.byName.count < limit + limit / 10 { return [] }
+        let idle = kept.byName.values.compactMap { streamed in streamed.idleSince.map { (streamed, $0) } }
             .sorted { $0.1 < $1.1 }
-        let excess = sessions.count - limit + 1
+        let excess = kept.byName.count - limit + 1
         // Ended here, each in one step with its idleness: a connection joining meanwhile either
         // came first (the session is kept) or is refused and starts a fresh session.
         let forgotten = idle.prefix(max(excess, limit / 10)).map(\.0).filter { $0.endIfIdle() }
-        for streamed in forgotten { sessions[streamed.session] = nil }
-        forgetAgainAt.withLock { $0 = forgotten.count < max(excess, limit / 10) ? now + .seconds(1) : nil }
+        for streamed in forgotten { kept.byName[streamed.session] = nil }
+        kept.forgetAgainAt = forgotten.count < max(excess, limit / 10) ? now + .seconds(1) : nil
         return forgotten
     }
 
@@ -156,7 +157,7 @@ final class StreamHub: Sendable {
             try? await Task.sleep(for: .seconds(1))
             tick += 1
             let now = ContinuousClock.now
-            let all = sessions.withLock { Array($0.values) }
+            let all = sessions.withLock { Array($0.byName.values) }
             if port.accessRevision != accessRevision {
                 accessRevision = port.accessRevision
                 reauthorize(all)
@@ -165,10 +166,10 @@ final class StreamHub: Sendable {
             let idleFor = Duration.seconds(settings.historySeconds)
             for streamed in all where streamed.idle(since: now - idleFor) || streamed.hasEnded {
                 let removed = sessions.withLock { sessions -> Bool in
-                    guard sessions[streamed.session] === streamed,
+                    guard sessions.byName[streamed.session] === streamed,
                         streamed.idle(since: now - idleFor) || streamed.hasEnded
                     else { return false }
-                    sessions[streamed.session] = nil
+                    sessions.byName[streamed.session] = nil
                     return true
                 }
                 if removed { streamed.end() }

@@ -342,12 +342,10 @@ public final class StateFile: StateDatabase {
             // convert (text in the revision, a blob of invalid UTF-8 as the record).
             let revision: DatabaseValue = row["revision"]
             let record: DatabaseValue = row["record"]
-            guard let revision = Int64.fromDatabaseValue(revision), revision < Int64.max,
-                let record = String.fromDatabaseValue(record)
-            else {
+            guard let revision = Int64.fromDatabaseValue(revision), let record = String.fromDatabaseValue(record) else {
                 throw StoreError(
                     .unreadable,
-                    "\(path): the route map rollout's row holds a revision (\(revision)) or record that is not what navigatord writes; expected a revision below 2^63 - 1 and JSON text"
+                    "\(path): the route map rollout's row holds a revision (\(revision)) or record that is not what navigatord writes; expected a number and JSON text"
                 )
             }
             return try StoredRollout.decoded(record, revision: revision, location: path)

@@ -76,22 +76,21 @@ public struct StoredRollout: Codable, Hashable, Sendable {
     }
 
     static func decoded(_ text: String, revision: Int64, location: String) throws -> StoredRollout {
+        var rollout: StoredRollout
         do {
-            var rollout = try JSONDecoder().decode(StoredRollout.self, from: Data(text.utf8))
-            rollout.revision = revision
-            // What the request that starts a rollout allows (the keeper's arithmetic relies on it):
-            // a row written otherwise is not taken up.
-            if let problem = rollout.problem {
-                throw StoreError(
-                    .unreadable, "\(location): the route map rollout's row (revision \(revision)) has \(problem)")
-            }
-            return rollout
-        } catch let error as StoreError {
-            throw error
+            rollout = try JSONDecoder().decode(StoredRollout.self, from: Data(text.utf8))
         } catch {
             throw StoreError(
                 .unreadable, "\(location): the route map rollout's row (revision \(revision)) does not decode: \(error)"
             )
         }
+        // What the request that starts a rollout allows (the keeper's arithmetic relies on it):
+        // a row written otherwise is not taken up.
+        if let problem = rollout.problem {
+            throw StoreError(
+                .unreadable, "\(location): the route map rollout's row (revision \(revision)) has \(problem)")
+        }
+        rollout.revision = revision
+        return rollout
     }
 }

@@ -20,6 +20,26 @@ struct MovedTests {
         $0.owner = "two"
     }
 
+    /// Instances one and two (ROUTERs) beside an intents PULL and a commands XPUB, bound, and
+    /// advertised with one as the requests endpoint; the caller closes `all`.
+    static func instances(_ shared: BareInstances, in context: Context) throws -> (
+        one: Socket, two: Socket, all: [Socket]
+    ) {
+        let one = try Socket(context, type: .router)
+        let two = try Socket(context, type: .router)
+        let intents = try Socket(context, type: .pull)
+        let commands = try Socket(context, type: .xpub)
+        let all = [one, two, intents, commands]
+        do {
+            try BareInstances.bind(all)
+            try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
+        } catch {
+            for socket in all { socket.close() }
+            throw error
+        }
+        return (one, two, all)
+    }
+
     /// Answers each request that comes to the named sockets with the reply `reply` makes (its
     /// request id set), until the test stops the instances; `between` runs before each look.
     static func answer(
@@ -45,15 +65,9 @@ struct MovedTests {
         // The instances' thread: what each answered, in order.
         let (reply, log) = try await shared.run(
             serving: { () throws -> [String] in
-                let context = try Context()
-                let one = try Socket(context, type: .router)
-                let two = try Socket(context, type: .router)
-                let intents = try Socket(context, type: .pull)
-                let commands = try Socket(context, type: .xpub)
-                defer { for socket in [one, two, intents, commands] { socket.close() } }
-                try BareInstances.bind([one, two, intents, commands])
+                let (one, two, all) = try Self.instances(shared, in: try Context())
+                defer { for socket in all { socket.close() } }
                 let (oneEndpoint, twoEndpoint) = (try one.lastEndpoint, try two.lastEndpoint)
-                try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
                 var log: [String] = []
                 var listsAnswered = 0
                 try Self.answer(shared, [("one", one), ("two", two)]) { name, request, reply in
@@ -102,18 +116,14 @@ struct MovedTests {
         let (seen, _) = try await shared.run(
             serving: { () throws -> [String] in
                 let context = try Context()
-                let one = try Socket(context, type: .router)
-                let two = try Socket(context, type: .router)
-                let intents = try Socket(context, type: .pull)
-                let commands = try Socket(context, type: .xpub)
+                let (one, two, all) = try Self.instances(shared, in: context)
+                defer { for socket in all { socket.close() } }
                 try two.monitor("inproc://moved-two-monitor", events: [.accepted, .disconnected])
                 let monitor = try Socket(context, type: .pair)
+                defer { monitor.close() }
                 try monitor.set(.receiveTimeout, .zero)
                 try monitor.connect("inproc://moved-two-monitor")
-                defer { for socket in [one, two, intents, commands, monitor] { socket.close() } }
-                try BareInstances.bind([one, two, intents, commands])
                 let twoEndpoint = try two.lastEndpoint
-                try shared.advertise(intents: intents, requests: one, commands: try commands.lastEndpoint)
                 try Self.answer(
                     shared, [("one", one), ("two", two)],
                     between: {

@@ -90,7 +90,7 @@ enum Internal {
     ) {
         counters.unexpectedInternal.add()
         let (log, dropped) = unexpectedLines.withLock { lines -> (Bool, Int) in
-            var entry = lines[inbox.rawValue] ?? (start: now, logged: 0, dropped: 0)
+            var entry = lines[inbox] ?? (start: now, logged: 0, dropped: 0)
             var droppedBefore = 0
             if now - entry.start >= unexpectedWindow {
                 droppedBefore = entry.dropped
@@ -98,7 +98,7 @@ enum Internal {
             }
             let log = entry.logged < unexpectedLinesPerWindow
             if log { entry.logged += 1 } else { entry.dropped += 1 }
-            lines[inbox.rawValue] = entry
+            lines[inbox] = entry
             return (log, droppedBefore)
         }
         if dropped > 0 {
@@ -115,7 +115,7 @@ enum Internal {
     static let unexpectedLinesPerWindow = 10
     /// A minute, in nanoseconds.
     static let unexpectedWindow: Int64 = 60_000_000_000
-    private static let unexpectedLines = Locked<[String: (start: Int64, logged: Int, dropped: Int)]>([:])
+    private static let unexpectedLines = Locked<[Inbox: (start: Int64, logged: Int, dropped: Int)]>([:])
 
     // MARK: Encoding
 

@@ -10,9 +10,9 @@ import Synchronization
 ///
 /// Labels are bounded: a route is the intent's target screen when the route map has it, else
 /// `other`; a source is the intent's `source` among the first ``maxSources`` distinct ones seen
-/// of at most ``maxSourceBytes``, else `other`, and `url` or `path` (the target's kind) when the intent names none. So the
-/// series number at most (screens + 1) per route family and ``maxSources`` + 3 per source family,
-/// whatever producers send.
+/// of at most ``maxSourceBytes``, else `other`, and `url` or `path` (the target's kind) when the
+/// intent names none. So the series number at most (screens + 1) per route family and
+/// ``maxSources`` + 3 per source family, whatever producers send.
 final class RouteMetrics: Sendable {
     /// What became of an intent, as the route and source families count it.
     enum Outcome: String, CaseIterable, Sendable {
