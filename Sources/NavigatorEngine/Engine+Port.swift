@@ -89,6 +89,7 @@ extension Engine: NavigatorPort {
         metrics.memoryCeilingBytes.record(Int(memory.limit ?? 0))
         if let ownership = store.ownership { metrics.partitionsHeld.record(ownership.all.count) }
         metrics.fencedWrites.record(Int(persistence.fencedWrites.load(ordering: .relaxed)))
+        metrics.failedWrites.record(Int(persistence.failedWrites.load(ordering: .relaxed)))
         let packed = store.packedBytes
         metrics.packedSessions.record(store.packedCount)
         metrics.packedMapped.record(packed.mapped)

@@ -230,7 +230,7 @@ struct HostileInputTests {
         let directory = temporaryDirectory("navlock")
         defer { try? FileManager.default.removeItem(at: directory) }
         // One worker: the locked session and the free one share it.
-        try await withService(workers: 1, dataDirectory: directory) { _, endpoints in
+        try await withService(workers: 1, dataDirectory: directory) { server, endpoints in
             let path = directory.appendingPathComponent("navigator.sqlite").path
             let (freeBatch, locked, retried) = try await onThread {
                 () throws -> (Navigator_V1_CommandBatch, Navigator_V1_Reply, Navigator_V1_Reply) in
@@ -265,6 +265,9 @@ struct HostileInputTests {
             #expect(locked.rejected.code == .unavailable, "\(locked)")
             #expect(locked.rejected.message.contains("applied and published but is not yet durable"))
             #expect(retried.ignored.reason == "duplicate intent id L1")
+            // Counted in /metrics (the log says it once a minute at most).
+            let failed = BackpressureServiceTests.gauge("navigator_state_writes_failed_total", in: server) ?? 0
+            #expect(failed >= 1, "\(failed)")
         }
     }
 
@@ -393,6 +396,30 @@ struct LogLimiterTests {
         #expect(lines.count == 1)
         #expect(lines.first?.contains("rejection lines not logged") == true)
         #expect(lines.first?.contains("15") == true)
+    }
+
+    @Test("a failure each round: the first logged, then a line a minute with how many were not; one line when it works")
+    func repeatedFailure() {
+        let captured = CapturedLog()
+        var failure = RepeatedFailure()
+        failure.worked("back", logger: captured.logger, now: 0)  // nothing had failed: no line
+        let second: Int64 = 1_000_000_000
+        for tick in 0..<60 { failure.failed("the store is away", logger: captured.logger, now: Int64(tick) * second) }
+        #expect(failure.isFailing)
+        #expect(captured.lines.withLock { $0 }.count == 1)
+        failure.failed("the store is away", metadata: ["error": "gone"], logger: captured.logger, now: 60 * second)
+        failure.failed("the store is away", logger: captured.logger, now: 61 * second)
+        failure.worked("the store is back", logger: captured.logger, now: 65 * second)
+        failure.worked("the store is back", logger: captured.logger, now: 66 * second)
+        let lines = captured.lines.withLock { $0 }
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines[1].contains("failures not logged") && lines[1].contains("59") && lines[1].contains("gone"))
+        #expect(lines[1].contains("60.0 s"), "\(lines[1])")
+        #expect(lines[2].hasPrefix("the store is back") && lines[2].contains("62") && lines[2].contains("65.0 s"))
+        #expect(!failure.isFailing)
+        // Failing again after it worked is a first failure again: logged at once.
+        failure.failed("the store is away", logger: captured.logger, now: 70 * second)
+        #expect(captured.lines.withLock { $0 }.count == 4)
     }
 }
 

@@ -161,21 +161,18 @@ final class LeaseKeeper: Sendable {
     /// tried again next time (the database may come back before the leases run out).
     func start() {
         let thread = DedicatedThread(name: "nav-leases") { [self] in
-            var failing = false
+            // Logged once, then at most a line a minute while it lasts (counted every time).
+            var failure = RepeatedFailure()
             while !stopping.load(ordering: .acquiring) {
                 let started = ContinuousClock.now
                 do {
                     try round()
-                    if failing {
-                        logger.notice("partition leases renewed again")
-                        failing = false
-                    }
+                    failure.worked("partition leases renewed again", logger: logger)
                 } catch {
                     counters?.leaseRenewalsFailed.add()
-                    logger.error(
-                        "the partition leases could not be renewed; trying again",
-                        metadata: ["error": "\(error)"])
-                    failing = true
+                    failure.failed(
+                        "the partition leases could not be renewed; trying again", metadata: ["error": "\(error)"],
+                        logger: logger)
                     if !isCurrent, !ownership.all.isEmpty {
                         // The leases ran out meanwhile: another instance may hold them now.
                         let lost = Set(ownership.all.keys)
@@ -189,7 +186,7 @@ final class LeaseKeeper: Sendable {
                 }
                 let next = started + interval
                 while !stopping.load(ordering: .acquiring), ContinuousClock.now < next,
-                    failing || advertised.withLock({ $0 }) == record()
+                    failure.isFailing || advertised.withLock({ $0 }) == record()
                 {
                     MonotonicClock.pause(min(next - ContinuousClock.now, .milliseconds(50)))
                 }

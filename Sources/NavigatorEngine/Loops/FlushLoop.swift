@@ -40,6 +40,9 @@ struct FlushLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) throws {
+        // Writes before replies that fail while the store is away: logged once, then a line a
+        // minute (each reply says so to its client).
+        var failure = RepeatedFailure()
         var poller = Poller()
         poller.add(sockets.acks)
         var frames: [Message] = []
@@ -52,10 +55,10 @@ struct FlushLoop: SocketLoop {
             while !persistence.isStopping {
                 try poller.poll(timeout: .nanoseconds(max(0, min(nextFlush - MonotonicClock.now(), 50_000_000))))
                 try supervisor.checkInjected(name)
-                try answerWaiting(sockets, &frames)
+                try answerWaiting(sockets, &frames, &failure)
                 if MonotonicClock.now() >= nextFlush {
                     // Between chunks of the round, the replies that arrived meanwhile go first.
-                    try persistence.flushAndPack { try answerWaiting(sockets, &frames) }
+                    try persistence.flushAndPack { try answerWaiting(sockets, &frames, &failure) }
                     nextFlush = MonotonicClock.now() + step
                 }
                 if idleExpiry > 0, MonotonicClock.now() >= nextExpiry {
@@ -70,13 +73,15 @@ struct FlushLoop: SocketLoop {
 
     /// Takes the replies waiting from the workers (and their stops) and answers them: their
     /// sessions are written in one transaction, then the replies go on.
-    private func answerWaiting(_ sockets: Sockets, _ frames: inout [Message]) throws {
+    private func answerWaiting(_ sockets: Sockets, _ frames: inout [Message], _ failure: inout RepeatedFailure)
+        throws
+    {
         var waiting: [[Message]] = []
         while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
             switch Internal.kind(of: frames, count: count, at: .flush) {
             case .stop:
                 // Replies received before a worker's stop go out before it.
-                try answer(waiting, sockets)
+                try answer(waiting, sockets, &failure)
                 waiting.removeAll()
                 try sockets.replies.send(Internal.stop)
             case .durableReply:
@@ -85,21 +90,22 @@ struct FlushLoop: SocketLoop {
                 Internal.unexpected(count, at: .flush, counters: counters, logger: logger)
             }
         }
-        try answer(waiting, sockets)
+        try answer(waiting, sockets, &failure)
     }
 
     /// Makes the sessions of these replies durable in one write, then sends the replies on.
-    private func answer(_ waiting: [[Message]], _ sockets: Sockets) throws {
+    private func answer(_ waiting: [[Message]], _ sockets: Sockets, _ failures: inout RepeatedFailure) throws {
         guard !waiting.isEmpty else { return }
         let sessions = Set(waiting.map { $0[2].string }.filter { !$0.isEmpty })
         var failure: (any Error)?
         do {
             try persistence.flush(sessions)
+            failures.worked("replies wait for their sessions' write again, not refused", logger: logger)
         } catch {
             failure = error
-            logger.error(
-                "state write failed before \(waiting.count) replies",
-                metadata: ["sessions": "\(sessions.count)", "error": "\(error)"])
+            failures.failed(
+                "state write failed before \(waiting.count) replies; they are answered UNAVAILABLE",
+                metadata: ["sessions": "\(sessions.count)", "error": "\(error)"], logger: logger)
         }
         for frames in waiting {
             counters.repliesWaiting.subtract()  // before it goes: whoever gets it sees it gone

@@ -41,6 +41,7 @@ final class EngineMetrics: Sendable {
     let resolvedByReader: Metrics.Counter
     let partitionsHeld: Metrics.Gauge
     let fencedWrites: Metrics.Gauge
+    let failedWrites: Metrics.Gauge
     let packedSessions: Metrics.Gauge
     let packedMapped: Metrics.Gauge
     let packedLive: Metrics.Gauge
@@ -103,6 +104,7 @@ final class EngineMetrics: Sendable {
         partitionsHeld = Metrics.Gauge(label: "navigator_partitions_held", factory: factory)
         // A count kept by the store's writer, read when /metrics is asked (never decreases).
         fencedWrites = Metrics.Gauge(label: "navigator_fenced_writes_total", factory: factory)
+        failedWrites = Metrics.Gauge(label: "navigator_state_writes_failed_total", factory: factory)
         packedSessions = Metrics.Gauge(label: "navigator_sessions_packed", factory: factory)
         packedMapped = Metrics.Gauge(
             label: "navigator_packed_session_bytes", dimensions: [("of", "blocks")], factory: factory)

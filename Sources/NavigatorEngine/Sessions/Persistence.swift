@@ -50,6 +50,11 @@ final class Persistence: Sendable {
     /// Sessions whose write (or deletion) was fenced: their partition's lease is another
     /// instance's now (several instances; `navigator_fenced_writes_total`).
     let fencedWrites = Atomic<UInt64>(0)
+    /// Transactions of sessions that could not be written (the store away or failing; they are
+    /// written at a later flush: `navigator_state_writes_failed_total`).
+    let failedWrites = Atomic<UInt64>(0)
+    /// Those failures in the log: the first at once, then a line a minute while they last.
+    private let writeFailure = Locked(RepeatedFailure())
     /// Changes of traced intents waiting to be written (their `navigator.persist` spans); nil
     /// without a tracer.
     let traced: TracedWrites?
@@ -193,6 +198,7 @@ final class Persistence: Sendable {
             }
             let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
             try database.write(rows)
+            writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
             traced?.record(traces, at: WallClock.now())
             // The parked lists' encodings, for the next flush of sessions that keep them.
             parkedEncodings.withLock { cache in
@@ -217,13 +223,17 @@ final class Persistence: Sendable {
             logger.warning(
                 "changes of sessions whose partitions another instance has claimed were not written",
                 metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
+            writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
             return true
         } catch {
             for part in parts { store.shards[part.shard].dirty.withLock { $0.formUnion(part.names) } }
             traced?.putBack(traces)
-            logger.error(
-                "writing \(records.count) sessions to \(database.kind) failed; will retry",
-                metadata: ["error": "\(error)"])
+            failedWrites.add(1, ordering: .relaxed)
+            writeFailure.withLock {
+                $0.failed(
+                    "writing \(records.count) sessions to \(database.kind) failed; will retry",
+                    metadata: ["error": "\(error)"], logger: logger)
+            }
             return false
         }
     }
@@ -563,8 +573,10 @@ final class Persistence: Sendable {
             }
             do {
                 try database.write(rows)
+                writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
             } catch {
                 traced?.putBack(traces)
+                failedWrites.add(1, ordering: .relaxed)  // its caller logs it
                 throw error
             }
             traced?.record(traces, at: WallClock.now())

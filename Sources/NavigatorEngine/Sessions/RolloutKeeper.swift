@@ -28,6 +28,10 @@ final class RolloutKeeper: Sendable {
     /// The end of a rollout a reload could not write to the store yet (retried each round).
     private let pendingEnd = Locked<StoredRollout?>(nil)
     private let serial = Locked(())
+    /// Rounds that fail while the store is away: logged once, then a line a minute.
+    private let roundFailure = Locked(RepeatedFailure())
+    /// The same for telling the store that a reload ended the rollout.
+    private let endFailure = Locked(RepeatedFailure())
     private let stopping = Atomic<Bool>(false)
     /// Rounds made so far (tests wait for one to have judged the figures).
     let rounds = Atomic<Int>(0)
@@ -205,10 +209,13 @@ final class RolloutKeeper: Sendable {
                 }
                 try rollBackIfWorse()
                 rounds.add(1, ordering: .releasing)
+                roundFailure.withLock { $0.worked("the route map rollout is read and written again", logger: logger) }
             } catch {
-                logger.error(
-                    "the route map rollout could not be read or written; trying again",
-                    metadata: ["store": "\(database.location)", "error": "\(error)"])
+                roundFailure.withLock {
+                    $0.failed(
+                        "the route map rollout could not be read or written; trying again",
+                        metadata: ["store": "\(database.location)", "error": "\(error)"], logger: logger)
+                }
             }
         }
     }
@@ -222,6 +229,7 @@ final class RolloutKeeper: Sendable {
                 current.version == end.version, current.phase == .rolling || current.phase == .promoted
             else {
                 pendingEnd.withLock { $0 = nil }
+                endFailure.withLock { $0.worked("the route map rollout's store answers again", logger: logger) }
                 return
             }
             if let revision = try database.storeRollout(end, expected: current.revision) {
@@ -232,11 +240,14 @@ final class RolloutKeeper: Sendable {
             } else {
                 pendingEnd.withLock { $0 = end }  // changed meanwhile: again at the next round
             }
+            endFailure.withLock { $0.worked("the route map rollout's store answers again", logger: logger) }
         } catch {
             pendingEnd.withLock { $0 = end }
-            logger.error(
-                "a reload ended the route map rollout, and the store could not be told; trying again each second",
-                metadata: ["store": "\(database.location)", "error": "\(error)"])
+            endFailure.withLock {
+                $0.failed(
+                    "a reload ended the route map rollout, and the store could not be told; trying again each second",
+                    metadata: ["store": "\(database.location)", "error": "\(error)"], logger: logger)
+            }
         }
     }
 
