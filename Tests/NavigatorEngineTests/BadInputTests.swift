@@ -111,6 +111,17 @@ struct BadInputTests {
                     try client.request(.snapshot(.with { $0.session = String(repeating: "z", count: 129) })),
                     try client.request(.clientEvent(.init(.poppedTo(99), session: "fresh"))),
                     try client.request(.clientEvent(Navigator_V1_ClientEvent.with { $0.session = "fresh" })),
+                    // Too large, but a well-formed request: its id comes back (read without
+                    // decoding the rest), the id given last as a decoder would take it.
+                    try exchange([
+                        empty,
+                        try Navigator_V1_Request.with {
+                            $0.requestID = "first"
+                            $0.intent = wireIntent(
+                                "big", [ScreenContext("search", ["query": String(repeating: "q", count: 70_000)])],
+                                session: "big")
+                        }.serializedBytes() + Navigator_V1_Request.with { $0.requestID = "big-1" }.serializedBytes(),
+                    ]),
                 ]
             }
             let expected: [(Navigator_V1_RejectCode, String)] = [
@@ -122,6 +133,7 @@ struct BadInputTests {
                 (.invalidSession, "session id has 129 bytes"),
                 (.invalidEvent, "no screen #99 in the tree"),
                 (.invalidEvent, "client event has no kind set"),
+                (.tooLarge, "expected at most 65536"),
             ]
             for (reply, (code, message)) in zip(replies, expected) {
                 guard case .rejected(let rejected)? = reply.kind else {
@@ -132,6 +144,8 @@ struct BadInputTests {
                 #expect(rejected.message.contains(message), "\(rejected.message)")
             }
             #expect(replies[1].requestID == "k")
+            #expect(replies[3].requestID == "")  // not a message: no id to read
+            #expect(replies[8].requestID == "big-1")
         }
     }
 }

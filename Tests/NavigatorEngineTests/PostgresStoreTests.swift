@@ -95,6 +95,8 @@ struct PostgresStoreTests {
             let configure: (inout EngineConfiguration) -> Void = { configuration in
                 configuration.leaseSeconds = 2
                 if !forwarding { configuration.clusterEndpoint = "off" }
+                // The second takes smaller requests than the first (a configuration being rolled out).
+                if configuration.instanceID == "two" { configuration.maxMessageBytes = 16 * 1024 }
             }
             try await TestService.withInstances(["one", "two"], url: url, configure) { servers in
                 let (first, second) = (servers[0], servers[1])
@@ -145,6 +147,17 @@ struct PostgresStoreTests {
                         try Client(first.endpoints).request(.snapshot(.with { $0.session = session })).snapshot
                     }
                     #expect(snapshot.seq == 1 && snapshot.epoch == partitionEpoch)
+                    // A request the first takes and its owner refuses as too large: the refusal
+                    // names the request, so it comes back at once (not UNAVAILABLE 5 s later).
+                    let large = try await onThread {
+                        try Client(first.endpoints).request(
+                            .intent(
+                                wireIntent(
+                                    "m2", [ScreenContext("search", ["query": String(repeating: "q", count: 20_000)])],
+                                    session: session)))
+                    }
+                    #expect(large.rejected.code == .tooLarge, "\(large)")
+                    #expect(large.rejected.message.contains("expected at most 16384"), "\(large)")
                     // A fire-and-forget intent sent to the first reaches the owner.
                     let fireAndForget = sessions[1]
                     try await onThread {

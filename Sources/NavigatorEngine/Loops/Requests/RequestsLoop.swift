@@ -294,9 +294,13 @@ struct RequestsLoop: SocketLoop {
     ) throws {
         guard payload.count <= maxMessageBytes else {
             counters.refused(.tooLarge, intent: false)
-            return try reply(
-                .rejection(.tooLarge, "request is \(payload.count) bytes; expected at most \(maxMessageBytes)"),
-                to: routingID, delimited: delimited, sockets)
+            // Its id read from the bytes, the rest not decoded: the client (or the instance that
+            // forwarded it, which waits for that id) can tell which request this answers.
+            var answer = Navigator_V1_Reply()
+            answer.requestID = payload.withUnsafeBytes { RequestIDReader.requestID(in: $0) } ?? ""
+            answer.rejected = .rejection(
+                .tooLarge, "request is \(payload.count) bytes; expected at most \(maxMessageBytes)")
+            return try reply(answer, to: routingID, delimited: delimited, sockets)
         }
         let request: Navigator_V1_Request
         do {
