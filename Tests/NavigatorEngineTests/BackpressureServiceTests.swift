@@ -59,8 +59,10 @@ struct BackpressureServiceTests {
                         let deadline = ContinuousClock.now + .seconds(5)
                         repeat {
                             if let reply = try receive(within: .milliseconds(1)) { replies.append(reply) }
+                            guard ContinuousClock.now < deadline else {
+                                throw TestFailure("request \(index) neither waits for the store nor was answered")
+                            }
                         } while Int(server.counters.repliesWaiting.load) + replies.count <= index
-                            && ContinuousClock.now < deadline
                         mostWaiting = max(mostWaiting, server.counters.repliesWaiting.load)
                         if index == 60 { reported = Self.gauge("navigator_replies_waiting_for_store", in: server) }
                     }

@@ -446,6 +446,24 @@ struct UnexpectedLinesTests {
 
 @Suite("Idle sessions expire")
 struct IdleExpiryTests {
+    @Test("an acknowledged write says whether it reached the store: sessions with nothing to write do not")
+    func flushSaysWhetherItWrote() throws {
+        let directory = temporaryDirectory("navflushed")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let resolver = try Resolver(map: .demo)
+        let store = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
+        let persistence = Persistence(
+            database: try StateFile(directory: directory.path), store: store, logger: TestService.logger("flushed"))
+        _ = SessionWork.resolve(
+            .show(ScreenContext("settings"), id: "i", session: "a"), store: store, resolver: resolver, maxSessions: 10,
+            now: 1)
+        #expect(try persistence.flush(["a"]))
+        // No such session (a refused intent's, a MOVED reply's): nothing is written, and a
+        // store that is away is not taken to be back for it.
+        #expect(try !persistence.flush(["nobody"]))
+        #expect(try !persistence.flush([]))
+    }
+
     @Test("sessions unchanged past the expiry are forgotten in memory and on disk; a new one starts beyond their seqs")
     func idleSessionsExpire() async throws {
         let directory = temporaryDirectory("navidle")

@@ -1,4 +1,5 @@
 import Logging
+import NavigatorStore
 import NavigatorWire
 import ZeroMQ
 
@@ -99,8 +100,15 @@ struct FlushLoop: SocketLoop {
         let sessions = Set(waiting.map { $0[2].string }.filter { !$0.isEmpty })
         var failure: (any Error)?
         do {
-            try persistence.flush(sessions)
-            failures.worked("replies wait for their sessions' write again, not refused", logger: logger)
+            if try persistence.flush(sessions) {
+                failures.worked("replies wait for their sessions' write again, not refused", logger: logger)
+            }
+        } catch let error where error is FencedWrite || error is Persistence.NotServed {
+            // Partitions changing hands (several instances), not the store away: each said.
+            failure = error
+            logger.warning(
+                "sessions of \(waiting.count) replies were not written here; they are answered UNAVAILABLE",
+                metadata: ["sessions": "\(sessions.count)", "reason": "\(error)"])
         } catch {
             failure = error
             failures.failed(

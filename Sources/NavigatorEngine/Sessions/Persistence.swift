@@ -55,6 +55,8 @@ final class Persistence: Sendable {
     let failedWrites = Atomic<UInt64>(0)
     /// Those failures in the log: the first at once, then a line a minute while they last.
     private let writeFailure = Locked(RepeatedFailure())
+    /// The same for writing a state file that was deleted or replaced again.
+    private let reopenFailure = Locked(RepeatedFailure())
     /// Changes of traced intents waiting to be written (their `navigator.persist` spans); nil
     /// without a tracer.
     let traced: TracedWrites?
@@ -244,9 +246,13 @@ final class Persistence: Sendable {
     private func restoreFileIfGone() -> Bool {
         guard !database.isInPlace else { return true }
         fileInPlace.store(false, ordering: .releasing)
-        logger.error(
-            "the state file \(database.location) was deleted or replaced while navigatord ran; writing every session to it again"
-        )
+        // Said once; while writing it again keeps failing, a line a minute (``RepeatedFailure``).
+        reopenFailure.withLock { failure in
+            guard !failure.isFailing else { return }
+            logger.error(
+                "the state file \(database.location) was deleted or replaced while navigatord ran; writing every session to it again"
+            )
+        }
         do {
             try database.reopen(epoch: store.epoch)
             for shard in store.shards {
@@ -267,10 +273,15 @@ final class Persistence: Sendable {
                 }
             }
         } catch {
-            logger.error("writing the state file again failed; will retry", metadata: ["error": "\(error)"])
+            failedWrites.add(1, ordering: .relaxed)
+            reopenFailure.withLock {
+                $0.failed(
+                    "writing the state file again failed; will retry", metadata: ["error": "\(error)"], logger: logger)
+            }
             return false
         }
         fileInPlace.store(true, ordering: .releasing)
+        reopenFailure.withLock { $0 = RepeatedFailure() }
         logger.notice("the state file \(database.location) holds every session again")
         return true
     }
@@ -549,8 +560,12 @@ final class Persistence: Sendable {
     }
 
     /// Writes these sessions now, in one transaction (acknowledged requests are durable before
-    /// their replies; see ``FlushLoop``).
-    func flush(_ sessions: Set<String>) throws {
+    /// their replies; see ``FlushLoop``); returns whether the store was written (false: none of
+    /// them had anything to write). Throws ``NotServed`` for a session whose partition changed
+    /// hands before its write, ``FencedWrite`` for one another instance claimed meanwhile, and the
+    /// store's error when it could not be written.
+    @discardableResult
+    func flush(_ sessions: Set<String>) throws -> Bool {
         try writing.withLock { _ in
             guard restoreFileIfGone() else {
                 throw EngineError(
@@ -565,22 +580,41 @@ final class Persistence: Sendable {
                     // change and this write; the change is not durable here.
                     if let reason = store.notServed(session) {
                         traced?.record(traces, at: WallClock.now(), failure: "not written: \(reason)")
-                        throw EngineError(.notDurable, "the change was not written: \(reason)")
+                        throw NotServed(reason: reason)
                     }
                     continue
                 }
                 rows.append((session, record.seq, try record.stored()))
             }
+            guard !rows.isEmpty else {
+                // Nothing reached the store: it says nothing about whether the store answers.
+                traced?.record(traces, at: WallClock.now())
+                return false
+            }
             do {
                 try database.write(rows)
+            } catch let fenced as FencedWrite {
+                // The store answered: another instance claimed some of these sessions' partitions.
+                traced?.putBack(traces)
+                fencedWrites.add(UInt64(fenced.sessions.count), ordering: .relaxed)
                 writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
+                throw fenced
             } catch {
                 traced?.putBack(traces)
                 failedWrites.add(1, ordering: .relaxed)  // its caller logs it
                 throw error
             }
+            writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
             traced?.record(traces, at: WallClock.now())
+            return true
         }
+    }
+
+    /// A change that was not written because its session's partition changed hands between the
+    /// change and its write (several instances): not the store failing.
+    struct NotServed: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { "the change was not written: \(reason)" }
     }
 
     /// The write-behind round: every changed session (between chunks, `between` runs: the flush

@@ -192,7 +192,15 @@ final class RolloutKeeper: Sendable {
             return thread
         }
         thread?.join()
-        if let end = pendingEnd.withLock({ $0 }) { serial.withLock { _ in writeEnd(end) } }  // a last try
+        if let end = pendingEnd.withLock({ $0 }) {
+            serial.withLock { _ in writeEnd(end) }  // a last try
+            // Said whatever the last line was: nothing tries again after this.
+            if pendingEnd.withLock({ $0 }) != nil {
+                logger.error(
+                    "the end of the route map rollout a reload made was not stored; at the next start the stored rollout is followed again",
+                    metadata: ["store": "\(database.location)", "candidate": "\(end.version)"])
+            }
+        }
     }
 
     /// One round: what a reload ended is written (if it could not be at once); the row is
