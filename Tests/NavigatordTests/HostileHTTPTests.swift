@@ -259,6 +259,10 @@ struct HostileHTTPTests {
         let configure: (inout NavigatordConfiguration) -> Void = {
             Self.configure(&$0)
             $0.maxHTTPConnections = 100
+            // Held for the whole test: on a loaded machine the event loops may take longer than
+            // the default 10 s to accept all 101, and the first ones must not be closed meanwhile
+            // (once "68 open" after 10 s, none turned away).
+            $0.httpFirstRequestTimeout = .seconds(300)
         }
         try await withNavigatord(configure) { server, endpoints in
             let address = try #require(server.httpAddress)
@@ -268,7 +272,7 @@ struct HostileHTTPTests {
             let held = try await onThread { try (0...100).map { _ in try tcpConnect(address) } }
             defer { for fd in held { close(fd) } }
             _ = try await waitFor(
-                "no connection was turned away", timeout: .seconds(10), { limit.turnedAway }, until: { $0 == 1 },
+                "no connection was turned away", timeout: .seconds(120), { limit.turnedAway }, until: { $0 == 1 },
                 details: { "\(limit.count) open" })
             #expect(limit.count == 100)
             // ZeroMQ is served meanwhile: the cap keeps its file descriptors free.
@@ -456,6 +460,10 @@ struct HostileHTTPTests {
             Self.configure(&$0)
             setup.configure(&$0.engine)
             $0.tokenKeyFile = keyFile
+            // Each connection is held until the test looks at it: on a loaded machine sending
+            // the 200 takes longer than the default 30 s, and a connection closed meanwhile with
+            // its body unread is reset, taking its 401 with it (once 140 of 200 after 20 s).
+            $0.httpRequestTimeout = .seconds(300)
         }
         try await withNavigatord(configure) { server, _ in
             let address = try #require(server.httpAddress)
@@ -475,7 +483,7 @@ struct HostileHTTPTests {
                 }
                 // Each is answered 401 while its body is still owed (looked at without waiting
                 // for the connections to end).
-                let answered = try Self.waitForBlocking(timeout: .seconds(20)) {
+                let answered = try Self.waitForBlocking(timeout: .seconds(120)) {
                     descriptors.filter { fd in
                         var buffer = [UInt8](repeating: 0, count: 16)
                         let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT | MSG_PEEK))
