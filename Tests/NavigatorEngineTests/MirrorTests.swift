@@ -88,6 +88,7 @@ struct MirrorTests {
         let first = try Daemon(dataDirectory: directory, endpoints: endpoints, extra: flushNever)
         defer { first.reap() }
         _ = try await first.endpoints()
+        let started = ContinuousClock.now  // the write-behind's first round is 60 s from about here
         let connection = try await Self.connect(endpoints)
         let mirror = Mirror(connection, session: "k")
         defer { mirror.task.cancel() }
@@ -100,6 +101,9 @@ struct MirrorTests {
         try await mirror.converges(with: connection, session: "k")
         let before = try await connection.snapshot("k")
         #expect(before.seq > 0)
+        // 60 s is the longest write-behind interval there is: on a loaded machine the steps above
+        // can outlast it (once 68 s in CI), and the round then wrote the batches before the kill.
+        let unflushed = ContinuousClock.now - started < .seconds(50)
         first.signal(SIGKILL)
         _ = try await first.exitStatus()
 
@@ -108,7 +112,13 @@ struct MirrorTests {
         _ = try await second.endpoints()
         let after = try await connection.snapshot("k")
         #expect(after.epoch != before.epoch)
-        #expect(after.seq < before.seq)  // the unflushed batches are gone: the seq went back
+        if unflushed {
+            #expect(after.seq < before.seq)  // the unflushed batches are gone: the seq went back
+        } else {
+            #expect(after.seq <= before.seq)
+            print(
+                "crashStartsANewEpoch: the kill came after the write-behind's round; the seq is not checked to go back")
+        }
         // One more intent: seq 1 of the new epoch is not "old" to the follower.
         try await connection.send(
             Intent(id: "b1", session: "k", target: .path([ScreenContext("chat", ["conversationId": "9"])])))
