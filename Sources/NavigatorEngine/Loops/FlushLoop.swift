@@ -41,9 +41,6 @@ struct FlushLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) throws {
-        // Writes before replies that fail while the store is away: logged once, then a line a
-        // minute (each reply says so to its client).
-        var failure = RepeatedFailure()
         var poller = Poller()
         poller.add(sockets.acks)
         var frames: [Message] = []
@@ -56,10 +53,10 @@ struct FlushLoop: SocketLoop {
             while !persistence.isStopping {
                 try poller.poll(timeout: .nanoseconds(max(0, min(nextFlush - MonotonicClock.now(), 50_000_000))))
                 try supervisor.checkInjected(name)
-                try answerWaiting(sockets, &frames, &failure)
+                try answerWaiting(sockets, &frames)
                 if MonotonicClock.now() >= nextFlush {
                     // Between chunks of the round, the replies that arrived meanwhile go first.
-                    try persistence.flushAndPack { try answerWaiting(sockets, &frames, &failure) }
+                    try persistence.flushAndPack { try answerWaiting(sockets, &frames) }
                     nextFlush = MonotonicClock.now() + step
                 }
                 if idleExpiry > 0, MonotonicClock.now() >= nextExpiry {
@@ -74,15 +71,13 @@ struct FlushLoop: SocketLoop {
 
     /// Takes the replies waiting from the workers (and their stops) and answers them: their
     /// sessions are written in one transaction, then the replies go on.
-    private func answerWaiting(_ sockets: Sockets, _ frames: inout [Message], _ failure: inout RepeatedFailure)
-        throws
-    {
+    private func answerWaiting(_ sockets: Sockets, _ frames: inout [Message]) throws {
         var waiting: [[Message]] = []
         while let count = try sockets.acks.receiveMultipart(into: &frames, wait: false) {
             switch Internal.kind(of: frames, count: count, at: .flush) {
             case .stop:
                 // Replies received before a worker's stop go out before it.
-                try answer(waiting, sockets, &failure)
+                try answer(waiting, sockets)
                 waiting.removeAll()
                 try sockets.replies.send(Internal.stop)
             case .durableReply:
@@ -91,18 +86,16 @@ struct FlushLoop: SocketLoop {
                 Internal.unexpected(count, at: .flush, counters: counters, logger: logger)
             }
         }
-        try answer(waiting, sockets, &failure)
+        try answer(waiting, sockets)
     }
 
     /// Makes the sessions of these replies durable in one write, then sends the replies on.
-    private func answer(_ waiting: [[Message]], _ sockets: Sockets, _ failures: inout RepeatedFailure) throws {
+    private func answer(_ waiting: [[Message]], _ sockets: Sockets) throws {
         guard !waiting.isEmpty else { return }
         let sessions = Set(waiting.map { $0[2].string }.filter { !$0.isEmpty })
         var failure: (any Error)?
         do {
-            if try persistence.flush(sessions) {
-                failures.worked("replies wait for their sessions' write again, not refused", logger: logger)
-            }
+            try persistence.flush(sessions)
         } catch let error where error is FencedWrite || error is Persistence.NotServed {
             // Partitions changing hands (several instances), not the store away: each said.
             failure = error
@@ -110,10 +103,7 @@ struct FlushLoop: SocketLoop {
                 "sessions of \(waiting.count) replies were not written here; they are answered UNAVAILABLE",
                 metadata: ["sessions": "\(sessions.count)", "reason": "\(error)"])
         } catch {
-            failure = error
-            failures.failed(
-                "state write failed before \(waiting.count) replies; they are answered UNAVAILABLE",
-                metadata: ["sessions": "\(sessions.count)", "error": "\(error)"], logger: logger)
+            failure = error  // logged by Persistence: once, then a line a minute while it lasts
         }
         for frames in waiting {
             counters.repliesWaiting.subtract()  // before it goes: whoever gets it sees it gone

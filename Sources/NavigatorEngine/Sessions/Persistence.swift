@@ -50,13 +50,20 @@ final class Persistence: Sendable {
     /// Sessions whose write (or deletion) was fenced: their partition's lease is another
     /// instance's now (several instances; `navigator_fenced_writes_total`).
     let fencedWrites = Atomic<UInt64>(0)
-    /// Transactions of sessions that could not be written (the store away or failing; they are
-    /// written at a later flush: `navigator_state_writes_failed_total`).
+    /// Writes of sessions that failed (the store away or failing; the sessions are written at a
+    /// later flush), the state file's rewriting included: `navigator_state_writes_failed_total`.
     let failedWrites = Atomic<UInt64>(0)
-    /// Those failures in the log: the first at once, then a line a minute while they last.
+    /// Those failures in the log, whichever path wrote (the write-behind, the writes before
+    /// acknowledged replies): the first at once, then a line a minute while they last.
     private let writeFailure = Locked(RepeatedFailure())
     /// The same for writing a state file that was deleted or replaced again.
     private let reopenFailure = Locked(RepeatedFailure())
+
+    /// A write reached the store (written, or fenced by another instance's claim): if writes
+    /// had been failing, that is said once.
+    private func storeAnswered() {
+        writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
+    }
     /// Changes of traced intents waiting to be written (their `navigator.persist` spans); nil
     /// without a tracer.
     let traced: TracedWrites?
@@ -200,7 +207,7 @@ final class Persistence: Sendable {
             }
             let rows = encoded.map { ($0.0, $0.1, $0.2.bytes) }
             try database.write(rows)
-            writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
+            storeAnswered()
             traced?.record(traces, at: WallClock.now())
             // The parked lists' encodings, for the next flush of sessions that keep them.
             parkedEncodings.withLock { cache in
@@ -225,7 +232,7 @@ final class Persistence: Sendable {
             logger.warning(
                 "changes of sessions whose partitions another instance has claimed were not written",
                 metadata: ["sessions": "\(fenced.sessions.count)", "reason": "\(fenced)"])
-            writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
+            storeAnswered()
             return true
         } catch {
             for part in parts { store.shards[part.shard].dirty.withLock { $0.formUnion(part.names) } }
@@ -597,14 +604,19 @@ final class Persistence: Sendable {
                 // The store answered: another instance claimed some of these sessions' partitions.
                 traced?.putBack(traces)
                 fencedWrites.add(UInt64(fenced.sessions.count), ordering: .relaxed)
-                writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
+                storeAnswered()
                 throw fenced
             } catch {
                 traced?.putBack(traces)
-                failedWrites.add(1, ordering: .relaxed)  // its caller logs it
+                failedWrites.add(1, ordering: .relaxed)
+                writeFailure.withLock {
+                    $0.failed(
+                        "writing \(rows.count) sessions before their replies failed; the replies say UNAVAILABLE",
+                        metadata: ["error": "\(error)"], logger: logger)
+                }
                 throw error
             }
-            writeFailure.withLock { $0.worked("sessions are written to \(database.kind) again", logger: logger) }
+            storeAnswered()
             traced?.record(traces, at: WallClock.now())
             return true
         }
