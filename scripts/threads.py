@@ -7,8 +7,9 @@ Reads each thread of process PID from /proc (its name, the kernel's schedstat: n
 CPU and timeslices run; its voluntary and involuntary context switches) now and SECONDS later,
 and prints per thread, for the intents sent meanwhile (INTENTS_PER_SECOND x SECONDS, as navload
 keeps its rate): CPU microseconds, timeslices (each a wake-up, or a preemption) and voluntary
-switches (the thread went to sleep) per intent. Threads of the same name (the libzmq I/O
-threads) are added up. Run it while navload drives navigatord at that rate
+switches (the thread went to sleep) per intent, and the process's minor page faults per intent
+(its heap growing, or memory given back and taken again). Threads of the same name (the libzmq
+I/O threads) are added up. Run it while navload drives navigatord at that rate
 (scripts/wakeups.sh does).
 """
 import os
@@ -38,13 +39,19 @@ def sample(pid):
     return threads
 
 
+def minor_faults(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        # The fields after the command's closing parenthesis; minflt is the 10th field of all.
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     pid, seconds, rate = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-    before = sample(pid)
+    before, faults_before = sample(pid), minor_faults(pid)
     time.sleep(seconds)
-    after = sample(pid)
+    after, faults_after = sample(pid), minor_faults(pid)
     intents = rate * seconds
     by_name = {}
     for tid, (name, cpu, slices, vol, invol) in after.items():
@@ -62,7 +69,8 @@ def main():
         print(f"{name:<16} {cpu / 1000 / intents:>14.2f} {slices / intents:>14.3f} {vol / intents:>14.3f} {invol / intents:>17.3f}")
     cpu, slices, vol, invol = sums
     print(f"{'all':<16} {cpu / 1000 / intents:>14.2f} {slices / intents:>14.3f} {vol / intents:>14.3f} {invol / intents:>17.3f}")
-    print(f"({intents:.0f} intents over {seconds:.0f} s; CPU {cpu / 1e9 / seconds:.2f} cores)")
+    print(f"({intents:.0f} intents over {seconds:.0f} s; CPU {cpu / 1e9 / seconds:.2f} cores; "
+          f"{(faults_after - faults_before) / intents:.3f} minor page faults an intent)")
 
 
 main()

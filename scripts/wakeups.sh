@@ -6,22 +6,25 @@
 #
 #   scripts/wakeups.sh BIN [RATE] [SECONDS] [SESSIONS]      (defaults: 2000 10 20000)
 #
+# WARMUP: seconds of load before the reading (default 3; over 20,000 sessions at 2,000/s about
+# half the intents of the first ten seconds open a session, 5 % after 30 s).
 # NAVIGATORD_ARGS: more navigatord options ("--workers 1"). FLOOR=1: navload measures the raw
 # relay's floor right after (`--floor --pause-service`), and the relay's threads are read the same
-# way while it relays at the same rate: the two side by side, thread by thread.
+# way while it relays at the same rate: the two side by side, thread by thread. FLOOR_WORK=N (with
+# FLOOR=1): the relay spins N µs on each message before publishing it (`navload --floor-work`).
 set -euo pipefail
 bin=$1
 rate=${2:-2000}
 seconds=${3:-10}
 sessions=${4:-20000}
-warmup=3
+warmup=${WARMUP:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/navigatord-lib.sh"
 work=$(mktemp -d)
 stop_on_exit
 start_navigatord "$bin" "$work/data" "$work/navigatord.log" wakeups
 floor=()
-[ "${FLOOR:-0}" = 1 ] && floor=(--floor --pause-service --service-pid "$pid")
+[ "${FLOOR:-0}" = 1 ] && floor=(--floor --pause-service --service-pid "$pid" --floor-work "${FLOOR_WORK:-0}")
 "$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
   --duration $((seconds + warmup + 2)) --warmup 0 "${floor[@]}" >"$work/navload.log" 2>&1 &
 load=$!
@@ -32,7 +35,7 @@ if [ "${FLOOR:-0}" = 1 ]; then
   # navload starts the relay (`navload relay`) once the run is over.
   relay=""
   for _ in $(seq 1 600); do
-    relay=$(pgrep -P "$load" -f ' relay$' || true)  # navload's own child, not another run's
+    relay=$(pgrep -P "$load" -f ' relay( |$)' || true)  # navload's own child, not another run's
     [ -n "$relay" ] && break
     sleep 0.1
   done

@@ -21,13 +21,20 @@ public enum RelayFloor {
         /// From each message's due time to its arrival at the subscriber, in microseconds,
         /// measured as a run measures batches (a late send counts as latency).
         public var latency: Latency.Summary
+        /// The work the relay stood in for per message (``serve(workNanoseconds:)``; 0: none).
+        public var workNanoseconds: Int64
         public var microsecondsPerMessage: Double { cores * 1e6 / rate }
     }
 
     /// The relay: binds a PULL and an XPUB socket on free 127.0.0.1 ports, prints
     /// `<pull endpoint> <xpub endpoint>` on one line, and forwards until its standard input
     /// closes (the parent went away) or a stop.
-    public static func serve() throws {
+    ///
+    /// `workNanoseconds`: the relay spins this long on each message before it publishes it (the
+    /// clock read in a loop, nothing else touched), standing in for the work a service does per
+    /// message: what the wake-ups cost once the relay's thread takes that long (BENCHMARKS.md,
+    /// "What the floor's wake-ups depend on").
+    public static func serve(workNanoseconds: Int64 = 0) throws {
         let context = try Context()
         let pull = try Socket(context, type: .pull)
         let xpub = try Socket(context, type: .xpub)
@@ -54,29 +61,41 @@ public enum RelayFloor {
             guard (try? poller.poll(timeout: .milliseconds(100))) != nil else { break }
             while (try? xpub.tryReceive(into: message)) == true {}
             while (try? pull.tryReceive(into: message)) == true {
+                if workNanoseconds > 0 { spin(workNanoseconds) }
                 _ = try? xpub.send(topic, more: true)
                 _ = try? xpub.send(message)
             }
         }
     }
 
+    /// Busy for `nanoseconds` on the monotonic clock.
+    private static func spin(_ nanoseconds: Int64) {
+        let end = ContinuousClock.now + .nanoseconds(nanoseconds)
+        while ContinuousClock.now < end {}
+    }
+
     /// Starts `executable relay` (navload itself), drives it at `rate` messages/s for
-    /// `seconds`, and returns its CPU; the relay is stopped before returning.
-    public static func measure(executable: String, rate: Double, messageBytes: Int, seconds: Double) async throws
-        -> Result
-    {
+    /// `seconds`, and returns its CPU; the relay is stopped before returning. `workNanoseconds`:
+    /// as ``serve(workNanoseconds:)``.
+    public static func measure(
+        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64 = 0
+    ) async throws -> Result {
         // Starting the relay, reading its endpoints, waiting for its threads and its exit all
         // block: on a thread of their own, never on the cooperative pool (which the tests'
         // services share).
         try await DedicatedThread.run(name: "navload-floor") {
-            try measureBlocking(executable: executable, rate: rate, messageBytes: messageBytes, seconds: seconds)
+            try measureBlocking(
+                executable: executable, rate: rate, messageBytes: messageBytes, seconds: seconds,
+                workNanoseconds: workNanoseconds)
         }
     }
 
-    private static func measureBlocking(executable: String, rate: Double, messageBytes: Int, seconds: Double) throws
-        -> Result
-    {
-        let process = try Spawned(executable: executable, arguments: ["relay"])
+    private static func measureBlocking(
+        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64
+    ) throws -> Result {
+        let arguments =
+            workNanoseconds > 0 ? ["relay", "--work-microseconds", "\(Double(workNanoseconds) / 1000)"] : ["relay"]
+        let process = try Spawned(executable: executable, arguments: arguments)
         defer { process.stop() }
         var line = [UInt8]()
         while let byte = try process.output.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
@@ -159,6 +178,7 @@ public enum RelayFloor {
         }
         return Result(
             rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
-            cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary })
+            cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary },
+            workNanoseconds: workNanoseconds)
     }
 }

@@ -39,9 +39,21 @@ struct RelayCommand: ParsableCommand {
             """
     )
 
+    @Option(
+        help:
+            "Spin this long on each message before publishing it, standing in for a service's work per message (navload run --floor-work)."
+    )
+    var workMicroseconds: Double = 0
+
+    func validate() throws {
+        guard workMicroseconds >= 0, workMicroseconds <= 1_000_000 else {
+            throw ValidationError("--work-microseconds \(workMicroseconds) is out of range; expected 0 to 1000000")
+        }
+    }
+
     func run() throws {
         do {
-            try RelayFloor.serve()
+            try RelayFloor.serve(workNanoseconds: Int64(workMicroseconds * 1000))
         } catch {
             FileHandle.standardError.write(Data("navload relay: \(error)\n".utf8))
             throw ExitCode(1)

@@ -62,6 +62,11 @@ struct RunCommand: AsyncParsableCommand {
     var pauseService = false
     @Option(
         help:
+            "With --floor: the relay spins this many microseconds on each message before publishing it, standing in for a service's own work per message, so the floor shows what the wake-ups cost once a message takes that long (0: the raw relay)."
+    )
+    var floorWork: Double = 0
+    @Option(
+        help:
             "navigatord's process id for CPU and RSS (default: the navigatord running here; of several, the one listening on --intents, or an error)."
     )
     var servicePid: Int32?
@@ -98,6 +103,12 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--rate \(rate) is out of range; expected 0 < rate <= 10,000,000")
         }
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
+        guard floorWork >= 0, floorWork <= 1_000_000 else {
+            throw ValidationError("--floor-work \(floorWork) is out of range; expected 0 to 1000000 microseconds")
+        }
+        if floorWork > 0 && !floor {
+            throw ValidationError("--floor-work sets the floor's work per message; expected --floor with it")
+        }
         if pauseService && !floor {
             throw ValidationError(
                 "--pause-service pauses navigatord while the floor is measured; expected --floor with it")
@@ -210,7 +221,8 @@ struct RunCommand: AsyncParsableCommand {
                 let size = max(16, last?.meanIntentBytes ?? 64)
                 let measure = {
                     try await RelayFloor.measure(
-                        executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10))
+                        executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10),
+                        workNanoseconds: Int64(floorWork * 1000))
                 }
                 let result: RelayFloor.Result
                 if pauseService {
@@ -220,6 +232,9 @@ struct RunCommand: AsyncParsableCommand {
                     )
                 } else {
                     result = try await measure()
+                }
+                if floorWork > 0 {
+                    print("floor: the relay spun \(floorWork) µs on each message before publishing it (--floor-work)")
                 }
                 print(
                     "floor: raw libzmq relay (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"

@@ -228,6 +228,17 @@ struct LoadTests {
         // Every message carries its due time: the floor's latency is measured, in order.
         #expect(result.latency.p50 > 0 && result.latency.p50 <= result.latency.p99, "\(result.latency)")
         #expect(result.latency.p99 <= result.latency.max, "\(result.latency)")
+        #expect(result.workNanoseconds == 0)
+
+        // --floor-work: the relay spins on each message before publishing it, so no message
+        // reaches the subscriber sooner than that after it fell due (a bound load cannot lower),
+        // and the spin is on the relay's CPU.
+        let working = try await RelayFloor.measure(
+            executable: navload, rate: 200, messageBytes: 80, seconds: 1, workNanoseconds: 1_000_000)
+        #expect(working.messages >= 180 && working.messages <= 220, "\(working.messages) messages in 1 s at 200/s")
+        #expect(working.workNanoseconds == 1_000_000)
+        #expect(working.latency.p50 >= 1_000, "p50 \(working.latency.p50) µs, below the 1 ms spun on each message")
+        #expect(working.cores > 0, "the relay's CPU was not counted")
     }
 
     @Test(
