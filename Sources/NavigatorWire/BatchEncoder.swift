@@ -231,14 +231,16 @@ struct ProtoWriter {
             bytes[start] = UInt8(length)
             return
         }
-        var prefix: [UInt8] = []
+        // Room made after the byte left for it, then the varint written in place: no array of
+        // its own for the prefix (an allocation for every message of 128 bytes or more).
+        var size = 1
+        while length >> (7 * size) != 0 { size += 1 }
+        bytes.insert(contentsOf: repeatElement(0, count: size - 1), at: start + 1)
         var value = UInt64(length)
-        while value >= 0x80 {
-            prefix.append(UInt8(truncatingIfNeeded: value) | 0x80)
+        for offset in 0..<size {
+            bytes[start + offset] = offset == size - 1 ? UInt8(value) : UInt8(truncatingIfNeeded: value) | 0x80
             value >>= 7
         }
-        prefix.append(UInt8(value))
-        bytes.replaceSubrange(start..<start + 1, with: prefix)
     }
 
     /// A `map<string, string>`, entries in key order.

@@ -85,19 +85,21 @@ struct LandingBook {
 
     /// A shell of `session` applied the batches up to `seq`.
     mutating func acknowledged(session: String, seq: UInt64, now: Int64, metrics: RouteMetrics) {
-        guard var pending = sessions[session] else { return }
-        let landed = pending.prefix { $0.seq <= seq }.count
+        // The list changed where it is, in the dictionary's storage: one taken out and put back
+        // is copied to be changed (the dictionary still holds it), an allocation an ack.
+        guard let slot = sessions.index(forKey: session) else { return }
+        let landed = sessions.values[slot].prefix { $0.seq <= seq }.count
         guard landed > 0 else { return }
-        for entry in pending[..<landed] {
+        for entry in sessions.values[slot][..<landed] {
             metrics.landed(route: entry.route, map: entry.map, after: now - entry.origin)
             if let trace = entry.trace {
                 trace.endWaiting(at: now, ["navigator.ack_seq": .int64(Int64(seq))])
                 trace.settle(at: now, landed: true, outcome: "acknowledged")
             }
         }
-        pending.removeFirst(landed)
+        sessions.values[slot].removeFirst(landed)
         count -= landed
-        sessions[session] = pending.isEmpty ? nil : pending
+        if sessions.values[slot].isEmpty { sessions.remove(at: slot) }
     }
 
     /// Settles as not landed the batches unacknowledged for longer than the landing window, in
@@ -114,11 +116,16 @@ struct LandingBook {
     }
 
     /// Settles a batch as not landed if it is still unacknowledged.
+    /// Changed in place, as in ``acknowledged(session:seq:now:metrics:)``: the sweep settles
+    /// nearly every batch a run without shells publishes.
     private mutating func settle(_ session: String, _ seq: UInt64, metrics: RouteMetrics, evicted: Bool = false) {
-        guard var pending = sessions[session], let index = pending.firstIndex(where: { $0.seq == seq }) else { return }
-        pending.remove(at: index).notLanded(metrics, evicted: evicted)
+        guard let slot = sessions.index(forKey: session),
+            let index = sessions.values[slot].firstIndex(where: { $0.seq == seq })
+        else { return }
+        let settled = sessions.values[slot].remove(at: index)
         count -= 1
-        sessions[session] = pending.isEmpty ? nil : pending
+        if sessions.values[slot].isEmpty { sessions.remove(at: slot) }
+        settled.notLanded(metrics, evicted: evicted)
     }
 
     /// Drops the order's gone and settled entries once they are the larger part: amortised,
