@@ -18,6 +18,12 @@ rate=${2:-2000}
 seconds=${3:-10}
 sessions=${4:-20000}
 warmup=${WARMUP:-3}
+[[ "$warmup" =~ ^[0-9]+$ ]] || { echo "wakeups: WARMUP=$warmup; expected whole seconds" >&2; exit 64; }
+[[ "${FLOOR_WORK:-0}" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "wakeups: FLOOR_WORK=$FLOOR_WORK; expected microseconds" >&2; exit 64; }
+if [ "${FLOOR_WORK:-0}" != 0 ] && [ "${FLOOR:-0}" != 1 ]; then
+  echo "wakeups: FLOOR_WORK sets the floor's work a message; expected FLOOR=1 with it" >&2
+  exit 64
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/navigatord-lib.sh"
 work=$(mktemp -d)
@@ -42,9 +48,13 @@ if [ "${FLOOR:-0}" = 1 ]; then
   [ -n "$relay" ] || { echo "wakeups: the floor's relay never started" >&2; exit 1; }
   # The floor relays for 10 s at most: read 7 of them, once it is under way.
   sleep 2
-  echo "the raw relay (navload --floor) at $rate messages/s"
+  if [ "${FLOOR_WORK:-0}" = 0 ]; then
+    echo "the raw relay (navload --floor) at $rate messages/s"
+  else
+    echo "the relay spinning $FLOOR_WORK µs on each message (navload --floor --floor-work) at $rate messages/s"
+  fi
   /usr/bin/python3 "$here/threads.py" "$relay" $((seconds < 7 ? seconds : 7)) "$rate"
 fi
 wait "$load"; load=""
-grep -E '^navigatord CPU per intent|^floor: raw' "$work/navload.log" | sed 's/^/navload: /'
+grep -E '^navigatord CPU per intent|^floor: (raw|libzmq)' "$work/navload.log" | sed 's/^/navload: /'
 [ "${FLOOR:-0}" = 1 ] || tail -n 3 "$work/navload.log" | sed 's/^/navload: /'

@@ -33,8 +33,9 @@ public enum RelayFloor {
     /// `workNanoseconds`: the relay spins this long on each message before it publishes it (the
     /// clock read in a loop, nothing else touched), standing in for the work a service does per
     /// message: what the wake-ups cost once the relay's thread takes that long (BENCHMARKS.md,
-    /// "What the floor's wake-ups depend on").
+    /// "What the gap is made of"). At most ``maxWorkMicroseconds``.
     public static func serve(workNanoseconds: Int64 = 0) throws {
+        precondition(workNanoseconds >= 0 && workNanoseconds <= Int64(maxWorkMicroseconds) * 1000)
         let context = try Context()
         let pull = try Socket(context, type: .pull)
         let xpub = try Socket(context, type: .xpub)
@@ -68,6 +69,24 @@ public enum RelayFloor {
         }
     }
 
+    /// The most work a relay stands in for per message: a second.
+    public static let maxWorkMicroseconds = 1_000_000
+
+    /// Why a relay standing in for `workMicroseconds` a message at `rate` messages a second
+    /// could not be a floor, if it could not: the work out of range, or more of each second than
+    /// its one thread has (it would fall behind, and not pass every message on in time).
+    public static func workProblem(workMicroseconds: Double, rate: Double) -> String? {
+        guard workMicroseconds >= 0, workMicroseconds <= Double(maxWorkMicroseconds) else {
+            return "\(workMicroseconds) µs of work a message is out of range; expected 0 to \(maxWorkMicroseconds) µs"
+        }
+        let busy = workMicroseconds * rate / 1e6
+        guard busy < 0.9 else {
+            return
+                "\(workMicroseconds) µs a message at \(rate) messages/s is \(String(format: "%.2f", busy)) s of work a second for the relay's one thread; expected below 0.9 s (a relay that falls behind does not pass every message on in time)"
+        }
+        return nil
+    }
+
     /// Busy for `nanoseconds` on the monotonic clock.
     private static func spin(_ nanoseconds: Int64) {
         let end = ContinuousClock.now + .nanoseconds(nanoseconds)
@@ -94,7 +113,7 @@ public enum RelayFloor {
         executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64
     ) throws -> Result {
         let arguments =
-            workNanoseconds > 0 ? ["relay", "--work-microseconds", "\(Double(workNanoseconds) / 1000)"] : ["relay"]
+            workNanoseconds > 0 ? ["relay", "--work-nanoseconds", "\(workNanoseconds)"] : ["relay"]
         let process = try Spawned(executable: executable, arguments: arguments)
         defer { process.stop() }
         var line = [UInt8]()

@@ -41,19 +41,21 @@ struct RelayCommand: ParsableCommand {
 
     @Option(
         help:
-            "Spin this long on each message before publishing it, standing in for a service's work per message (navload run --floor-work)."
+            "Spin this many nanoseconds on each message before publishing it, standing in for a service's work per message (navload run --floor-work sets it)."
     )
-    var workMicroseconds: Double = 0
+    var workNanoseconds: Int64 = 0
 
     func validate() throws {
-        guard workMicroseconds >= 0, workMicroseconds <= 1_000_000 else {
-            throw ValidationError("--work-microseconds \(workMicroseconds) is out of range; expected 0 to 1000000")
+        guard workNanoseconds >= 0, workNanoseconds <= Int64(RelayFloor.maxWorkMicroseconds) * 1000 else {
+            throw ValidationError(
+                "--work-nanoseconds \(workNanoseconds) is out of range; expected 0 to \(Int64(RelayFloor.maxWorkMicroseconds) * 1000) ns"
+            )
         }
     }
 
     func run() throws {
         do {
-            try RelayFloor.serve(workNanoseconds: Int64(workMicroseconds * 1000))
+            try RelayFloor.serve(workNanoseconds: workNanoseconds)
         } catch {
             FileHandle.standardError.write(Data("navload relay: \(error)\n".utf8))
             throw ExitCode(1)

@@ -62,7 +62,7 @@ struct RunCommand: AsyncParsableCommand {
     var pauseService = false
     @Option(
         help:
-            "With --floor: the relay spins this many microseconds on each message before publishing it, standing in for a service's own work per message, so the floor shows what the wake-ups cost once a message takes that long (0: the raw relay)."
+            "With --floor: the relay spins this many microseconds on each message before publishing it, standing in for a service's own work per message, so the floor shows what the wake-ups cost once a message takes that long (0: the raw relay; at most 0.9 s of work a second at --rate)."
     )
     var floorWork: Double = 0
     @Option(
@@ -103,8 +103,8 @@ struct RunCommand: AsyncParsableCommand {
             throw ValidationError("--rate \(rate) is out of range; expected 0 < rate <= 10,000,000")
         }
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
-        guard floorWork >= 0, floorWork <= 1_000_000 else {
-            throw ValidationError("--floor-work \(floorWork) is out of range; expected 0 to 1000000 microseconds")
+        if let problem = RelayFloor.workProblem(workMicroseconds: floorWork, rate: rate) {
+            throw ValidationError("--floor-work: \(problem)")
         }
         if floorWork > 0 && !floor {
             throw ValidationError("--floor-work sets the floor's work per message; expected --floor with it")
@@ -222,7 +222,7 @@ struct RunCommand: AsyncParsableCommand {
                 let measure = {
                     try await RelayFloor.measure(
                         executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10),
-                        workNanoseconds: Int64(floorWork * 1000))
+                        workNanoseconds: Int64((floorWork * 1000).rounded()))
                 }
                 let result: RelayFloor.Result
                 if pauseService {
@@ -233,11 +233,12 @@ struct RunCommand: AsyncParsableCommand {
                 } else {
                     result = try await measure()
                 }
-                if floorWork > 0 {
-                    print("floor: the relay spun \(floorWork) µs on each message before publishing it (--floor-work)")
-                }
+                let relay =
+                    floorWork > 0
+                    ? "libzmq relay spinning \(floorWork) µs on each message (--floor-work)"
+                    : "raw libzmq relay"
                 print(
-                    "floor: raw libzmq relay (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
+                    "floor: \(relay) (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
                 )
                 print(
                     "floor latency: p50 \(result.latency.p50) µs  p90 \(result.latency.p90) µs  p99 \(result.latency.p99) µs  max \(result.latency.max) µs"
