@@ -212,13 +212,19 @@ struct LoadTests {
         #expect(ProcessStats.listeningSockets("tcp://127.0.0.1:1").isEmpty)
     }
 
-    @Test("the floor: navload relay passes every message on, and its CPU is read while it runs")
-    func relayFloor() async throws {
+    /// The built navload (the relay is navload itself), or nil with the test's issue recorded.
+    private static func builtNavload() -> String? {
         let navload = BuiltProducts.executable("navload").path
         guard FileManager.default.isExecutableFile(atPath: navload) else {
             Issue.record("navload is not built at \(navload); run swift build first (./dev test does)")
-            return
+            return nil
         }
+        return navload
+    }
+
+    @Test("the floor: navload relay passes every message on, and its CPU is read while it runs")
+    func relayFloor() async throws {
+        guard let navload = Self.builtNavload() else { return }
         // measure() throws unless the relay passed on every message sent; it stops the relay.
         // The CPU is read from /proc in clock ticks (10 ms): 4,000 messages cost the relay some
         // 25 of them (~60 µs each on this kind of machine); 500 in CI once read as none at all.
@@ -233,11 +239,7 @@ struct LoadTests {
 
     @Test("--floor-work: the relay spins on each message before publishing it")
     func relayFloorWork() async throws {
-        let navload = BuiltProducts.executable("navload").path
-        guard FileManager.default.isExecutableFile(atPath: navload) else {
-            Issue.record("navload is not built at \(navload); run swift build first (./dev test does)")
-            return
-        }
+        guard let navload = Self.builtNavload() else { return }
         // A message is published 1 ms after it arrives at the earliest, so half of them reach the
         // subscriber 1 ms or more after they fell due: a bound load can only raise. (The raw
         // relay's p50 is a few hundred µs; without the spin this fails.)

@@ -169,7 +169,7 @@ enum SessionWork {
         // (they are all applied to the session already).
         let batchCount =
             (resolution?.commands.isEmpty == false ? 1 : 0) + (echo.isEmpty ? 0 : 1)
-            + released.filter { !$0.commands.isEmpty }.count
+            + released.count { !$0.commands.isEmpty }
         var tree = before
         // The summary's step is kept, and written out only where the batch is encoded or read.
         func add(
