@@ -67,6 +67,10 @@ final class LeaseKeeper: Sendable {
     /// What the last heartbeat advertised: a change (the endpoints bound after the first
     /// round) brings the next round forward.
     private let advertised = Locked<InstanceRecord?>(nil)
+    /// Rounds that found partitions held but not served: while claimed partitions keep failing
+    /// to load (a degraded database), every round finds the last one's, so the line is logged
+    /// once and then at most once a minute, as the failing rounds themselves are.
+    private let strays = Locked(RepeatedFailure())
     var live: [InstanceRecord] { peers.list }
 
     /// One round: heartbeat, renewal, losses, and a step towards an even share.
@@ -82,9 +86,13 @@ final class LeaseKeeper: Sendable {
         if !stray.isEmpty {
             try leases.release(Array(stray))
             for partition in stray { renewed[partition] = nil }
-            logger.warning(
-                "released partitions held but not served (claimed earlier, their sessions did not load)",
-                metadata: ["partitions": "\(stray.count)"])
+            strays.withLock {
+                $0.failed(
+                    "released partitions held but not served (claimed earlier, their sessions did not load)",
+                    metadata: ["partitions": "\(stray.count)"], level: .warning, logger: logger)
+            }
+        } else {
+            strays.withLock { $0.worked("no partitions held but not served any more", logger: logger) }
         }
         let lost = Set(ownership.all.keys).subtracting(renewed.keys)
         if !lost.isEmpty {
