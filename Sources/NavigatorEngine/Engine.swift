@@ -165,7 +165,7 @@ public final class Engine: Service, Sendable {
         }
         rolloutKeeper = RolloutKeeper(
             holder: holder, database: database, metrics: counters.routes, instance: configuration.instanceID,
-            shared: cluster != nil, logger: logger)
+            shared: cluster != nil, logger: logger, failures: counters.rolloutStoreFailures)
         rolloutKeeper.restore()  // a restart keeps the split
         let follows = SessionFollows(store: store, remote: remote, logger: logger)
         self.follows = follows

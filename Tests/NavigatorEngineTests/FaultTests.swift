@@ -590,17 +590,22 @@ extension FaultTests {
                     "an instance did not become ready again", timeout: .seconds(30),
                     { (0..<3).map { (try? deployment.readiness($0)) ?? 0 } }, until: { $0 == [200, 200, 200] })
                 var failures: [Double] = []
+                var rolloutFailures: [Double] = []
                 for slot in 0..<3 {
                     let daemon = try #require(deployment.daemon(slot))
                     #expect(daemon.process.isRunning, "n\(slot) stopped when the database went away:\n\(daemon.log)")
                     failures.append(
                         try await onThread { try deployment.metric(slot, "navigator_lease_renewals_failed_total") })
+                    rolloutFailures.append(
+                        try await onThread { try deployment.metric(slot, "navigator_rollout_store_failures_total") })
                 }
                 if case .stopped = outage {
                     #expect(failures.allSatisfy { $0 > 0 }, "lease renewals failed: \(failures)")
+                    // The rollout's row is read each second by every instance of several.
+                    #expect(rolloutFailures.allSatisfy { $0 > 0 }, "rollout rounds failed: \(rolloutFailures)")
                 }
                 print(
-                    "faults\(secure ? " (secure)" : ""): database \(outage.rawValue): out for \(backAt - lostAt), acknowledged meanwhile \(during); partitions all held again \(sharedAfter) after it was back; failed lease rounds \(failures.map { Int($0) }); acknowledged so far \(load.sent), retried \(load.refused)"
+                    "faults\(secure ? " (secure)" : ""): database \(outage.rawValue): out for \(backAt - lostAt), acknowledged meanwhile \(during); partitions all held again \(sharedAfter) after it was back; failed lease rounds \(failures.map { Int($0) }), failed rollout rounds \(rolloutFailures.map { Int($0) }); acknowledged so far \(load.sent), retried \(load.refused)"
                 )
             }
         }

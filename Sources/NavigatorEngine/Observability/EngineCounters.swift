@@ -67,6 +67,9 @@ final class EngineCounters: Sendable {
     let forwardsRefused: AtomicCounter
     /// Rounds of partition leases that failed (the database could not be reached).
     let leaseRenewalsFailed: AtomicCounter
+    /// The route map rollout's row that could not be read or written (a round, or storing the
+    /// end a reload made).
+    let rolloutStoreFailures: AtomicCounter
     /// Intents whose traceparent was not of W3C's form (dropped; the intent went on).
     let traceparentInvalid: AtomicCounter
     /// Intents of another worker's shard that worker 0, the intents socket's reader, resolved
@@ -111,6 +114,7 @@ final class EngineCounters: Sendable {
         forwardsReceived = AtomicCounter(mirror: metrics.forwardsReceived)
         forwardsRefused = AtomicCounter(mirror: metrics.clusterStrangers)
         leaseRenewalsFailed = AtomicCounter(mirror: metrics.leaseRenewalsFailed)
+        rolloutStoreFailures = AtomicCounter(mirror: metrics.rolloutStoreFailures)
         traceparentInvalid = AtomicCounter(mirror: metrics.traceparentInvalid)
         resolvedByReader = AtomicCounter(mirror: metrics.resolvedByReader)
     }

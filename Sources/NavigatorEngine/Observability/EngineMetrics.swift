@@ -37,6 +37,7 @@ final class EngineMetrics: Sendable {
     let forwardsReceived: Metrics.Counter
     let clusterStrangers: Metrics.Counter
     let leaseRenewalsFailed: Metrics.Counter
+    let rolloutStoreFailures: Metrics.Counter
     let traceparentInvalid: Metrics.Counter
     let resolvedByReader: Metrics.Counter
     let partitionsHeld: Metrics.Gauge
@@ -99,6 +100,7 @@ final class EngineMetrics: Sendable {
             label: "navigator_forwarded_total", dimensions: [("direction", "received")], factory: factory)
         clusterStrangers = Metrics.Counter(label: "navigator_cluster_strangers_total", factory: factory)
         leaseRenewalsFailed = Metrics.Counter(label: "navigator_lease_renewals_failed_total", factory: factory)
+        rolloutStoreFailures = Metrics.Counter(label: "navigator_rollout_store_failures_total", factory: factory)
         traceparentInvalid = Metrics.Counter(label: "navigator_traceparent_invalid_total", factory: factory)
         resolvedByReader = Metrics.Counter(label: "navigator_intents_resolved_by_reader_total", factory: factory)
         partitionsHeld = Metrics.Gauge(label: "navigator_partitions_held", factory: factory)

@@ -25,6 +25,9 @@ final class RolloutKeeper: Sendable {
     /// Several instances: the row is read every round (others may change it).
     let shared: Bool
     let logger: Logger
+    /// Counts each time the row could not be read or written
+    /// (``EngineCounters/rolloutStoreFailures``).
+    let failures: AtomicCounter?
     /// The end of a rollout a reload could not write to the store yet (retried each round).
     private let pendingEnd = Locked<StoredRollout?>(nil)
     private let serial = Locked(())
@@ -46,7 +49,7 @@ final class RolloutKeeper: Sendable {
 
     init(
         holder: ResolverHolder, database: any StateDatabase, metrics: RouteMetrics, instance: String, shared: Bool,
-        logger: Logger
+        logger: Logger, failures: AtomicCounter? = nil
     ) {
         self.holder = holder
         self.database = database
@@ -54,6 +57,7 @@ final class RolloutKeeper: Sendable {
         self.instance = instance
         self.shared = shared
         self.logger = logger
+        self.failures = failures
     }
 
     // MARK: What can be asked
@@ -219,6 +223,7 @@ final class RolloutKeeper: Sendable {
                 rounds.add(1, ordering: .releasing)
                 roundFailure.withLock { $0.worked("the route map rollout is read and written again", logger: logger) }
             } catch {
+                failures?.add()
                 roundFailure.withLock {
                     $0.failed(
                         "the route map rollout could not be read or written; trying again",
@@ -251,6 +256,7 @@ final class RolloutKeeper: Sendable {
             endFailure.withLock { $0.worked("the route map rollout's store answers again", logger: logger) }
         } catch {
             pendingEnd.withLock { $0 = end }
+            failures?.add()
             endFailure.withLock {
                 $0.failed(
                     "a reload ended the route map rollout, and the store could not be told; trying again each second",
