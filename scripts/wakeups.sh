@@ -20,7 +20,9 @@ sessions=${4:-20000}
 warmup=${WARMUP:-3}
 [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "wakeups: WARMUP=$warmup; expected whole seconds" >&2; exit 64; }
 [[ "${FLOOR_WORK:-0}" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "wakeups: FLOOR_WORK=$FLOOR_WORK; expected microseconds" >&2; exit 64; }
-if [ "${FLOOR_WORK:-0}" != 0 ] && [ "${FLOOR:-0}" != 1 ]; then
+floor_work=no
+[[ "${FLOOR_WORK:-0}" =~ ^0*([.]0*)?$ ]] || floor_work=yes
+if [ "$floor_work" = yes ] && [ "${FLOOR:-0}" != 1 ]; then
   echo "wakeups: FLOOR_WORK sets the floor's work a message; expected FLOOR=1 with it" >&2
   exit 64
 fi
@@ -48,7 +50,7 @@ if [ "${FLOOR:-0}" = 1 ]; then
   [ -n "$relay" ] || { echo "wakeups: the floor's relay never started" >&2; exit 1; }
   # The floor relays for 10 s at most: read 7 of them, once it is under way.
   sleep 2
-  if [ "${FLOOR_WORK:-0}" = 0 ]; then
+  if [ "$floor_work" = no ]; then
     echo "the raw relay (navload --floor) at $rate messages/s"
   else
     echo "the relay spinning $FLOOR_WORK µs on each message (navload --floor --floor-work) at $rate messages/s"

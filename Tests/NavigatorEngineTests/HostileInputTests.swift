@@ -446,22 +446,35 @@ struct UnexpectedLinesTests {
 
 @Suite("Idle sessions expire")
 struct IdleExpiryTests {
-    @Test("an acknowledged write says whether it reached the store: sessions with nothing to write do not")
-    func flushSaysWhetherItWrote() throws {
+    @Test(
+        "an acknowledged write with nothing to write (a refused intent's session) does not take a store that is away to be back"
+    )
+    func flushWithNothingToWrite() throws {
         let directory = temporaryDirectory("navflushed")
         defer { try? FileManager.default.removeItem(at: directory) }
         let resolver = try Resolver(map: .demo)
         let store = SessionStore(shards: 1, epoch: 1) { _ in resolver.initialState() }
-        let persistence = Persistence(
-            database: try StateFile(directory: directory.path), store: store, logger: TestService.logger("flushed"))
+        let captured = CapturedLog()
+        let file = try StateFile(directory: directory.path)
+        let persistence = Persistence(database: file, store: store, logger: captured.logger)
         _ = SessionWork.resolve(
             .show(ScreenContext("settings"), id: "i", session: "a"), store: store, resolver: resolver, maxSessions: 10,
             now: 1)
-        #expect(try persistence.flush(["a"]))
-        // No such session (a refused intent's, a MOVED reply's): nothing is written, and a
-        // store that is away is not taken to be back for it.
-        #expect(try !persistence.flush(["nobody"]))
-        #expect(try !persistence.flush([]))
+        let holder = try DatabaseQueue(path: directory.appendingPathComponent("navigator.sqlite").path)
+        try holder.inDatabase { db in
+            try db.execute(sql: "BEGIN EXCLUSIVE")
+            defer { try? db.execute(sql: "ROLLBACK") }
+            #expect(throws: (any Error).self) { try persistence.flush(["a"]) }  // the file is locked
+            // No such session, or none: nothing is written, and the store is not said to be back.
+            try persistence.flush(["nobody"])
+            try persistence.flush([])
+            let lines = captured.lines.withLock { $0 }
+            #expect(lines.count == 1 && lines[0].contains("before their replies failed"), "\(lines)")
+        }
+        try persistence.flush(["a"])
+        // Written once the file is free: the store is said to be back then.
+        let lines = captured.lines.withLock { $0 }
+        #expect(lines.count == 2 && lines[1].contains("written to") && lines[1].contains("again"), "\(lines)")
     }
 
     @Test("sessions unchanged past the expiry are forgotten in memory and on disk; a new one starts beyond their seqs")

@@ -234,7 +234,6 @@ struct LoadTests {
         // Every message carries its due time: the floor's latency is measured, in order.
         #expect(result.latency.p50 > 0 && result.latency.p50 <= result.latency.p99, "\(result.latency)")
         #expect(result.latency.p99 <= result.latency.max, "\(result.latency)")
-        #expect(result.workNanoseconds == 0)
     }
 
     @Test("--floor-work: the relay spins on each message before publishing it")

@@ -567,12 +567,11 @@ final class Persistence: Sendable {
     }
 
     /// Writes these sessions now, in one transaction (acknowledged requests are durable before
-    /// their replies; see ``FlushLoop``); returns whether the store was written (false: none of
-    /// them had anything to write). Throws ``NotServed`` for a session whose partition changed
+    /// their replies; see ``FlushLoop``). Sessions with nothing to write (gone, or never made)
+    /// write nothing, and say nothing of whether a store that was away is back. Throws ``NotServed`` for a session whose partition changed
     /// hands before its write, ``FencedWrite`` for one another instance claimed meanwhile, and the
     /// store's error when it could not be written.
-    @discardableResult
-    func flush(_ sessions: Set<String>) throws -> Bool {
+    func flush(_ sessions: Set<String>) throws {
         try writing.withLock { _ in
             guard restoreFileIfGone() else {
                 throw EngineError(
@@ -596,7 +595,7 @@ final class Persistence: Sendable {
             guard !rows.isEmpty else {
                 // Nothing reached the store: it says nothing about whether the store answers.
                 traced?.record(traces, at: WallClock.now())
-                return false
+                return
             }
             do {
                 try database.write(rows)
@@ -618,7 +617,6 @@ final class Persistence: Sendable {
             }
             storeAnswered()
             traced?.record(traces, at: WallClock.now())
-            return true
         }
     }
 
