@@ -353,13 +353,28 @@ public final class StateFile: StateDatabase {
     }
 
     public func rolloutRevision() throws -> Int64 {
-        try queue.read { db in try Int64.fetchOne(db, sql: "SELECT revision FROM rollout WHERE id = 1") ?? 0 }
+        try queue.read { db in try revision(db) }
+    }
+
+    /// The rollout row's revision (0 without a row), read as a database value first: GRDB's typed
+    /// read takes SQLite's conversion, which reads text such as `many` as revision 0.
+    private func revision(_ db: Database) throws -> Int64 {
+        guard let value = try DatabaseValue.fetchOne(db, sql: "SELECT revision FROM rollout WHERE id = 1") else {
+            return 0
+        }
+        guard let revision = Int64.fromDatabaseValue(value) else {
+            throw StoreError(
+                .unreadable,
+                "\(path): the route map rollout's row holds a revision (\(value)) that is not what navigatord writes; expected a number"
+            )
+        }
+        return revision
     }
 
     public func storeRollout(_ rollout: StoredRollout, expected: Int64) throws -> Int64? {
         let record = try rollout.encoded()
         return try queue.write { db in
-            let stored = try Int64.fetchOne(db, sql: "SELECT revision FROM rollout WHERE id = 1") ?? 0
+            let stored = try revision(db)
             guard stored == expected else { return nil }
             guard expected < Int64.max else {
                 throw StoreError(

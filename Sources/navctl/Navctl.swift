@@ -662,7 +662,10 @@ struct RoutesRollback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rollback",
         abstract: "Every session resolves with the map in use again; the rollout's candidate is dropped.",
-        discussion: "Exit status 1 when no rollout is under way.")
+        discussion: """
+            Exit status 1 when no rollout is under way. Also replaces a stored rollout the instance \
+            cannot read (written by a newer navigatord, or by hand) with a rolled-back one.
+            """)
     @OptionGroup var connection: ConnectionOptions
     @Flag(help: "One JSON object (Rollout).") var json = false
 

@@ -35,6 +35,10 @@ final class RolloutKeeper: Sendable {
     private let roundFailure = Locked(RepeatedFailure())
     /// The same for telling the store that a reload ended the rollout.
     private let endFailure = Locked(RepeatedFailure())
+    /// Why the stored row cannot be read, while it cannot (it does not decode, or holds what no
+    /// request writes: written by a newer navigatord, or by hand): said in the status, and a
+    /// rollback replaces it. Nil while the row reads, or was not read.
+    private let unreadableRow = Locked<String?>(nil)
     private let stopping = Atomic<Bool>(false)
     /// Rounds made so far (tests wait for one to have judged the figures).
     let rounds = Atomic<Int>(0)
@@ -90,8 +94,20 @@ final class RolloutKeeper: Sendable {
                     )
                 }
             }
-            let current = try read()
             let now = WallClock.now()
+            let current: StoredRollout?
+            switch try read() {
+            case .row(let row): current = row
+            case .unreadable(let reason):
+                guard case .rollback = action else {
+                    throw Refusal(
+                        kind: .conflict,
+                        message:
+                            "the stored rollout cannot be read on this instance (\(reason)); expected it replaced first: a rollback (navctl routes rollback, routes_rollout ROLLBACK) replaces it with a rolled-back rollout"
+                    )
+                }
+                return try replaceUnreadable(reason: reason, by: by, now: now)
+            }
             var next: StoredRollout
             switch action {
             case .start(let yaml, let source, let share, let margin, let after):
@@ -145,8 +161,53 @@ final class RolloutKeeper: Sendable {
         }
     }
 
+    /// Writes a rolled-back rollout over a row that cannot be read (over the same revision:
+    /// refused CONFLICT if another instance changed it meanwhile), so that every instance follows
+    /// a row it reads again. The row's revision must read: a revision that is not a number (a
+    /// hand edit of the state file) is left to SQL.
+    private func replaceUnreadable(reason: String, by: String, now: Int64) throws(Refusal) -> StoredRollout {
+        let revision: Int64
+        do {
+            revision = try database.rolloutRevision()
+        } catch let error as StoreError where error.code == .unreadable {
+            throw Refusal(
+                kind: .conflict,
+                message:
+                    "the stored rollout cannot be read (\(reason)), nor its revision (\(error)); expected the row fixed or deleted with SQL"
+            )
+        } catch {
+            throw Refusal(
+                kind: .unavailable,
+                message:
+                    "the rollout's revision could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
+            )
+        }
+        let file = holder.file
+        let replacement = StoredRollout(
+            phase: .rolledBack, yaml: "", source: "", version: "", baseVersion: file.version, baseSource: file.source,
+            share: 10_000, rollbackMargin: 0, rollbackAfter: Self.defaultRollbackAfter, startedAt: now, changedAt: now,
+            note:
+                "rolled back by \(by) on instance \(instance), replacing a stored rollout (revision \(revision)) that could not be read"
+        )
+        let stored = try write(replacement, expected: revision)
+        logger.warning(
+            "a stored route map rollout that could not be read was replaced by a rolled-back one",
+            metadata: ["by": "\(by)", "revision": "\(stored.revision)", "was": "\(reason)"])
+        unreadableRow.withLock { $0 = nil }
+        take(stored, candidate: nil)
+        return stored
+    }
+
     /// The rollout as this instance follows it (nil: none since it started).
     var following: ResolverHolder.Following? { holder.rollout }
+
+    /// Why the stored row cannot be read, if the last read of it failed so (``unreadableRow``).
+    var unreadable: String? { unreadableRow.withLock { $0 } }
+
+    /// Whether `error` says the row is there but cannot be read (not that the store is away).
+    static func isUnreadableRow(_ error: any Error) -> Bool {
+        (error as? StoreError)?.code == .unreadable
+    }
 
     // MARK: The thread
 
@@ -158,8 +219,12 @@ final class RolloutKeeper: Sendable {
             guard let stored = try database.rollout() else { return }
             serial.withLock { _ in take(stored, candidate: nil) }
         } catch {
+            let unreadable = Self.isUnreadableRow(error)
+            if unreadable { unreadableRow.withLock { $0 = "\(error)" } }
             logger.error(
-                "the route map rollout could not be read; every session resolves with the file's map until it can",
+                unreadable
+                    ? "the stored route map rollout cannot be read; every session resolves with the file's map, and a rollback (navctl routes rollback) replaces it"
+                    : "the route map rollout could not be read; every session resolves with the file's map until it can",
                 metadata: ["store": "\(database.location)", "error": "\(error)"])
         }
     }
@@ -214,19 +279,22 @@ final class RolloutKeeper: Sendable {
         serial.withLock { _ in
             do {
                 if let end = pendingEnd.withLock({ $0 }) { writeEnd(end) }
-                if shared, try database.rolloutRevision() != (holder.rollout?.stored.revision ?? 0),
-                    let stored = try database.rollout()
-                {
-                    take(stored, candidate: nil)
+                if shared, try database.rolloutRevision() != (holder.rollout?.stored.revision ?? 0) {
+                    if let stored = try database.rollout() { take(stored, candidate: nil) }
+                    unreadableRow.withLock { $0 = nil }
                 }
                 try rollBackIfWorse()
                 rounds.add(1, ordering: .releasing)
                 roundFailure.withLock { $0.worked("the route map rollout is read and written again", logger: logger) }
             } catch {
                 failures?.add()
+                let unreadable = Self.isUnreadableRow(error)
+                if unreadable { unreadableRow.withLock { $0 = "\(error)" } }
                 roundFailure.withLock {
                     $0.failed(
-                        "the route map rollout could not be read or written; trying again",
+                        unreadable
+                            ? "the stored route map rollout cannot be read; this instance goes on with what it followed, and a rollback (navctl routes rollback) replaces it"
+                            : "the route map rollout could not be read or written; trying again",
                         metadata: ["store": "\(database.location)", "error": "\(error)"], logger: logger)
                 }
             }
@@ -254,6 +322,15 @@ final class RolloutKeeper: Sendable {
                 pendingEnd.withLock { $0 = end }  // changed meanwhile: again at the next round
             }
             endFailure.withLock { $0.worked("the route map rollout's store answers again", logger: logger) }
+        } catch  where Self.isUnreadableRow(error) {
+            // Not the rollout the reload ended (that one read): it stays, as another rollout
+            // would, and a rollback replaces it.
+            unreadableRow.withLock { $0 = "\(error)" }
+            pendingEnd.withLock { $0 = nil }
+            failures?.add()
+            logger.error(
+                "a reload ended the route map rollout, and the stored rollout cannot be read: it is left as it is; a rollback (navctl routes rollback) replaces it",
+                metadata: ["store": "\(database.location)", "error": "\(error)"])
         } catch {
             pendingEnd.withLock { $0 = end }
             failures?.add()
@@ -328,10 +405,21 @@ final class RolloutKeeper: Sendable {
 
     // MARK: Following
 
+    enum Read {
+        case row(StoredRollout?)
+        /// The row is there but cannot be read: why.
+        case unreadable(String)
+    }
+
     /// Reads the row; a store that fails is UNAVAILABLE.
-    private func read() throws(Refusal) -> StoredRollout? {
+    private func read() throws(Refusal) -> Read {
         do {
-            return try database.rollout()
+            let row = try database.rollout()
+            unreadableRow.withLock { $0 = nil }
+            return .row(row)
+        } catch  where Self.isUnreadableRow(error) {
+            unreadableRow.withLock { $0 = "\(error)" }
+            return .unreadable("\(error)")
         } catch {
             throw Refusal(
                 kind: .unavailable,

@@ -97,8 +97,18 @@ extension RequestsLoop {
         }
     }
 
-    /// Where the rollout stands on this instance, with each map's figures since it took it up.
+    /// Where the rollout stands on this instance, with each map's figures since it took it up,
+    /// and the stored row's trouble if it cannot be read.
     func rolloutStatus() -> Navigator_V1_Rollout {
+        var status = followedRollout()
+        if let reason = rolloutKeeper.unreadable {
+            status.summary +=
+                "; the stored rollout cannot be read on this instance (\(reason)): a rollback (navctl routes rollback) replaces it"
+        }
+        return status
+    }
+
+    private func followedRollout() -> Navigator_V1_Rollout {
         let snapshot = resolvers.snapshot
         let file = resolvers.file
         guard let following = rolloutKeeper.following else {
