@@ -601,7 +601,8 @@ struct RoutesRollout: AsyncParsableCommand {
             rolls back by itself when the candidate's rejection rate exceeds the other map's by \
             that many percentage points once the candidate has resolved --rollback-after intents. \
             A reload (SIGHUP) ends any rollout. Admins only in secure mode. Exit status 1 if the \
-            candidate is not valid (its problems are printed) or a rollout is under way already.
+            candidate is not valid (its problems are printed), a rollout is under way already, or \
+            the stored rollout cannot be read (navctl routes rollback replaces it).
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -650,7 +651,8 @@ struct RoutesPromote: AsyncParsableCommand {
         discussion: """
             The candidate becomes the map in use on every instance, and stays so across restarts \
             until a reload (SIGHUP): put it into the route map file and reload to finish. Exit \
-            status 1 when no rollout is under way.
+            status 1 when no rollout is under way, or when the stored rollout cannot be read \
+            (navctl routes rollback replaces it).
             """)
     @OptionGroup var connection: ConnectionOptions
     @Flag(help: "One JSON object (Rollout).") var json = false
@@ -664,7 +666,8 @@ struct RoutesRollback: AsyncParsableCommand {
         abstract: "Every session resolves with the map in use again; the rollout's candidate is dropped.",
         discussion: """
             Exit status 1 when no rollout is under way. Also replaces a stored rollout the instance \
-            cannot read (written by a newer navigatord, or by hand) with a rolled-back one.
+            cannot read (written by a newer navigatord, or by hand) with one it reads: the rollout \
+            it follows, rolled back (kept if promoted), or a rolled-back one of no candidate.
             """)
     @OptionGroup var connection: ConnectionOptions
     @Flag(help: "One JSON object (Rollout).") var json = false

@@ -161,38 +161,75 @@ final class RolloutKeeper: Sendable {
         }
     }
 
-    /// Writes a rolled-back rollout over a row that cannot be read (over the same revision:
-    /// refused CONFLICT if another instance changed it meanwhile), so that every instance follows
-    /// a row it reads again. The row's revision must read: a revision that is not a number (a
-    /// hand edit of the state file) is left to SQL.
+    /// Writes a rollout this instance reads over a row it cannot read, so that every instance
+    /// follows a row it reads again: the rollout it follows, rolled back if it was rolling (kept
+    /// if promoted: a rollback never undoes a promotion), else a rolled-back one of no candidate.
+    /// Over the row's revision, read before the row is read again: if the row reads by then, or
+    /// moves on before the write, another instance changed it and the request is refused
+    /// CONFLICT. A revision that is not a number (a hand edit of the state file) is left to SQL.
     private func replaceUnreadable(reason: String, by: String, now: Int64) throws(Refusal) -> StoredRollout {
+        func unavailable(_ error: any Error) -> Refusal {
+            Refusal(
+                kind: .unavailable,
+                message:
+                    "the rollout could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
+            )
+        }
         let revision: Int64
         do {
-            revision = try database.rolloutRevision()
-        } catch let error as StoreError where error.code == .unreadable {
+            revision = try readRevision()
+        } catch let error as UnreadableRow {
             throw Refusal(
                 kind: .conflict,
                 message:
-                    "the stored rollout cannot be read (\(reason)), nor its revision (\(error)); expected the row fixed or deleted with SQL"
+                    "the stored rollout cannot be read (\(reason)), nor its revision (\(error.reason)); expected the row fixed or deleted with SQL"
             )
         } catch {
-            throw Refusal(
-                kind: .unavailable,
-                message:
-                    "the rollout's revision could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
-            )
+            throw unavailable(error)
         }
-        let file = holder.file
-        let replacement = StoredRollout(
-            phase: .rolledBack, yaml: "", source: "", version: "", baseVersion: file.version, baseSource: file.source,
-            share: 10_000, rollbackMargin: 0, rollbackAfter: Self.defaultRollbackAfter, startedAt: now, changedAt: now,
-            note:
-                "rolled back by \(by) on instance \(instance), replacing a stored rollout (revision \(revision)) that could not be read"
+        do {
+            _ = try readRow()
+        } catch is UnreadableRow {
+            // Still unreadable: the revision read before stands.
+            return try writeReplacement(over: revision, by: by, reason: reason, now: now)
+        } catch {
+            throw unavailable(error)
+        }
+        throw Refusal(
+            kind: .conflict,
+            message:
+                "the stored rollout reads again (another instance changed it meanwhile); expected the request made again on what it is now"
         )
+    }
+
+    private func writeReplacement(over revision: Int64, by: String, reason: String, now: Int64) throws(Refusal)
+        -> StoredRollout
+    {
+        let replacing = "replacing a stored rollout (revision \(revision)) that could not be read"
+        var replacement: StoredRollout
+        if var followed = holder.rollout?.stored, followed.phase == .rolling || followed.phase == .promoted {
+            let promoted = followed.phase == .promoted
+            followed.phase = promoted ? .promoted : .rolledBack
+            followed.note =
+                promoted
+                ? "kept promoted by \(by) on instance \(instance) (a rollback never undoes a promotion), \(replacing)"
+                : "rolled back by \(by) on instance \(instance), \(replacing)"
+            followed.changedAt = now
+            replacement = followed
+        } else {
+            let file = holder.file
+            replacement = StoredRollout(
+                phase: .rolledBack, yaml: "", source: "", version: "", baseVersion: file.version,
+                baseSource: file.source, share: 10_000, rollbackMargin: 0, rollbackAfter: Self.defaultRollbackAfter,
+                startedAt: now, changedAt: now, note: "rolled back by \(by) on instance \(instance), \(replacing)")
+        }
         let stored = try write(replacement, expected: revision)
         logger.warning(
-            "a stored route map rollout that could not be read was replaced by a rolled-back one",
-            metadata: ["by": "\(by)", "revision": "\(stored.revision)", "was": "\(reason)"])
+            "a stored route map rollout that could not be read was replaced",
+            metadata: [
+                "by": "\(by)", "revision": "\(stored.revision)", "phase": "\(stored.phase.rawValue)",
+                "was": "\(reason)",
+            ])
         unreadableRow.withLock { $0 = nil }
         take(stored, candidate: nil)
         return stored
@@ -204,23 +241,47 @@ final class RolloutKeeper: Sendable {
     /// Why the stored row cannot be read, if the last read of it failed so (``unreadableRow``).
     var unreadable: String? { unreadableRow.withLock { $0 } }
 
-    /// Whether `error` says the row is there but cannot be read (not that the store is away).
-    static func isUnreadableRow(_ error: any Error) -> Bool {
-        (error as? StoreError)?.code == .unreadable
+    /// The row (or its revision) is there but cannot be read: not a store that is away.
+    struct UnreadableRow: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { reason }
+    }
+
+    /// The stored row; a row the store has but cannot read is ``UnreadableRow`` (and said in the
+    /// status until a read of it works), other failures are the store's.
+    private func readRow() throws -> StoredRollout? {
+        do {
+            let row = try database.rollout()
+            unreadableRow.withLock { $0 = nil }
+            return row
+        } catch let error as StoreError where error.code == .unreadable {
+            unreadableRow.withLock { $0 = error.description }
+            throw UnreadableRow(reason: error.description)
+        }
+    }
+
+    /// The stored row's revision (0: none), as ``readRow()``.
+    private func readRevision() throws -> Int64 {
+        do {
+            return try database.rolloutRevision()
+        } catch let error as StoreError where error.code == .unreadable {
+            unreadableRow.withLock { $0 = error.description }
+            throw UnreadableRow(reason: error.description)
+        }
     }
 
     // MARK: The thread
 
     /// Takes up the stored rollout (at start, before any worker runs): a restart keeps the split.
     /// A row that cannot be read is logged, and the service starts with the file's map alone
-    /// (the next round tries again).
+    /// (the next round tries again: with one instance only if the row was there but did not read).
     func restore() {
         do {
-            guard let stored = try database.rollout() else { return }
+            guard let stored = try readRow() else { return }
             serial.withLock { _ in take(stored, candidate: nil) }
         } catch {
-            let unreadable = Self.isUnreadableRow(error)
-            if unreadable { unreadableRow.withLock { $0 = "\(error)" } }
+            failures?.add()
+            let unreadable = error is UnreadableRow
             logger.error(
                 unreadable
                     ? "the stored route map rollout cannot be read; every session resolves with the file's map, and a rollback (navctl routes rollback) replaces it"
@@ -279,17 +340,18 @@ final class RolloutKeeper: Sendable {
         serial.withLock { _ in
             do {
                 if let end = pendingEnd.withLock({ $0 }) { writeEnd(end) }
-                if shared, try database.rolloutRevision() != (holder.rollout?.stored.revision ?? 0) {
-                    if let stored = try database.rollout() { take(stored, candidate: nil) }
-                    unreadableRow.withLock { $0 = nil }
-                }
+                // The row is read when it moved (several instances), and every round while it
+                // does not read (fixed by hand, or replaced by another instance).
+                let followed = holder.rollout?.stored.revision ?? 0
+                var moved = unreadableRow.withLock { $0 != nil }
+                if !moved, shared { moved = try readRevision() != followed }
+                if moved, let stored = try readRow(), stored.revision != followed { take(stored, candidate: nil) }
                 try rollBackIfWorse()
                 rounds.add(1, ordering: .releasing)
                 roundFailure.withLock { $0.worked("the route map rollout is read and written again", logger: logger) }
             } catch {
                 failures?.add()
-                let unreadable = Self.isUnreadableRow(error)
-                if unreadable { unreadableRow.withLock { $0 = "\(error)" } }
+                let unreadable = error is UnreadableRow
                 roundFailure.withLock {
                     $0.failed(
                         unreadable
@@ -306,7 +368,7 @@ final class RolloutKeeper: Sendable {
     /// cannot be written.
     private func writeEnd(_ end: StoredRollout) {
         do {
-            guard let current = try database.rollout(), current.startedAt == end.startedAt,
+            guard let current = try readRow(), current.startedAt == end.startedAt,
                 current.version == end.version, current.phase == .rolling || current.phase == .promoted
             else {
                 pendingEnd.withLock { $0 = nil }
@@ -322,10 +384,9 @@ final class RolloutKeeper: Sendable {
                 pendingEnd.withLock { $0 = end }  // changed meanwhile: again at the next round
             }
             endFailure.withLock { $0.worked("the route map rollout's store answers again", logger: logger) }
-        } catch  where Self.isUnreadableRow(error) {
+        } catch let error as UnreadableRow {
             // Not the rollout the reload ended (that one read): it stays, as another rollout
             // would, and a rollback replaces it.
-            unreadableRow.withLock { $0 = "\(error)" }
             pendingEnd.withLock { $0 = nil }
             failures?.add()
             logger.error(
@@ -414,12 +475,9 @@ final class RolloutKeeper: Sendable {
     /// Reads the row; a store that fails is UNAVAILABLE.
     private func read() throws(Refusal) -> Read {
         do {
-            let row = try database.rollout()
-            unreadableRow.withLock { $0 = nil }
-            return .row(row)
-        } catch  where Self.isUnreadableRow(error) {
-            unreadableRow.withLock { $0 = "\(error)" }
-            return .unreadable("\(error)")
+            return .row(try readRow())
+        } catch let error as UnreadableRow {
+            return .unreadable(error.reason)
         } catch {
             throw Refusal(
                 kind: .unavailable,

@@ -137,10 +137,13 @@ extension RequestsLoop {
             $0.changedAtUnixNanos = stored.changedAt
             $0.note = stored.note
             $0.revision = stored.revision
-            $0.maps = [
-                Navigator_V1_MapFigures(version: file.version, role: "in use", base),
-                Navigator_V1_MapFigures(version: stored.version, role: "candidate", candidate),
-            ]
+            $0.maps = [Navigator_V1_MapFigures(version: file.version, role: "in use", base)]
+            // A rolled-back rollout of no candidate replaced a row that could not be read.
+            if !stored.version.isEmpty {
+                $0.maps.append(Navigator_V1_MapFigures(version: stored.version, role: "candidate", candidate))
+            } else {
+                $0.sharePercent = 0
+            }
             let failed = following.failure.map { "; the candidate does not load on this instance: \($0)" } ?? ""
             $0.summary =
                 switch stored.phase {
