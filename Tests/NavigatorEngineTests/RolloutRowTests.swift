@@ -182,6 +182,9 @@ struct RolloutRowTests {
         let directory = temporaryDirectory("navrollreq")
         defer { try? FileManager.default.removeItem(at: directory) }
         _ = try Self.unreadableRow(in: directory)
+        let candidate = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("deploy/routes.example.yaml"), encoding: .utf8)
         try await withService(dataDirectory: directory) { _, endpoints in
             try await onThread {
                 let client = try Client(endpoints)
@@ -191,16 +194,17 @@ struct RolloutRowTests {
                     before.summary.contains("the stored rollout cannot be read on this instance")
                         && before.summary.hasSuffix("a rollback (navctl routes rollback) replaces it"),
                     "\(before.summary)")
+                // A candidate that loads and differs from the map in use (the embedded one):
+                // refused only for the row.
                 let start = try client.request(
                     .routesRollout(
                         .with {
                             $0.action = .start
                             $0.sharePercent = 10
-                            $0.yaml = "x"
+                            $0.yaml = candidate
                         }))
-                #expect(
-                    start.rejected.code == .conflict || start.routesRollout.summary.hasPrefix("not started"), "\(start)"
-                )
+                #expect(start.rejected.code == .conflict, "\(start)")
+                #expect(start.rejected.message.contains("expected it replaced first"), "\(start)")
                 let promote = try client.request(.routesRollout(.with { $0.action = .promote }))
                 #expect(promote.rejected.code == .conflict, "\(promote)")
                 #expect(promote.rejected.message.contains("expected it replaced first"), "\(promote)")

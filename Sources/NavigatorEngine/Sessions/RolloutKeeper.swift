@@ -103,7 +103,7 @@ final class RolloutKeeper: Sendable {
                     throw Refusal(
                         kind: .conflict,
                         message:
-                            "the stored rollout cannot be read on this instance (\(reason)); expected it replaced first: a rollback (navctl routes rollback, routes_rollout ROLLBACK) replaces it with a rolled-back rollout"
+                            "the stored rollout cannot be read on this instance (\(reason)); expected it replaced first: a rollback (navctl routes rollback, routes_rollout ROLLBACK) replaces it with one every instance reads"
                     )
                 }
                 return try replaceUnreadable(reason: reason, by: by, now: now)
@@ -466,7 +466,7 @@ final class RolloutKeeper: Sendable {
 
     // MARK: Following
 
-    enum Read {
+    private enum Read {
         case row(StoredRollout?)
         /// The row is there but cannot be read: why.
         case unreadable(String)
