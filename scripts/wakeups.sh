@@ -12,6 +12,8 @@
 # relay's floor right after (`--floor --pause-service`), and the relay's threads are read the same
 # way while it relays at the same rate: the two side by side, thread by thread. FLOOR_WORK=N (with
 # FLOOR=1): the relay spins N µs on each message before publishing it (`navload --floor-work`).
+# FLOOR_BATCHES=1 (with FLOOR=1): the relay publishes each message as navigatord publishes a batch,
+# three frames of a batch's mean sizes (`navload --floor-batches`).
 set -euo pipefail
 bin=$1
 rate=${2:-2000}
@@ -22,6 +24,10 @@ warmup=${WARMUP:-3}
 [[ "${FLOOR_WORK:-0}" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "wakeups: FLOOR_WORK=$FLOOR_WORK; expected microseconds" >&2; exit 64; }
 floor_work=no
 [[ "${FLOOR_WORK:-0}" =~ ^0*([.]0*)?$ ]] || floor_work=yes
+if [ "${FLOOR_BATCHES:-0}" = 1 ] && [ "${FLOOR:-0}" != 1 ]; then
+  echo "wakeups: FLOOR_BATCHES=1 sets how the floor's relay publishes; expected FLOOR=1 with it" >&2
+  exit 64
+fi
 if [ "$floor_work" = yes ] && [ "${FLOOR:-0}" != 1 ]; then
   echo "wakeups: FLOOR_WORK sets the floor's work a message; expected FLOOR=1 with it" >&2
   exit 64
@@ -33,6 +39,7 @@ stop_on_exit
 start_navigatord "$bin" "$work/data" "$work/navigatord.log" wakeups
 floor=()
 [ "${FLOOR:-0}" = 1 ] && floor=(--floor --pause-service --service-pid "$pid" --floor-work "${FLOOR_WORK:-0}")
+[ "${FLOOR_BATCHES:-0}" = 1 ] && floor+=(--floor-batches)
 "$bin/navload" --intents "$i" --requests "$r" --commands "$c" --rate "$rate" --sessions "$sessions" \
   --duration $((seconds + warmup + 2)) --warmup 0 "${floor[@]}" >"$work/navload.log" 2>&1 &
 load=$!
@@ -50,10 +57,12 @@ if [ "${FLOOR:-0}" = 1 ]; then
   [ -n "$relay" ] || { echo "wakeups: the floor's relay never started" >&2; exit 1; }
   # The floor relays for 10 s at most: read 7 of them, once it is under way.
   sleep 2
+  shape=""
+  [ "${FLOOR_BATCHES:-0}" = 1 ] && shape=", publishing batches (--floor-batches)"
   if [ "$floor_work" = no ]; then
-    echo "the raw relay (navload --floor) at $rate messages/s"
+    echo "the raw relay (navload --floor$shape) at $rate messages/s"
   else
-    echo "the relay spinning $FLOOR_WORK µs on each message (navload --floor --floor-work) at $rate messages/s"
+    echo "the relay spinning $FLOOR_WORK µs on each message (navload --floor --floor-work$shape) at $rate messages/s"
   fi
   /usr/bin/python3 "$here/threads.py" "$relay" $((seconds < 7 ? seconds : 7)) "$rate"
 fi

@@ -21,8 +21,13 @@ public enum RelayFloor {
         /// From each message's due time to its arrival at the subscriber, in microseconds,
         /// measured as a run measures batches (a late send counts as latency).
         public var latency: Latency.Summary
-        /// The work the relay stood in for per message (``serve(workNanoseconds:)``; 0: none).
+        /// The work the relay stood in for per message (``serve(workNanoseconds:batches:)``; 0: none).
         public var workNanoseconds: Int64
+        /// Whether the relay published each message as navigatord publishes a batch (``batchShape``).
+        public var batches: Bool = false
+        /// The frames of the last message the subscriber received, and the bytes of its last frame.
+        public var frames: Int = 0
+        public var lastFrameBytes: Int = 0
         public var microsecondsPerMessage: Double { cores * 1e6 / rate }
     }
 
@@ -34,7 +39,12 @@ public enum RelayFloor {
     /// clock read in a loop, nothing else touched), standing in for the work a service does per
     /// message: what the wake-ups cost once the relay's thread takes that long (BENCHMARKS.md,
     /// "What the gap is made of"). At most ``maxWorkMicroseconds``.
-    public static func serve(workNanoseconds: Int64 = 0) throws {
+    ///
+    /// `batches`: each message is published as navigatord publishes a batch (``batchShape``):
+    /// the topic, a header and a payload that starts with the message's bytes, three frames
+    /// where the raw relay sends two — libzmq's cost of the protocol's shape, apart from the
+    /// service's own work.
+    public static func serve(workNanoseconds: Int64 = 0, batches: Bool = false) throws {
         precondition(workNanoseconds >= 0 && workNanoseconds <= Int64(maxWorkMicroseconds) * 1000)
         let context = try Context()
         let pull = try Socket(context, type: .pull)
@@ -55,6 +65,8 @@ public enum RelayFloor {
         defer { watcher.join() }
         let message = Message()
         let topic: [UInt8] = Array("s/floor/".utf8)
+        let header = [UInt8](repeating: 0, count: batchShape.header)
+        var payload = [UInt8](repeating: 0, count: batchShape.payload)
         var poller = Poller()
         poller.add(pull)
         poller.add(xpub)
@@ -64,10 +76,27 @@ public enum RelayFloor {
             while (try? pull.tryReceive(into: message)) == true {
                 if workNanoseconds > 0 { spin(workNanoseconds) }
                 _ = try? xpub.send(topic, more: true)
-                _ = try? xpub.send(message)
+                if batches {
+                    // The message's bytes first: its due time stays where the subscriber reads it.
+                    payload.withUnsafeMutableBytes { target in
+                        message.withUnsafeBytes { source in
+                            target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(target.count)))
+                        }
+                    }
+                    _ = try? xpub.send(header, more: true)
+                    _ = try? xpub.send(payload)
+                } else {
+                    _ = try? xpub.send(message)
+                }
             }
         }
     }
+
+    /// The frames of a batch as navigatord publishes them, by size after the topic: its header
+    /// (wire-protocol.md, "Commands socket") and a payload of the mean size of a batch of
+    /// navload's mix (188.5 bytes over 6,773 batches at 2,000/s over 20,000 sessions, read with a
+    /// SUB socket; 2026-11-30).
+    public static let batchShape = (header: 36, payload: 190)
 
     /// The most work a relay stands in for per message: a second.
     public static let maxWorkMicroseconds = 1_000_000
@@ -97,7 +126,8 @@ public enum RelayFloor {
     /// `seconds`, and returns its CPU; the relay is stopped before returning. `workNanoseconds`:
     /// as ``serve(workNanoseconds:)``.
     public static func measure(
-        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64 = 0
+        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64 = 0,
+        batches: Bool = false
     ) async throws -> Result {
         // Starting the relay, reading its endpoints, waiting for its threads and its exit all
         // block: on a thread of their own, never on the cooperative pool (which the tests'
@@ -105,15 +135,16 @@ public enum RelayFloor {
         try await DedicatedThread.run(name: "navload-floor") {
             try measureBlocking(
                 executable: executable, rate: rate, messageBytes: messageBytes, seconds: seconds,
-                workNanoseconds: workNanoseconds)
+                workNanoseconds: workNanoseconds, batches: batches)
         }
     }
 
     private static func measureBlocking(
-        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64
+        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64, batches: Bool
     ) throws -> Result {
         let arguments =
-            workNanoseconds > 0 ? ["relay", "--work-nanoseconds", "\(workNanoseconds)"] : ["relay"]
+            ["relay"] + (workNanoseconds > 0 ? ["--work-nanoseconds", "\(workNanoseconds)"] : [])
+            + (batches ? ["--batches"] : [])
         let process = try Spawned(executable: executable, arguments: arguments)
         defer { process.stop() }
         var line = [UInt8]()
@@ -130,6 +161,7 @@ public enum RelayFloor {
         let stop = Atomic<Bool>(false)
         let received = Atomic<Int>(0)
         let latency = Locked(Latency())
+        let shape = Locked((frames: 0, lastFrameBytes: 0))
         let subscriber = DedicatedThread(name: "navload-floor-rx") {
             guard let sub = try? Socket(context, type: .sub) else { return }
             try? sub.subscribe("")
@@ -138,11 +170,19 @@ public enum RelayFloor {
             var poller = Poller()
             poller.add(sub)
             var measured = Latency()
-            defer { latency.withLock { $0 = measured } }
+            var frames = 0
+            var last = (frames: 0, lastFrameBytes: 0)
+            defer {
+                latency.withLock { $0 = measured }
+                shape.withLock { $0 = last }
+            }
             while !stop.load(ordering: .acquiring) {
                 guard (try? poller.poll(timeout: .milliseconds(20))) != nil else { return }
                 while (try? sub.tryReceive(into: message)) == true {
+                    frames += 1
                     guard !message.hasMore else { continue }
+                    last = (frames, message.withUnsafeBytes { $0.count })
+                    frames = 0
                     received.wrappingAdd(1, ordering: .relaxed)
                     // The payload starts with its due time (unix ns, as an intent's sent-at).
                     if let due = message.withUnsafeBytes({ $0.count >= 8 ? $0.loadUnaligned(as: Int64.self) : nil }) {
@@ -198,6 +238,7 @@ public enum RelayFloor {
         return Result(
             rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
             cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary },
-            workNanoseconds: workNanoseconds)
+            workNanoseconds: workNanoseconds, batches: batches, frames: shape.withLock { $0.frames },
+            lastFrameBytes: shape.withLock { $0.lastFrameBytes })
     }
 }

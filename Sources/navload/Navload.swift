@@ -44,6 +44,11 @@ struct RelayCommand: ParsableCommand {
             "Spin this many nanoseconds on each message before publishing it, standing in for a service's work per message (navload run --floor-work sets it)."
     )
     var workNanoseconds: Int64 = 0
+    @Flag(
+        help:
+            "Publish each message as navigatord publishes a batch: the topic, a 36-byte header and a 190-byte payload that starts with the message (navload run --floor-batches sets it)."
+    )
+    var batches = false
 
     func validate() throws {
         guard workNanoseconds >= 0, workNanoseconds <= Int64(RelayFloor.maxWorkMicroseconds) * 1000 else {
@@ -55,7 +60,7 @@ struct RelayCommand: ParsableCommand {
 
     func run() throws {
         do {
-            try RelayFloor.serve(workNanoseconds: workNanoseconds)
+            try RelayFloor.serve(workNanoseconds: workNanoseconds, batches: batches)
         } catch {
             FileHandle.standardError.write(Data("navload relay: \(error)\n".utf8))
             throw ExitCode(1)

@@ -65,6 +65,11 @@ struct RunCommand: AsyncParsableCommand {
             "With --floor: the relay spins this many microseconds on each message before publishing it, standing in for a service's own work per message, so the floor shows what the wake-ups cost once a message takes that long (0: the raw relay; at most 0.9 s of work a second at --rate)."
     )
     var floorWork: Double = 0
+    @Flag(
+        help:
+            "With --floor: the relay publishes each message as navigatord publishes a batch — the topic, a 36-byte header and a 190-byte payload, three frames where the raw relay sends two — so that the floor holds libzmq's cost of the protocol's shape."
+    )
+    var floorBatches = false
     @Option(
         help:
             "navigatord's process id for CPU and RSS (default: the navigatord running here; of several, the one listening on --intents, or an error)."
@@ -105,6 +110,9 @@ struct RunCommand: AsyncParsableCommand {
         guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be > 0 and --warmup >= 0") }
         if let problem = RelayFloor.workProblem(workMicroseconds: floorWork, rate: rate) {
             throw ValidationError("--floor-work: \(problem)")
+        }
+        if floorBatches && !floor {
+            throw ValidationError("--floor-batches sets how the floor's relay publishes; expected --floor with it")
         }
         if floorWork > 0 && !floor {
             throw ValidationError("--floor-work sets the floor's work per message; expected --floor with it")
@@ -222,7 +230,7 @@ struct RunCommand: AsyncParsableCommand {
                 let measure = {
                     try await RelayFloor.measure(
                         executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10),
-                        workNanoseconds: Int64((floorWork * 1000).rounded()))
+                        workNanoseconds: Int64((floorWork * 1000).rounded()), batches: floorBatches)
                 }
                 let result: RelayFloor.Result
                 if pauseService {
@@ -233,10 +241,14 @@ struct RunCommand: AsyncParsableCommand {
                 } else {
                     result = try await measure()
                 }
-                let relay =
+                var relay =
                     floorWork > 0
                     ? "libzmq relay spinning \(floorWork) µs on each message (--floor-work)"
                     : "raw libzmq relay"
+                if floorBatches {
+                    relay +=
+                        " publishing batches (--floor-batches: \(result.frames) frames, the last \(result.lastFrameBytes) bytes)"
+                }
                 print(
                     "floor: \(relay) (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
                 )

@@ -251,6 +251,23 @@ struct LoadTests {
         #expect(RelayFloor.workProblem(workMicroseconds: -1, rate: 200)?.contains("out of range") == true)
     }
 
+    @Test("--floor-batches: the relay publishes each message in a batch's three frames, its due time kept")
+    func relayFloorBatches() async throws {
+        guard let navload = Self.builtNavload() else { return }
+        let raw = try await RelayFloor.measure(executable: navload, rate: 200, messageBytes: 80, seconds: 1)
+        #expect(
+            raw.frames == 2 && raw.lastFrameBytes == 80, "\(raw.frames) frames, the last \(raw.lastFrameBytes) bytes")
+        let shaped = try await RelayFloor.measure(
+            executable: navload, rate: 200, messageBytes: 80, seconds: 1, batches: true)
+        #expect(shaped.batches)
+        #expect(
+            shaped.frames == 3 && shaped.lastFrameBytes == RelayFloor.batchShape.payload,
+            "\(shaped.frames) frames, the last \(shaped.lastFrameBytes) bytes")
+        // The payload starts with the message, its due time first: latency is measured as for
+        // the raw relay (a payload of anything else reads as a due time decades away).
+        #expect(shaped.latency.p50 > 0 && shaped.latency.max < 10_000_000, "\(shaped.latency)")
+    }
+
     @Test(
         "against two instances on PostgreSQL: intents to both, navload follows both and accounts for every one",
         .enabled(if: TestPostgres.enabled))
