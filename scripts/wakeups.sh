@@ -24,6 +24,7 @@ warmup=${WARMUP:-3}
 [[ "${FLOOR_WORK:-0}" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "wakeups: FLOOR_WORK=$FLOOR_WORK; expected microseconds" >&2; exit 64; }
 floor_work=no
 [[ "${FLOOR_WORK:-0}" =~ ^0*([.]0*)?$ ]] || floor_work=yes
+[[ "${FLOOR_BATCHES:-0}" =~ ^[01]$ ]] || { echo "wakeups: FLOOR_BATCHES=$FLOOR_BATCHES; expected 0 or 1" >&2; exit 64; }
 if [ "${FLOOR_BATCHES:-0}" = 1 ] && [ "${FLOOR:-0}" != 1 ]; then
   echo "wakeups: FLOOR_BATCHES=1 sets how the floor's relay publishes; expected FLOOR=1 with it" >&2
   exit 64
@@ -58,11 +59,13 @@ if [ "${FLOOR:-0}" = 1 ]; then
   # The floor relays for 10 s at most: read 7 of them, once it is under way.
   sleep 2
   shape=""
-  [ "${FLOOR_BATCHES:-0}" = 1 ] && shape=", publishing batches (--floor-batches)"
+  [ "${FLOOR_BATCHES:-0}" = 1 ] && shape=" publishing batches"
+  flags=""
+  [ "${FLOOR_BATCHES:-0}" = 1 ] && flags=" --floor-batches"
   if [ "$floor_work" = no ]; then
-    echo "the raw relay (navload --floor$shape) at $rate messages/s"
+    echo "the raw relay$shape (navload --floor$flags) at $rate messages/s"
   else
-    echo "the relay spinning $FLOOR_WORK µs on each message (navload --floor --floor-work$shape) at $rate messages/s"
+    echo "the relay spinning $FLOOR_WORK µs on each message$shape (navload --floor --floor-work$flags) at $rate messages/s"
   fi
   /usr/bin/python3 "$here/threads.py" "$relay" $((seconds < 7 ? seconds : 7)) "$rate"
 fi

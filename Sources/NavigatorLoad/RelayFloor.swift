@@ -123,8 +123,8 @@ public enum RelayFloor {
     }
 
     /// Starts `executable relay` (navload itself), drives it at `rate` messages/s for
-    /// `seconds`, and returns its CPU; the relay is stopped before returning. `workNanoseconds`:
-    /// as ``serve(workNanoseconds:)``.
+    /// `seconds`, and returns its CPU; the relay is stopped before returning. `workNanoseconds`
+    /// and `batches`: as ``serve(workNanoseconds:batches:)``.
     public static func measure(
         executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64 = 0,
         batches: Bool = false
