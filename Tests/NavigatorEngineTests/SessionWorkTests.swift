@@ -60,19 +60,27 @@ struct SessionWorkTests {
             maps: ResolverHolder(resolver, source: "test").snapshot, traceBudget: TraceBudget(perSecond: 1))
         // As WorkerLoop.resolve returns an intent once its batches are published: the resolution
         // and its own batch, which shares its commands.
-        func resolved(_ intent: Intent) -> WorkerLoop.Resolved {
+        // `state` passed, not captured: a captured variable is checked for exclusive access as a
+        // whole, and its buffers and its batches are two accesses at once.
+        func resolved(_ intent: Intent, _ state: inout WorkerLoop.WorkerState) -> WorkerLoop.Resolved {
             let change = SessionWork.resolve(
-                intent, store: store, resolver: resolver, maxSessions: 100, now: 1_000, buffers: &state.buffers)
+                intent, store: store, resolver: resolver, maxSessions: 100, now: 1_000, buffers: &state.buffers,
+                batches: &state.batches)
             return WorkerLoop.Resolved(resolution: change.resolution, batch: change.own, expiresAt: change.expiresAt)
         }
-        var first = resolved(.show(Self.chat42, id: "i1"))
+        var first = resolved(.show(Self.chat42, id: "i1"), &state)
         #expect(first.batch?.commands.isEmpty == false)
+        // The batches are listed in the worker's own array, its room kept from intent to intent.
+        #expect(state.batches.count == 1 && state.batches.first?.batch.seq == first.batch?.seq)
+        let list = state.batches.withUnsafeBufferPointer { $0.baseAddress }
         let address = first.resolution.commands.withUnsafeBufferPointer { $0.baseAddress }
         state.recycle(&first)
         #expect(first.batch == nil && first.resolution.commands.isEmpty)
-        let second = resolved(.show(ScreenContext("chat", ["conversationId": "43"]), id: "i2"))
+        let second = resolved(.show(ScreenContext("chat", ["conversationId": "43"]), id: "i2"), &state)
         #expect(second.batch?.commands.isEmpty == false)
         #expect(second.resolution.commands.withUnsafeBufferPointer { $0.baseAddress } == address)
+        #expect(state.batches.count == 1 && state.batches.first?.batch.seq == second.batch?.seq)
+        #expect(state.batches.withUnsafeBufferPointer { $0.baseAddress } == list)
     }
     static let call = ScreenContext("incomingCall", ["callId": "6f1c7b1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"])
 

@@ -83,6 +83,7 @@ struct FuzzWorld {
     var lastAction = ""
     /// Each intent's arrays, handed back once it is followed, as a worker does.
     var buffers = ResolutionBuffers()
+    var batchList: [SessionWork.Publishable] = []
     let sessions = ["s0", "s1", "s2", "s3", "s4", "s5"]
     let maxSessions = 5  // one fewer than the names: the session limit is hit too
 
@@ -201,7 +202,8 @@ struct FuzzWorld {
         }
         lastAction = "intent \(intent.id) to \(session): \(intent.target)"
         var change = SessionWork.resolve(
-            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: now, buffers: &buffers)
+            intent, store: store, resolver: resolver, maxSessions: maxSessions, now: now, buffers: &buffers,
+            batches: &batchList)
         count("intent \(Navigator_V1_Outcome(change.resolution.outcome).label)")
         try follow(session, change.batches)
         change.batches = []

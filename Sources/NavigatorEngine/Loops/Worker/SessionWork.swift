@@ -49,16 +49,19 @@ enum SessionWork {
         recording: Bool = false
     ) -> IntentChange {
         var buffers = ResolutionBuffers()
+        var batches: [Publishable] = []
         return resolve(
             intent, store: store, resolver: resolver, maxSessions: maxSessions, now: now, recording: recording,
-            buffers: &buffers)
+            buffers: &buffers, batches: &batches)
     }
 
     /// ``resolve(_:store:resolver:maxSessions:now:recording:)`` built in a worker's arrays,
-    /// which it takes back once the intent is published (``ResolutionBuffers``).
+    /// which it takes back once the intent is published (``ResolutionBuffers``). The batches are
+    /// listed in `batches`, emptied first: a worker's own array, whose room serves every intent
+    /// (the change shares it until the worker is done with it).
     static func resolve(
         _ intent: Intent, store: SessionStore, resolver: Resolver, maxSessions: Int, now: Int64,
-        recording: Bool = false, buffers: inout ResolutionBuffers
+        recording: Bool = false, buffers: inout ResolutionBuffers, batches list: inout [Publishable]
     ) -> IntentChange {
         let refusal = store.notServed(intent.session).map { ResolveError(.moved, $0) }
         if let refusal = refusal ?? (store.admits(intent.session, limit: maxSessions) ? nil : sessionLimit(store)) {
@@ -71,12 +74,13 @@ enum SessionWork {
             let before = record.state.tree
             let found = recording ? record.state.recordable : nil
             let resolution = resolver.resolve(intent, into: &record.state, now: now, buffers: &buffers)
-            let (batches, own, released) = Self.batches(
+            list.removeAll(keepingCapacity: true)
+            let (own, released) = Self.batches(
                 session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
-                before: before, record: &record)
+                before: before, record: &record, into: &list)
             let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
             return IntentChange(
-                resolution: resolution, batches: batches, own: own, releasedBatches: released,
+                resolution: resolution, batches: list, own: own, releasedBatches: released,
                 parked: record.state.parked, expiresAt: expiresAt, before: found)
         }
     }
@@ -123,9 +127,10 @@ enum SessionWork {
                 return EventChange(
                     result: result, batches: [], releasedBatches: [], seq: record.seq, parked: record.state.parked)
             }
-            let (batches, _, released) = Self.batches(
+            var batches: [Publishable] = []
+            let (_, released) = Self.batches(
                 session: session, epoch: current, resolution: nil, echo: result.echo, released: result.released,
-                before: before, record: &record)
+                before: before, record: &record, into: &batches)
             return EventChange(
                 result: result, batches: batches, releasedBatches: released, seq: record.seq,
                 parked: record.state.parked)
@@ -155,15 +160,14 @@ enum SessionWork {
         resolution.summaryStep.map(Batch.Summary.step) ?? .text("")
     }
 
-    /// The batches to publish, in order, with their seqs and tree versions: the intent's own (if
-    /// it has commands), or a client event's echo, then one per released intent that has
-    /// commands. Returns them with the intent's own batch and, for each released intent, its
-    /// batch (nil when it had none: it was shown already, or was refused).
+    /// The batches to publish, in order, with their seqs and tree versions, appended to `result`:
+    /// the intent's own (if it has commands), or a client event's echo, then one per released
+    /// intent that has commands. Returns the intent's own batch and, for each released intent,
+    /// its batch (nil when it had none: it was shown already, or was refused).
     static func batches(
         session: String, epoch: UInt64, resolution: Resolution?, echo: [Command] = [], released: [Resolution],
-        before: ScreenTree, record: inout SessionStore.Record
-    ) -> (all: [Publishable], own: Batch?, released: [Batch?]) {
-        var result: [Publishable] = []
+        before: ScreenTree, record: inout SessionStore.Record, into result: inout [Publishable]
+    ) -> (own: Batch?, released: [Batch?]) {
         // A batch carries the tree's version after it. With one batch that is the session's
         // version now; only when released intents add batches is the sequence replayed on a copy
         // (they are all applied to the session already).
@@ -194,6 +198,6 @@ enum SessionWork {
         }
         _ = add(echo, nil, .clientEvent, .text("client event"))
         let releasedBatches = released.map { add($0.commands, $0.intent, .release, Self.summary(of: $0)) }
-        return (result, own, releasedBatches)
+        return (own, releasedBatches)
     }
 }

@@ -32,7 +32,7 @@ extension WorkerLoop {
         let (resolver, version) = state.maps.pick(intent.session)
         let change = SessionWork.resolve(
             intent, store: store, resolver: resolver, maxSessions: maxSessions, now: started,
-            recording: recorder.capacity > 0, buffers: &state.buffers)
+            recording: recorder.capacity > 0, buffers: &state.buffers, batches: &state.batches)
         let resolvedAt = WallClock.now()
         // Not duplicates: their replay would not be one (the remembered ids are not kept).
         if let before = change.before, change.resolution.explanation.last?.step != .dedup {

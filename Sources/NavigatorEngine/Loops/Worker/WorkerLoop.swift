@@ -224,11 +224,15 @@ struct WorkerLoop: SocketLoop {
         /// The arrays resolutions are built in, handed back once an intent is published
         /// (``ResolutionBuffers``).
         var buffers = ResolutionBuffers()
+        /// The array an intent's batches are listed in (``SessionWork/resolve(_:store:resolver:maxSessions:now:recording:buffers:batches:)``):
+        /// one for every intent, not one each.
+        var batches: [SessionWork.Publishable] = []
 
-        /// Takes back a published intent's arrays for the next one (its batch shares its commands,
-        /// and goes first).
+        /// Takes back a published intent's arrays for the next one (its batches share its
+        /// commands, and go first: the list of them emptied, its room kept).
         mutating func recycle(_ resolved: inout Resolved) {
             resolved.batch = nil
+            batches.removeAll(keepingCapacity: true)
             buffers.recycle(&resolved.resolution)
         }
 
