@@ -23,8 +23,6 @@ public enum RelayFloor {
         public var latency: Latency.Summary
         /// The work the relay stood in for per message (``serve(workNanoseconds:batches:)``; 0: none).
         public var workNanoseconds: Int64
-        /// Whether the relay published each message as navigatord publishes a batch (``batchShape``).
-        public var batches: Bool = false
         /// The frames of the last message the subscriber received, and the bytes of its last frame.
         public var frames: Int = 0
         public var lastFrameBytes: Int = 0
@@ -246,7 +244,7 @@ public enum RelayFloor {
         return Result(
             rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
             cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary },
-            workNanoseconds: workNanoseconds, batches: batches, frames: shape.withLock { $0.frames },
+            workNanoseconds: workNanoseconds, frames: shape.withLock { $0.frames },
             lastFrameBytes: shape.withLock { $0.lastFrameBytes })
     }
 }

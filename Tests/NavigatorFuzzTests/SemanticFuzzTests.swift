@@ -207,6 +207,7 @@ struct FuzzWorld {
         count("intent \(Navigator_V1_Outcome(change.resolution.outcome).label)")
         try follow(session, change.batches)
         change.batches = []
+        batchList.removeAll(keepingCapacity: true)  // as a worker does (WorkerState.recycle)
         change.own = nil
         change.releasedBatches = []
         buffers.recycle(&change.resolution)

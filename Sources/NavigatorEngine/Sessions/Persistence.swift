@@ -568,9 +568,10 @@ final class Persistence: Sendable {
 
     /// Writes these sessions now, in one transaction (acknowledged requests are durable before
     /// their replies; see ``FlushLoop``). Sessions with nothing to write (gone, or never made)
-    /// write nothing, and say nothing of whether a store that was away is back. Throws ``NotServed`` for a session whose partition changed
-    /// hands before its write, ``FencedWrite`` for one another instance claimed meanwhile, and the
-    /// store's error when it could not be written.
+    /// write nothing, and say nothing of whether a store that was away is back. Throws
+    /// ``NotServed`` for a session whose partition changed hands before its write,
+    /// ``FencedWrite`` for one another instance claimed meanwhile, and the store's error when it
+    /// could not be written.
     func flush(_ sessions: Set<String>) throws {
         try writing.withLock { _ in
             guard restoreFileIfGone() else {

@@ -96,17 +96,19 @@ final class RolloutKeeper: Sendable {
             }
             let now = WallClock.now()
             let current: StoredRollout?
-            switch try read() {
-            case .row(let row): current = row
-            case .unreadable(let reason):
+            do {
+                current = try readRow()
+            } catch let error as UnreadableRow {
                 guard case .rollback = action else {
                     throw Refusal(
                         kind: .conflict,
                         message:
-                            "the stored rollout cannot be read on this instance (\(reason)); expected it replaced first: a rollback (navctl routes rollback, routes_rollout ROLLBACK) replaces it with one every instance reads"
+                            "the stored rollout cannot be read on this instance (\(error.reason)); expected it replaced first: a rollback (navctl routes rollback, routes_rollout ROLLBACK) replaces it with one every instance reads"
                     )
                 }
-                return try replaceUnreadable(reason: reason, by: by, now: now)
+                return try replaceUnreadable(reason: error.reason, by: by, now: now)
+            } catch {
+                throw unreachable(error)
             }
             var next: StoredRollout
             switch action {
@@ -168,13 +170,6 @@ final class RolloutKeeper: Sendable {
     /// moves on before the write, another instance changed it and the request is refused
     /// CONFLICT. A revision that is not a number (a hand edit of the state file) is left to SQL.
     private func replaceUnreadable(reason: String, by: String, now: Int64) throws(Refusal) -> StoredRollout {
-        func unavailable(_ error: any Error) -> Refusal {
-            Refusal(
-                kind: .unavailable,
-                message:
-                    "the rollout could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
-            )
-        }
         let revision: Int64
         do {
             revision = try readRevision()
@@ -185,7 +180,7 @@ final class RolloutKeeper: Sendable {
                     "the stored rollout cannot be read (\(reason)), nor its revision (\(error.reason)); expected the row fixed or deleted with SQL"
             )
         } catch {
-            throw unavailable(error)
+            throw unreachable(error)
         }
         do {
             _ = try readRow()
@@ -193,7 +188,7 @@ final class RolloutKeeper: Sendable {
             // Still unreadable: the revision read before stands.
             return try writeReplacement(over: revision, by: by, reason: reason, now: now)
         } catch {
-            throw unavailable(error)
+            throw unreachable(error)
         }
         throw Refusal(
             kind: .conflict,
@@ -466,25 +461,13 @@ final class RolloutKeeper: Sendable {
 
     // MARK: Following
 
-    private enum Read {
-        case row(StoredRollout?)
-        /// The row is there but cannot be read: why.
-        case unreadable(String)
-    }
-
-    /// Reads the row; a store that fails is UNAVAILABLE.
-    private func read() throws(Refusal) -> Read {
-        do {
-            return .row(try readRow())
-        } catch let error as UnreadableRow {
-            return .unreadable(error.reason)
-        } catch {
-            throw Refusal(
-                kind: .unavailable,
-                message:
-                    "the rollout could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
-            )
-        }
+    /// A store that failed to read the row: UNAVAILABLE.
+    private func unreachable(_ error: any Error) -> Refusal {
+        Refusal(
+            kind: .unavailable,
+            message:
+                "the rollout could not be read from \(database.kind): \(error); nothing was changed: retry once it is reachable"
+        )
     }
 
     private func write(_ rollout: StoredRollout, expected: Int64) throws(Refusal) -> StoredRollout {
