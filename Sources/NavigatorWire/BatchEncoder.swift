@@ -250,7 +250,24 @@ struct ProtoWriter {
             entry(field, key, value)
             return
         }
-        for (key, value) in map.sorted(by: { $0.key < $1.key }) { entry(field, key, value) }
+        Self.inKeyOrder(map) { key, value in entry(field, key, value) }
+    }
+
+    /// Calls `body` with each entry of `map` in key order, the entries' places sorted in room on
+    /// the stack (for a map of a screen's or a session's size), not in an array of sorted pairs
+    /// made for every map of two entries or more.
+    static func inKeyOrder<Value>(_ map: [String: Value], _ body: (String, Value) -> Void) {
+        withUnsafeTemporaryAllocation(of: Dictionary<String, Value>.Index.self, capacity: map.count) { places in
+            var filled = 0
+            for place in map.indices {
+                places.initializeElement(at: filled, to: place)
+                filled += 1
+            }
+            var places = places
+            places.sort { map[$0].key < map[$1].key }
+            for place in places { body(map[place].key, map[place].value) }
+            places.deinitialize()
+        }
     }
 
     private mutating func entry(_ field: Int, _ key: String, _ value: String) {
@@ -314,26 +331,32 @@ struct ProtoWriter {
         }
     }
 
+    // Tabs and screens are read by index where they are, not copied out of their arrays: a copy
+    // is a retain and a release of each name and info, for every screen of every tree the flush
+    // writes (issue 31).
+
     mutating func modal(_ modal: Modal) {
         uint64(1, modal.id.rawValue)
         uint64(2, UInt64(Navigator_V1_PresentationStyle(modal.style).rawValue))
-        for screen in modal.stack { message(3) { $0.screen(screen) } }
+        for index in modal.stack.indices { message(3) { $0.screen(modal.stack[index]) } }
     }
 
     mutating func root(_ root: Root) {
         switch root {
         case .tabs(let bar):
             message(1) {
-                for tab in bar.tabs {
+                for tab in bar.tabs.indices {
                     $0.message(1) {
-                        $0.string(1, tab.name)
-                        for screen in tab.stack { $0.message(2) { $0.screen(screen) } }
+                        $0.string(1, bar.tabs[tab].name)
+                        for index in bar.tabs[tab].stack.indices {
+                            $0.message(2) { $0.screen(bar.tabs[tab].stack[index]) }
+                        }
                     }
                 }
                 $0.string(2, bar.selected)
             }
         case .stack(let list):
-            message(2) { for screen in list { $0.message(1) { $0.screen(screen) } } }
+            message(2) { for index in list.indices { $0.message(1) { $0.screen(list[index]) } } }
         }
     }
 }

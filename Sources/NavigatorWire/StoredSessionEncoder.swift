@@ -49,7 +49,7 @@ extension Navigator_V1_StoredSession {
 extension ProtoWriter {
     mutating func tree(_ tree: ScreenTree) {
         message(1) { $0.root(tree.root) }
-        for modal in tree.modals { message(2) { $0.modal(modal) } }
+        for index in tree.modals.indices { message(2) { $0.modal(tree.modals[index]) } }
         uint64(3, tree.version)
         uint64(4, tree.lastServiceID)
     }
@@ -68,7 +68,7 @@ extension ProtoWriter {
     /// A `map<string, bool>`, entries in key order.
     mutating func conditions(_ field: Int, _ map: [String: Bool]) {
         guard !map.isEmpty else { return }
-        for (key, value) in map.sorted(by: { $0.key < $1.key }) {
+        Self.inKeyOrder(map) { key, value in
             message(field) {
                 $0.stringAlways(1, key)
                 $0.tag(2, 0)
