@@ -254,8 +254,9 @@ struct ProtoWriter {
     }
 
     /// Calls `body` with each entry of `map` in key order, the entries' places sorted in room on
-    /// the stack (for a map of a screen's or a session's size), not in an array of sorted pairs
-    /// made for every map of two entries or more.
+    /// the stack, not in an array of sorted pairs made for every map of two entries or more.
+    /// (For maps of a screen's or a session's size: a large one may still take heap room for
+    /// its places, and its sort for scratch.)
     static func inKeyOrder<Value>(_ map: [String: Value], _ body: (String, Value) -> Void) {
         withUnsafeTemporaryAllocation(of: Dictionary<String, Value>.Index.self, capacity: map.count) { places in
             var filled = 0
@@ -331,32 +332,26 @@ struct ProtoWriter {
         }
     }
 
-    // Tabs and screens are read by index where they are, not copied out of their arrays: a copy
-    // is a retain and a release of each name and info, for every screen of every tree the flush
-    // writes (issue 31).
-
     mutating func modal(_ modal: Modal) {
         uint64(1, modal.id.rawValue)
         uint64(2, UInt64(Navigator_V1_PresentationStyle(modal.style).rawValue))
-        for index in modal.stack.indices { message(3) { $0.screen(modal.stack[index]) } }
+        for screen in modal.stack { message(3) { $0.screen(screen) } }
     }
 
     mutating func root(_ root: Root) {
         switch root {
         case .tabs(let bar):
             message(1) {
-                for tab in bar.tabs.indices {
+                for tab in bar.tabs {
                     $0.message(1) {
-                        $0.string(1, bar.tabs[tab].name)
-                        for index in bar.tabs[tab].stack.indices {
-                            $0.message(2) { $0.screen(bar.tabs[tab].stack[index]) }
-                        }
+                        $0.string(1, tab.name)
+                        for screen in tab.stack { $0.message(2) { $0.screen(screen) } }
                     }
                 }
                 $0.string(2, bar.selected)
             }
         case .stack(let list):
-            message(2) { for index in list.indices { $0.message(1) { $0.screen(list[index]) } } }
+            message(2) { for screen in list { $0.message(1) { $0.screen(screen) } } }
         }
     }
 }

@@ -203,17 +203,14 @@ final class SessionStore: Sendable {
                 var reused = 0
                 var next = 0  // the earlier entry after the last one taken
                 bytes.reserveCapacity((earlier?.bytes.count ?? 0) + 256)
-                // By index: each intent read where it is, not copied out of the list (a retain
-                // and a release of each of its strings, for every parked intent of every session
-                // the flush writes).
-                for index in list.indices {
-                    if let earlier, let found = earlier.index(of: list[index], from: next) {
+                for intent in list {
+                    if let earlier, let found = earlier.index(of: intent, from: next) {
                         let start = found == 0 ? 0 : Int(earlier.ends[found - 1])
                         bytes += earlier.bytes[start..<Int(earlier.ends[found])]
                         next = found + 1
                         reused += 1
                     } else {
-                        try Navigator_V1_StoredSession.appendParkedEntry(list[index], to: &bytes)
+                        try Navigator_V1_StoredSession.appendParkedEntry(intent, to: &bytes)
                     }
                     ends.append(Int32(bytes.count))
                 }
@@ -229,11 +226,7 @@ final class SessionStore: Sendable {
             /// intents keep their order, so an unchanged one is at `start` or a little after it
             /// (those between left). Bounded, for lists of thousands.
             private func index(of intent: ParkedIntent, from start: Int) -> Int? {
-                // When it parked first: most entries looked at differ there, and are not
-                // compared (and copied) whole.
-                (start..<min(list.count, start + Self.lookahead)).first {
-                    list[$0].parkedAt == intent.parkedAt && list[$0] == intent
-                }
+                (start..<min(list.count, start + Self.lookahead)).first { list[$0] == intent }
             }
 
             /// Whether `other` is this list unchanged. Exact: this object holds a reference to
