@@ -89,7 +89,12 @@ public enum LoadRunner {
         // Every intent is drawn and encoded before the clock starts, so that producers only send.
         let total = Schedule(start: 0, rate: plan.rate).count(in: plan.warmup + plan.duration)
         // Ids unique to this run: a second run against the same service must not be deduplicated.
-        let run = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        // Always seven characters: with the random number's own length (one to seven) an id was
+        // 15 bytes in some runs and 16 in others, and Swift keeps a string of up to 15 bytes
+        // without an allocation — navigatord's allocations an intent differed by one from run to
+        // run (scripts/heap-per-intent.sh).
+        let random = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let run = String(repeating: "0", count: 7 - random.count) + random
         let producerCount = max(1, plan.producers)
         let prepared = try await withThrowingTaskGroup(of: (Int, [Prepared]).self) { group in
             for producer in 0..<producerCount {
