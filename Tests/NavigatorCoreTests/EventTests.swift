@@ -95,6 +95,23 @@ struct EventTests {
         #expect(expired.first?.expiresAt == expired.first!.parkedAt + 500_000_000)
     }
 
+    @Test("intents expiring in one pass are reported and remembered oldest first; the others keep their order")
+    func expiryOrder() {
+        var session = Harness()
+        session.show(incomingCall)
+        for (index, ttl) in [500, 0, 400, 0, 300].enumerated() {  // 0: the resolver's default (minutes)
+            var parked = intent(chat(index + 1), id: "p\(index)")
+            parked.ttlMilliseconds = UInt32(ttl)
+            session.send(parked)
+        }
+        #expect(session.state.parked.map(\.intent.id) == ["p0", "p1", "p2", "p3", "p4"])
+        var state = session.state
+        let expired = session.resolver.expire(&state, now: session.now + 600_000_000)
+        #expect(expired.map(\.intent.id) == ["p0", "p2", "p4"])
+        #expect(state.parked.map(\.intent.id) == ["p1", "p3"])
+        #expect(state.recentlyExpired.map(\.intentID) == ["p0", "p2", "p4"])
+    }
+
     @Test(
         "expired intents are remembered for the dedup window after they expired, at most 8; at rest they are forgotten")
     func expiredRemembered() throws {

@@ -138,33 +138,53 @@ extension Resolver {
     func release(
         in state: inout SessionState, now: Int64, except skipped: String? = nil, buffers: inout ResolutionBuffers
     ) -> [Resolution] {
-        func canGo(_ parked: ParkedIntent) -> Bool {
-            guard parked.intent.id != skipped, parked.expiresAt > now else { return false }
-            switch parked.reason {
+        // Given a parked intent's parts, not the parked intent: passed whole, it was copied.
+        func canGo(_ id: String, _ expiresAt: Int64, _ reason: ParkReason) -> Bool {
+            guard id != skipped, expiresAt > now else { return false }
+            switch reason {
             case .blocked(let blocker, _): return state.tree.modalIndex(blocker) == nil
             case .guardUnmet(let condition, _): return state.isMet(condition)
             case .notReady: return state.shellReady
             }
         }
+        func canGo(_ parked: UnsafePointer<ParkedIntent>, _ index: Int) -> Bool {
+            canGo(parked[index].intent.id, parked[index].expiresAt, parked[index].reason)
+        }
         // Most changes release nothing: find that out without copying or sorting the list.
-        guard state.parked.contains(where: canGo) else { return [] }
+        guard state.parked.inPlace({ parked, count in (0..<count).contains { canGo(parked, $0) } }) == true else {
+            return []
+        }
         var released: [Resolution] = []
-        let order = state.parked.indices.sorted {
-            (state.parked[$0].intent.priority, -$0) > (state.parked[$1].intent.priority, -$1)
-        }.map { state.parked[$0] }
-        for parked in order where canGo(parked) {
-            guard case .path(let path) = parked.intent.target else { continue }
-            let note = ExplanationStep(.release, .sentence(.retrying(parkedFor: now &- parked.parkedAt, parked.reason)))
+        // Highest priority first, then oldest, by id: each attempt changes only its own entry
+        // (its reason, or taking it off), so the others are as they were when sorted. Only the
+        // ids are copied out, and the intent of each that goes: a parked intent copied retains
+        // each string, array and dictionary of its intent.
+        let order =
+            state.parked.inPlace { parked, count in
+                (0..<count).sorted { (parked[$0].intent.priority, -$0) > (parked[$1].intent.priority, -$1) }
+                    .map { parked[$0].intent.id }
+            } ?? []
+        for id in order {
+            guard let index = state.parked.index(ofIntent: id),
+                let (intent, releasing, parkedAt) = state.parked.inPlace({ parked, _ -> (Intent, Releasing, Int64)? in
+                    guard canGo(parked, index) else { return nil }
+                    return (
+                        parked[index].intent, Releasing(id: id, reason: parked[index].reason), parked[index].parkedAt
+                    )
+                }) ?? nil,
+                case .path(let path) = intent.target
+            else { continue }
+            let note = ExplanationStep(.release, .sentence(.retrying(parkedFor: now &- parkedAt, releasing.reason)))
             var steps = buffers.steps.take()  // the note, a plan, perhaps a back stack and a path's
             steps.append(note)
             var attempt = decide(
-                parked.intent, path: path, state: &state, now: now, steps: consume steps, releasing: parked,
+                intent, path: path, state: &state, now: now, steps: consume steps, releasing: releasing,
                 scratch: &buffers.plans)
             if case .parked = attempt.outcome {  // still waiting; only its reason changed
                 buffers.recycle(&attempt)
                 continue
             }
-            state.parked.removeAll { $0.intent.id == parked.intent.id }
+            state.parked.remove(intent: id)
             released.append(attempt)
         }
         return released
@@ -175,9 +195,12 @@ extension Resolver {
     public func expire(_ state: inout SessionState, now: Int64) -> [ParkedIntent] {
         guard !state.parked.isEmpty else { return [] }
         var expired: [ParkedIntent] = []
-        if state.parked.contains(where: { $0.expiresAt <= now }) {
-            expired = state.parked.filter { $0.expiresAt <= now }
-            state.parked.removeAll { $0.expiresAt <= now }
+        // Moved out, not copied (`filter` and `removeAll(where:)` copy each one they look at).
+        if state.parked.inPlace({ parked, count in (0..<count).contains { parked[$0].expiresAt <= now } }) == true {
+            for index in state.parked.indices.reversed() where state.parked[index].expiresAt <= now {
+                expired.append(state.parked.remove(at: index))
+            }
+            expired.reverse()  // oldest first
         }
         if state.parked.count > options.maxParked {
             let excess = state.parked.count - options.maxParked

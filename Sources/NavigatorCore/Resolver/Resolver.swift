@@ -170,7 +170,7 @@ public struct Resolver: Sendable {
     /// changes: a guard's screen the user has left is not shown again.
     func decide(
         _ intent: Intent, path: [ScreenContext], state: inout SessionState, now: Int64,
-        steps: consuming [ExplanationStep], releasing parked: ParkedIntent?, scratch: inout PlanScratch
+        steps: consuming [ExplanationStep], releasing parked: Releasing?, scratch: inout PlanScratch
     ) -> Resolution {
         var steps = steps  // taken over, not copied: the caller's is consumed
         let context = self.context
@@ -240,7 +240,7 @@ public struct Resolver: Sendable {
 
         // What the batch does once its commands are applied to `state.tree`.
         func conclude(_ commands: consuming [Command]) -> Resolution {
-            if let id = parked?.intent.id { state.parked.removeAll { $0.intent.id == id } }  // not a copy of it
+            if let parked { state.parked.remove(intent: parked.id) }
             if commands.isEmpty {
                 scratch.keepCommands(&commands)  // its room, for the next plan
                 steps.append(
@@ -425,7 +425,7 @@ public struct Resolver: Sendable {
     }
 
     /// Whether the released guard's redirect screen is up in a modal, to be dismissed first.
-    func dismissesRedirect(of parked: ParkedIntent?, in tree: ScreenTree) -> Bool {
+    func dismissesRedirect(of parked: Releasing?, in tree: ScreenTree) -> Bool {
         guard case .guardUnmet(_, let redirectScreen)? = parked?.reason else { return false }
         return tree.modals.contains { $0.stack[0].context.screen == redirectScreen }
     }
@@ -449,6 +449,15 @@ public struct Resolver: Sendable {
             // restore the tab bar themselves.
             return nil
         }
+    }
+
+    /// A parked intent being released, as ``decide(_:path:state:now:steps:releasing:scratch:)``
+    /// needs it: its id (to take it off the list once shown, or to change its reason when it
+    /// must wait again) and why it waited. Not the parked intent: a copy of that retains each
+    /// string, array and dictionary of its intent, and one was made for every use.
+    struct Releasing {
+        let id: String
+        let reason: ParkReason
     }
 
     struct StepPlan {
@@ -553,9 +562,9 @@ public struct Resolver: Sendable {
 extension SessionState {
     /// Parks (or re-parks, keeping its place and expiry) an intent.
     mutating func park(
-        _ intent: Intent, reason: ParkReason, now: Int64, previous: ParkedIntent?, options: Resolver.Options
+        _ intent: Intent, reason: ParkReason, now: Int64, previous: Resolver.Releasing?, options: Resolver.Options
     ) {
-        if let previous, let index = parked.firstIndex(where: { $0.intent.id == previous.intent.id }) {
+        if let previous, let index = parked.index(ofIntent: previous.id) {
             parked[index].reason = reason
             return
         }

@@ -101,6 +101,29 @@ public struct ParkedIntent: Hashable, Sendable, Codable {
     }
 }
 
+extension Array where Element == ParkedIntent {
+    // Each parked intent read where it is, through the buffer's base address (`UnsafePointer`'s
+    // subscript lends the element in place). `firstIndex(where:)`, `removeAll(where:)` and
+    // `filter` of the array, and the buffer pointer's own subscript, copied each one they looked
+    // at, which retains every string, array and dictionary of its intent: a profile of `navload
+    // resolver` found these copies, and they are gone from it with these.
+
+    /// `body` with the parked intents in place and their count; nil when there are none.
+    func inPlace<Result>(_ body: (UnsafePointer<ParkedIntent>, Int) -> Result) -> Result? {
+        withUnsafeBufferPointer { parked in parked.baseAddress.map { body($0, parked.count) } }
+    }
+
+    /// Where the intent with this id waits, if it does.
+    func index(ofIntent id: String) -> Int? {
+        inPlace { parked, count in (0..<count).first { parked[$0].intent.id == id } } ?? nil
+    }
+
+    /// Takes the intent with this id off the list (every entry of it, should there be more).
+    mutating func remove(intent id: String) {
+        while let index = index(ofIntent: id) { remove(at: index) }
+    }
+}
+
 /// Why an intent waits.
 public enum ParkReason: Hashable, Sendable, Codable, CustomStringConvertible {
     /// A screen on its path needs a condition the session does not meet; `redirect` is shown.
