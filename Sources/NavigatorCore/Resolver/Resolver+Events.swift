@@ -195,7 +195,8 @@ extension Resolver {
     public func expire(_ state: inout SessionState, now: Int64) -> [ParkedIntent] {
         guard !state.parked.isEmpty else { return [] }
         var expired: [ParkedIntent] = []
-        // Moved out, not copied (`filter` and `removeAll(where:)` copy each one they look at).
+        // Moved out, not copied (`removeAll(where:)` copied each one it tested; `filter` reads
+        // through the same subscript).
         if state.parked.inPlace({ parked, count in (0..<count).contains { parked[$0].expiresAt <= now } }) == true {
             for index in state.parked.indices.reversed() where state.parked[index].expiresAt <= now {
                 expired.append(state.parked.remove(at: index))

@@ -454,7 +454,7 @@ public struct Resolver: Sendable {
     /// A parked intent being released, as ``decide(_:path:state:now:steps:releasing:scratch:)``
     /// needs it: its id (to take it off the list once shown, or to change its reason when it
     /// must wait again) and why it waited. Not the parked intent: a copy of that retains each
-    /// string, array and dictionary of its intent, and one was made for every use.
+    /// string, array and dictionary of its intent.
     struct Releasing {
         let id: String
         let reason: ParkReason
