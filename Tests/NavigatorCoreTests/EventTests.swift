@@ -79,6 +79,28 @@ struct EventTests {
         #expect(session.state.tree.top.context == chat(3))
     }
 
+    @Test("an id parked twice (its time to live longer than the dedup window) is released once, by its higher entry")
+    func releaseOfAnIdParkedTwice() {
+        var session = Harness()
+        session.show(incomingCall)
+        var first = intent(chat(1), id: "again")
+        first.ttlMilliseconds = 60 * 60 * 1000
+        session.send(first)
+        session.now += session.resolver.options.dedupWindow + RecentIntentIDs.tick
+        var second = intent(chat(2), id: "again", priority: .high)
+        second.ttlMilliseconds = 60 * 60 * 1000
+        let waits = session.send(second).outcome
+        guard case .parked = waits else {
+            Issue.record("expected the id to wait a second time once the dedup window had passed, got \(waits)")
+            return
+        }
+        #expect(session.state.parked.map(\.intent.priority) == [.normal, .high])
+        let result = session.event(.dismissedTo(nil))
+        #expect(result.released.map(\.intent.target) == [.path([chat(2)])])
+        #expect(session.state.parked.isEmpty)
+        #expect(session.state.tree.top.context == chat(2))
+    }
+
     @Test("a parked intent expires after its time to live and is not released")
     func expiry() {
         var session = Harness()

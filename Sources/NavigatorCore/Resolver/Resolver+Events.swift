@@ -138,7 +138,7 @@ extension Resolver {
     func release(
         in state: inout SessionState, now: Int64, except skipped: String? = nil, buffers: inout ResolutionBuffers
     ) -> [Resolution] {
-        // Given a parked intent's parts, not the parked intent: passed whole, it was copied.
+        // Given a parked intent's parts, not the parked intent, which would be copied here.
         func canGo(_ id: String, _ expiresAt: Int64, _ reason: ParkReason) -> Bool {
             guard id != skipped, expiresAt > now else { return false }
             switch reason {
@@ -155,22 +155,19 @@ extension Resolver {
             return []
         }
         var released: [Resolution] = []
-        // Highest priority first, then oldest, by id: each attempt changes only its own entry
-        // (its reason, or taking it off), so the others are as they were when sorted. Only the
-        // ids are copied out, and the intent of each that goes: a parked intent copied retains
-        // each string, array and dictionary of its intent.
+        // Highest priority first, then oldest. Each entry is found again at its turn by its id
+        // and when it was parked (an attempt takes its own intent off the list, or changes only
+        // its reason), so only those are copied out, and the intent of each that passes the test.
         let order =
             state.parked.inPlace { parked, count in
                 (0..<count).sorted { (parked[$0].intent.priority, -$0) > (parked[$1].intent.priority, -$1) }
-                    .map { parked[$0].intent.id }
+                    .map { (id: parked[$0].intent.id, parkedAt: parked[$0].parkedAt) }
             } ?? []
-        for id in order {
-            guard let index = state.parked.index(ofIntent: id),
-                let (intent, releasing, parkedAt) = state.parked.inPlace({ parked, _ -> (Intent, Releasing, Int64)? in
+        for (id, parkedAt) in order {
+            guard let index = state.parked.index(ofIntent: id, parkedAt: parkedAt),
+                let (intent, releasing) = state.parked.inPlace({ parked, _ -> (Intent, Releasing)? in
                     guard canGo(parked, index) else { return nil }
-                    return (
-                        parked[index].intent, Releasing(id: id, reason: parked[index].reason), parked[index].parkedAt
-                    )
+                    return (parked[index].intent, Releasing(id: id, parkedAt: parkedAt, reason: parked[index].reason))
                 }) ?? nil,
                 case .path(let path) = intent.target
             else { continue }
@@ -195,13 +192,11 @@ extension Resolver {
     public func expire(_ state: inout SessionState, now: Int64) -> [ParkedIntent] {
         guard !state.parked.isEmpty else { return [] }
         var expired: [ParkedIntent] = []
-        // Moved out, not copied (`removeAll(where:)` copied each one it tested; `filter` reads
-        // through the same subscript).
-        if state.parked.inPlace({ parked, count in (0..<count).contains { parked[$0].expiresAt <= now } }) == true {
-            for index in state.parked.indices.reversed() where state.parked[index].expiresAt <= now {
-                expired.append(state.parked.remove(at: index))
-            }
-            expired.reverse()  // oldest first
+        // Found in place and moved out, not copied (as `filter` and `removeAll(where:)` do).
+        let expiring = state.parked.inPlace { parked, count in (0..<count).filter { parked[$0].expiresAt <= now } }
+        if let expiring, !expiring.isEmpty {
+            for index in expiring.reversed() { expired.append(state.parked.remove(at: index)) }
+            expired.reverse()  // in the list's order, oldest first
         }
         if state.parked.count > options.maxParked {
             let excess = state.parked.count - options.maxParked

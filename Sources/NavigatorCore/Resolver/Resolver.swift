@@ -452,11 +452,12 @@ public struct Resolver: Sendable {
     }
 
     /// A parked intent being released, as ``decide(_:path:state:now:steps:releasing:scratch:)``
-    /// needs it: its id (to take it off the list once shown, or to change its reason when it
-    /// must wait again) and why it waited. Not the parked intent: a copy of that retains each
-    /// string, array and dictionary of its intent.
+    /// needs it: its id and when it was parked (to take it off the list once shown, or to change
+    /// its reason when it must wait again) and why it waited; not the whole parked intent, whose
+    /// copy retains every string, array and dictionary of its intent.
     struct Releasing {
         let id: String
+        let parkedAt: Int64
         let reason: ParkReason
     }
 
@@ -564,7 +565,7 @@ extension SessionState {
     mutating func park(
         _ intent: Intent, reason: ParkReason, now: Int64, previous: Resolver.Releasing?, options: Resolver.Options
     ) {
-        if let previous, let index = parked.index(ofIntent: previous.id) {
+        if let previous, let index = parked.index(ofIntent: previous.id, parkedAt: previous.parkedAt) {
             parked[index].reason = reason
             return
         }

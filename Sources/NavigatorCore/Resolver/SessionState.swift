@@ -102,22 +102,24 @@ public struct ParkedIntent: Hashable, Sendable, Codable {
 }
 
 extension Array where Element == ParkedIntent {
-    // Each parked intent read where it is, through the buffer's base address: `UnsafePointer`'s
-    // subscript lends the element in place (an `unsafeAddress`), where the array's and
-    // `UnsafeBufferPointer`'s hand out a copy (a `get`, for elements that can be copied; the
-    // standard library's interface), as `firstIndex(where:)`, `removeAll(where:)` and `filter`
-    // do. A profile of `navload resolver` found `removeAll(where:)` copying each parked intent it
-    // tested, which retains every string, array and dictionary of its intent, and no copies with
-    // these.
+    // Read through the buffer's base address: `UnsafePointer`'s subscript lends an element in
+    // place (an `unsafeAddress`), where the array's subscript, and `UnsafeBufferPointer`'s for
+    // elements that can be copied, hand out a copy (a `get`), as `firstIndex(where:)`,
+    // `removeAll(where:)` and `filter` do; a parked intent copied retains every string, array and
+    // dictionary of its intent (BENCHMARKS.md, "Resolver alone").
 
-    /// `body` with the parked intents in place and their count; nil when there are none.
+    /// `body` with the parked intents in place and their count; nil when the array has no buffer
+    /// (it may have one while empty: `body` then sees a count of 0).
     func inPlace<Result>(_ body: (UnsafePointer<ParkedIntent>, Int) -> Result) -> Result? {
         withUnsafeBufferPointer { parked in parked.baseAddress.map { body($0, parked.count) } }
     }
 
-    /// Where the intent with this id waits, if it does.
-    func index(ofIntent id: String) -> Int? {
-        inPlace { parked, count in (0..<count).first { parked[$0].intent.id == id } } ?? nil
+    /// Where the intent with this id waits (the one parked at `parkedAt`, if given: an id may
+    /// wait twice when its time to live is longer than the dedup window).
+    func index(ofIntent id: String, parkedAt: Int64? = nil) -> Int? {
+        inPlace { parked, count in
+            (0..<count).first { parked[$0].intent.id == id && (parkedAt == nil || parked[$0].parkedAt == parkedAt) }
+        } ?? nil
     }
 
     /// Takes the intent with this id off the list (every entry of it, should there be more).
