@@ -72,6 +72,33 @@ struct MirrorTests {
         }
     }
 
+    /// Waits (bounded) until the service's commands socket holds `topics` distinct topics
+    /// (`Stats.subscribers`, counted as egress reads each subscription off the XPUB, which has
+    /// applied it by then).
+    static func untilSubscribed(_ connection: NavigatorConnection, topics: UInt64) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var held: UInt64 = 0
+        while ContinuousClock.now < deadline {
+            held = try await connection.stats().subscribers
+            if held >= topics { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestFailure("the commands socket held \(held) topics after 20 s; expected \(topics)")
+    }
+
+    /// Waits (bounded) until the service has handled `intents` intents, whatever their outcome
+    /// (`Stats.intents_by_outcome`).
+    static func untilHandled(_ connection: NavigatorConnection, intents: UInt64) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var handled: UInt64 = 0
+        while ContinuousClock.now < deadline {
+            handled = try await connection.stats().intentsByOutcome.values.reduce(0, +)
+            if handled >= intents { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestFailure("the service had handled \(handled) intents after 20 s; expected \(intents)")
+    }
+
     static func connect(_ endpoints: [String]) async throws -> NavigatorConnection {
         try await NavigatorConnection(
             endpoints: ServerEndpoints(intents: endpoints[0], requests: endpoints[1], commands: endpoints[2]),
@@ -92,12 +119,16 @@ struct MirrorTests {
         let connection = try await Self.connect(endpoints)
         let mirror = Mirror(connection, session: "k")
         defer { mirror.task.cancel() }
+        try await Self.untilSubscribed(connection, topics: 2)  // the session's batches and rejections
         for index in 1...30 {
             try await connection.send(
                 Intent(
                     id: "a\(index)", session: "k",
                     target: .path([ScreenContext("chat", ["conversationId": "\(index % 4 + 1)"])])))
         }
+        // Sent, not yet resolved: the mirror and a snapshot taken before the first of them is
+        // resolved are equal, at seq 0.
+        try await Self.untilHandled(connection, intents: 30)
         try await mirror.converges(with: connection, session: "k")
         let before = try await connection.snapshot("k")
         #expect(before.seq > 0)
@@ -154,6 +185,11 @@ struct MirrorTests {
         let connection = try await Self.connect(endpoints)
         let mirror = Mirror(connection, session: "r")
         defer { mirror.task.cancel() }
+        // The follower's subscription in place at the service first: a batch published before it
+        // gets there is not received, and a snapshot taken before that batch leaves the mirror
+        // behind until a later batch shows the gap (docs/wire-protocol.md, the Clone pattern's
+        // step 2). This phase is about converging, not about that window.
+        try await Self.untilSubscribed(connection, topics: 2)  // the session's batches and rejections
         _ = try await connection.request(
             .intent(Navigator_V1_Intent(Intent(id: "r1", session: "r", target: .path([ScreenContext("settings")])))))
         try await mirror.converges(with: connection, session: "r")
