@@ -59,6 +59,15 @@ def fields(data):
         yield key >> 3, at - start, payload
 
 
+def tally(message, counter, inner=None):
+    """Adds the bytes each field of `message` takes to `counter`; a field numbered in `inner` is
+    a message whose own fields are tallied into the counter given there."""
+    for number, size, payload in fields(message):
+        counter[number] += size
+        if inner and number in inner:
+            tally(payload, inner[number])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -74,15 +83,10 @@ def main():
             session[number] += size
             if number == 4:
                 parked_count += 1
-                for inner, inner_size, inner_payload in fields(payload):
-                    parked[inner] += inner_size
-                    if inner == 1:
-                        for leaf, leaf_size, _ in fields(inner_payload):
-                            intent[leaf] += leaf_size
+                tally(payload, parked, inner={1: intent})
             elif number == 8:
                 expired_count += 1
-                for inner, inner_size, _ in fields(payload):
-                    expired[inner] += inner_size
+                tally(payload, expired)
     rows = len(sizes)
     if rows == 0:
         sys.exit("row-sizes: the sessions table is empty")
