@@ -148,6 +148,34 @@ final class SessionStore: Sendable {
             seqAndParked = Self.seqAndParked(seq, state.parked.count)
         }
 
+        // The tree, the parked intents and what a flight recorder keeps, each read without
+        // the rest of the state: a get of ``state`` copies the whole of it (a retain of each of
+        // its arrays), and the worker reads these for every intent.
+        var tree: ScreenTree {
+            switch storage {
+            case .live(let live): live.state.tree
+            case .packed, .loose: withPackedBytes(Self.unpack)!.tree
+            }
+        }
+
+        var parked: [ParkedIntent] {
+            switch storage {
+            case .live(let live): live.state.parked
+            case .packed, .loose: withPackedBytes(Self.unpack)!.parked
+            }
+        }
+
+        var recordable: SessionState {
+            switch storage {
+            case .live(let live): Self.recordable(of: &live.state)
+            case .packed, .loose: withPackedBytes(Self.unpack)!.recordable
+            }
+        }
+
+        /// `state.recordable` of a state lent in place (a getter's `self` read out of a class
+        /// would be a copy of the whole state).
+        private static func recordable(of state: inout SessionState) -> SessionState { state.recordable }
+
         var state: SessionState {
             get {
                 switch storage {

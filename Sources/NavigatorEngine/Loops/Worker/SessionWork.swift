@@ -24,6 +24,9 @@ enum SessionWork {
         /// shell's app version),
         /// when asked for (`recording`): what the flight recorder keeps.
         var before: SessionState? = nil
+        /// Whether the session had parked intents before: with none before and none after,
+        /// the worker's book of sessions with parked intents has nothing to change.
+        var hadParked = false
     }
 
     /// What a client event did.
@@ -71,17 +74,18 @@ enum SessionWork {
         }
         let epoch = store.epoch(of: intent.session)
         return store.update(intent.session) { record in
-            let before = record.state.tree
-            let found = recording ? record.state.recordable : nil
+            let before = record.tree
+            let found = recording ? record.recordable : nil
+            let hadParked = record.parkedCount != 0
             let resolution = resolver.resolve(intent, into: &record.state, now: now, buffers: &buffers)
             list.removeAll(keepingCapacity: true)
             let (own, released) = Self.batches(
                 session: intent.session, epoch: epoch, resolution: resolution, released: resolution.released,
                 before: before, record: &record, into: &list)
-            let expiresAt = record.state.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
+            let expiresAt = record.parked.last { $0.intent.id == intent.id }?.expiresAt ?? 0
             return IntentChange(
                 resolution: resolution, batches: list, own: own, releasedBatches: released,
-                parked: record.state.parked, expiresAt: expiresAt, before: found)
+                parked: record.parked, expiresAt: expiresAt, before: found, hadParked: hadParked)
         }
     }
 
@@ -118,14 +122,14 @@ enum SessionWork {
             {
                 return EventChange(
                     result: EventResolution(echo: [], released: [], error: stale), batches: [], releasedBatches: [],
-                    seq: record.seq, parked: record.state.parked)
+                    seq: record.seq, parked: record.parked)
             }
-            let before = record.state.tree
+            let before = record.tree
             let result = resolver.apply(
                 event, to: &record.state, now: now, authoritative: lastSeq == 0 && epoch == 0, buffers: &buffers)
             guard result.error == nil else {
                 return EventChange(
-                    result: result, batches: [], releasedBatches: [], seq: record.seq, parked: record.state.parked)
+                    result: result, batches: [], releasedBatches: [], seq: record.seq, parked: record.parked)
             }
             var batches: [Publishable] = []
             let (_, released) = Self.batches(
@@ -133,7 +137,7 @@ enum SessionWork {
                 before: before, record: &record, into: &batches)
             return EventChange(
                 result: result, batches: batches, releasedBatches: released, seq: record.seq,
-                parked: record.state.parked)
+                parked: record.parked)
         }
     }
 
@@ -148,11 +152,11 @@ enum SessionWork {
         let record = store.read(session)
         if record.isPacked {
             // The worker is the shard's only writer: nothing changes it between here and `update`.
-            let parked = record.state.parked
+            let parked = record.parked
             let due = parked.count > resolver.options.maxParked || parked.contains { $0.expiresAt <= now }
             guard due else { return ([], parked) }
         }
-        return store.update(session) { record in (resolver.expire(&record.state, now: now), record.state.parked) }
+        return store.update(session) { record in (resolver.expire(&record.state, now: now), record.parked) }
     }
 
     /// A resolution's summary as a batch keeps it: its step, written out when read.
@@ -180,7 +184,7 @@ enum SessionWork {
             _ commands: [Command], _ intent: Intent?, _ cause: Navigator_V1_BatchCause, _ summary: Batch.Summary
         ) -> Batch? {
             guard !commands.isEmpty else { return nil }
-            if batchCount > 1 { try? tree.apply(commands) } else { tree = record.state.tree }
+            if batchCount > 1 { try? tree.apply(commands) } else { tree = record.tree }
             record.seq += 1
             // Shells whose events were made before this batch sent them on a tree they no
             // longer have (echoes only repeat what shells did themselves).

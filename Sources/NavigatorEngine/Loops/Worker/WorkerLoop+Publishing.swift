@@ -39,7 +39,9 @@ extension WorkerLoop {
             recorder.record(intent, before: before, at: started)
         }
         counters.recordLatency(nanoseconds: resolvedAt - started)
-        state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
+        if change.hadParked || !change.parked.isEmpty {
+            state.noteParked(intent.session, change.parked, limit: resolver.options.maxParked)
+        }
         counters.count(Navigator_V1_Outcome(change.resolution.outcome))
         for (batch, sentAt) in change.batches { try sockets.publisher.batch(batch, sentAt: sentAt) }
         let published = resolvedAt..<WallClock.now()
