@@ -113,15 +113,45 @@ final class RouteMetrics: Sendable {
     private struct State {
         var evictions: UInt64 = 0
         var sources: Set<String> = []
-        var tallies: [String: Tally] = [:]
+        /// By route: its figures and instruments, one lookup of the route for each report (a
+        /// worker reports two or three times an intent).
+        var routes: [String: RouteEntry] = [:]
+        /// By source label: its intents counter for each outcome.
+        var sourceCounters: [String: OutcomeCounters] = [:]
         /// The same by route map version (a rollout compares two): those in play (see
         /// ``retainMaps(_:)``), whatever their label.
         var maps: [String: Tally] = [:]
         /// The versions with a label of their own (at most ``maxMaps``).
         var labeledMaps: Set<String> = []
+        /// The map families' counters (while a rollout splits sessions between two maps).
         var counters: [CounterKey: Metrics.Counter] = [:]
-        var timers: [TimerKey: Metrics.Timer] = [:]
-        var ratios: [String: Metrics.Gauge] = [:]
+    }
+
+    /// A counter for each ``Outcome``, each made when first counted.
+    private struct OutcomeCounters {
+        private var counters = [Metrics.Counter?](repeating: nil, count: Outcome.ordered.count)
+
+        mutating func increment(
+            _ outcome: Outcome, _ family: Family, _ dimension: (String, String), _ factory: PrometheusMetricsFactory
+        ) {
+            if let counter = counters[outcome.index] { return counter.increment() }
+            let counter = Metrics.Counter(
+                label: family.name, dimensions: [dimension, ("outcome", outcome.rawValue)], factory: factory)
+            counters[outcome.index] = counter
+            counter.increment()
+        }
+    }
+
+    /// One route's figures and the instruments of its series, each made when first used.
+    private struct RouteEntry {
+        var tally = Tally()
+        var intents = OutcomeCounters()
+        var rejections: [String: Metrics.Counter] = [:]
+        var landed: Metrics.Counter?
+        var notLanded: Metrics.Counter?
+        var ratio: Metrics.Gauge?
+        var timeToPublish: Metrics.Timer?
+        var timeToLand: Metrics.Timer?
     }
 
     /// The counter families (no raw values: a String enum hashes and compares its raw value, and
@@ -152,11 +182,6 @@ final class RouteMetrics: Sendable {
         var family: Family
         var label: String
         var detail: String
-    }
-
-    private struct TimerKey: Hashable {
-        var landed: Bool
-        var route: String
     }
 
     /// Figures with a registry of their own (tests).
@@ -225,49 +250,58 @@ final class RouteMetrics: Sendable {
     /// between two maps (`map` not nil) — by the version of the route map that decided; `code`
     /// for a rejection or a refusal.
     func count(_ outcome: Outcome, route: String, map: String?, source: String, code: String? = nil) {
+        let factory = factory
         state.withLock { state in
-            state.tallies[route, default: Tally()].intents[outcome] += 1
             if let map {
                 state.maps[map, default: Tally()].intents[outcome] += 1
                 counter(&state, .mapIntents, ("map", Self.mapLabel(map, &state)), ("outcome", outcome.rawValue))
                     .increment()
             }
-            counter(&state, .routeIntents, ("route", route), ("outcome", outcome.rawValue))
-                .increment()
-            counter(&state, .sourceIntents, ("source", source), ("outcome", outcome.rawValue))
-                .increment()
-            if let code {
-                counter(&state, .routeRejections, ("route", route), ("code", code)).increment()
+            state.sourceCounters[source, default: OutcomeCounters()].increment(
+                outcome, .sourceIntents, ("source", source), factory)
+            // In place: the entry is not copied out of the dictionary and back.
+            Self.entry(&state.routes, route) { entry in
+                entry.tally.intents[outcome] += 1
+                entry.intents.increment(outcome, .routeIntents, ("route", route), factory)
+                guard let code else { return }
+                if let counter = entry.rejections[code] { return counter.increment() }
+                let counter = Metrics.Counter(
+                    label: Family.routeRejections.name, dimensions: [("route", route), ("code", code)],
+                    factory: factory)
+                entry.rejections[code] = counter
+                counter.increment()
             }
         }
     }
 
     /// A batch of the route's published `nanoseconds` after its intent was sent.
     func published(route: String, after nanoseconds: Int64) {
-        state.withLock { state in timer(&state, landed: false, route).recordNanoseconds(max(0, nanoseconds)) }
+        state.withLock { state in
+            Self.entry(&state.routes, route) { entry in
+                timer(&entry.timeToPublish, landed: false, route).recordNanoseconds(max(0, nanoseconds))
+            }
+        }
     }
 
     /// The route's intent landed: acknowledged `nanoseconds` after it was sent (nil: its target
     /// was already shown, so there was nothing to acknowledge).
     func landed(route: String, map: String?, after nanoseconds: Int64?) {
         state.withLock { state in
-            let inTime: Bool
-            if let nanoseconds {
-                let time = max(0, nanoseconds)
-                timer(&state, landed: true, route).recordNanoseconds(time)
-                let bucket =
-                    Self.latencyBuckets.firstIndex { Self.nanoseconds($0) >= time } ?? Self.latencyBuckets.count
-                state.tallies[route, default: Tally()].landingTimes[bucket] += 1  // in place: no copy
-                inTime = time <= landingWindow
-            } else {
-                inTime = true
+            let inTime = Self.entry(&state.routes, route) { entry in
+                let inTime: Bool
+                if let nanoseconds {
+                    let time = max(0, nanoseconds)
+                    timer(&entry.timeToLand, landed: true, route).recordNanoseconds(time)
+                    let bucket =
+                        Self.latencyBuckets.firstIndex { Self.nanoseconds($0) >= time } ?? Self.latencyBuckets.count
+                    entry.tally.landingTimes[bucket] += 1
+                    inTime = time <= landingWindow
+                } else {
+                    inTime = true
+                }
+                settle(&entry, route, landed: inTime)
+                return inTime
             }
-            if inTime {
-                state.tallies[route, default: Tally()].landed += 1
-            } else {
-                state.tallies[route, default: Tally()].notLanded += 1
-            }
-            settle(&state, route, state.tallies[route]!, landed: inTime)
             if let map { settle(&state, map: map, landed: inTime) }
         }
     }
@@ -279,8 +313,7 @@ final class RouteMetrics: Sendable {
         if evicted { self.evicted.increment() }
         state.withLock { state in
             if evicted { state.evictions += 1 }
-            state.tallies[route, default: Tally()].notLanded += 1
-            settle(&state, route, state.tallies[route]!, landed: false)
+            Self.entry(&state.routes, route) { entry in settle(&entry, route, landed: false) }
             if let map { settle(&state, map: map, landed: false) }
         }
     }
@@ -289,25 +322,41 @@ final class RouteMetrics: Sendable {
     var evictions: UInt64 { state.withLock { $0.evictions } }
 
     /// Every route's figures so far, by route name.
-    var tallies: [String: Tally] { state.withLock { $0.tallies } }
+    var tallies: [String: Tally] {
+        // Not a route only timed so far (published, not yet counted): as when tallies were kept apart.
+        state.withLock { $0.routes.compactMapValues { $0.tally == Tally() ? nil : $0.tally } }
+    }
 
     /// Every route map version's figures so far (their routes together), by version.
     var mapTallies: [String: Tally] { state.withLock { $0.maps } }
 
     // MARK: Instruments
 
-    private func settle(_ state: inout State, _ route: String, _ tally: Tally, landed: Bool) {
-        counter(&state, landed ? .landed : .notLanded, ("route", route))
-            .increment()
+    /// `body` on the route's entry, made if it is the route's first report, changed in place.
+    private static func entry<R>(_ routes: inout [String: RouteEntry], _ route: String, _ body: (inout RouteEntry) -> R)
+        -> R
+    {
+        body(&routes[route, default: RouteEntry()])
+    }
+
+    /// Counts a settled intent of the route, landed or not, and records its landing ratio.
+    private func settle(_ entry: inout RouteEntry, _ route: String, landed: Bool) {
+        if landed {
+            entry.tally.landed += 1
+        } else {
+            entry.tally.notLanded += 1
+        }
+        let family = landed ? Family.landed : Family.notLanded
+        let counter =
+            (landed ? entry.landed : entry.notLanded)
+            ?? Metrics.Counter(label: family.name, dimensions: [("route", route)], factory: factory)
+        if landed { entry.landed = counter } else { entry.notLanded = counter }
+        counter.increment()
         let gauge =
-            state.ratios[route]
-            ?? {
-                let made = Metrics.Gauge(
-                    label: "navigator_route_landing_ratio", dimensions: [("route", route)], factory: factory)
-                state.ratios[route] = made
-                return made
-            }()
-        gauge.record(tally.landingRatio ?? 0)
+            entry.ratio
+            ?? Metrics.Gauge(label: "navigator_route_landing_ratio", dimensions: [("route", route)], factory: factory)
+        entry.ratio = gauge
+        gauge.record(entry.tally.landingRatio ?? 0)
     }
 
     private func settle(_ state: inout State, map: String, landed: Bool) {
@@ -331,13 +380,13 @@ final class RouteMetrics: Sendable {
         return counter
     }
 
-    private func timer(_ state: inout State, landed: Bool, _ route: String) -> Metrics.Timer {
-        let key = TimerKey(landed: landed, route: route)
-        if let timer = state.timers[key] { return timer }
+    /// The route's timer kept in `slot`, made on its first use.
+    private func timer(_ slot: inout Metrics.Timer?, landed: Bool, _ route: String) -> Metrics.Timer {
+        if let timer = slot { return timer }
         let timer = Metrics.Timer(
             label: landed ? "navigator_time_to_land_seconds" : "navigator_time_to_publish_seconds",
             dimensions: [("route", route)], factory: factory)
-        state.timers[key] = timer
+        slot = timer
         return timer
     }
 
