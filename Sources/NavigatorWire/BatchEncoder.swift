@@ -320,6 +320,26 @@ struct ProtoWriter {
         }
     }
 
+    /// ``screen(_:)`` of the screen at `screen`, read where it is.
+    private mutating func screen(at screen: UnsafePointer<Screen>) {
+        uint64(1, screen.pointee.id.rawValue)
+        message(2) {
+            $0.string(1, screen.pointee.context.screen)
+            $0.map(2, screen.pointee.context.info)
+        }
+    }
+
+    /// Each of `stack`'s screens as a `field` message. The screens, the modals and the tabs of a
+    /// tree are read where they are, through their arrays' base addresses: a loop over an array
+    /// takes a copy of each element (a retain of each string, array and dictionary in it), and
+    /// the write-behind encodes every changed session's tree.
+    private mutating func screens(_ field: Int, _ stack: [Screen]) {
+        stack.withUnsafeBufferPointer { screens in
+            guard let base = screens.baseAddress else { return }
+            for index in 0..<screens.count { message(field) { $0.screen(at: base + index) } }
+        }
+    }
+
     mutating func stackRef(_ ref: StackRef) {
         switch ref {
         case .tab(let name): stringAlways(1, name)
@@ -335,23 +355,41 @@ struct ProtoWriter {
     mutating func modal(_ modal: Modal) {
         uint64(1, modal.id.rawValue)
         uint64(2, UInt64(Navigator_V1_PresentationStyle(modal.style).rawValue))
-        for screen in modal.stack { message(3) { $0.screen(screen) } }
+        screens(3, modal.stack)
+    }
+
+    /// ``modal(_:)`` of the modal at `modal`, read where it is.
+    private mutating func modal(at modal: UnsafePointer<Modal>) {
+        uint64(1, modal.pointee.id.rawValue)
+        uint64(2, UInt64(Navigator_V1_PresentationStyle(modal.pointee.style).rawValue))
+        screens(3, modal.pointee.stack)
+    }
+
+    /// Each of `modals` as a `field` message, read where they are.
+    mutating func modals(_ field: Int, _ modals: [Modal]) {
+        modals.withUnsafeBufferPointer { modals in
+            guard let base = modals.baseAddress else { return }
+            for index in 0..<modals.count { message(field) { $0.modal(at: base + index) } }
+        }
     }
 
     mutating func root(_ root: Root) {
         switch root {
         case .tabs(let bar):
-            message(1) {
-                for tab in bar.tabs {
-                    $0.message(1) {
-                        $0.string(1, tab.name)
-                        for screen in tab.stack { $0.message(2) { $0.screen(screen) } }
+            message(1) { writer in
+                bar.tabs.withUnsafeBufferPointer { tabs in
+                    guard let base = tabs.baseAddress else { return }
+                    for index in 0..<tabs.count {
+                        writer.message(1) {
+                            $0.string(1, base[index].name)
+                            $0.screens(2, base[index].stack)
+                        }
                     }
                 }
-                $0.string(2, bar.selected)
+                writer.string(2, bar.selected)
             }
         case .stack(let list):
-            message(2) { for screen in list { $0.message(1) { $0.screen(screen) } } }
+            message(2) { $0.screens(1, list) }
         }
     }
 }

@@ -49,7 +49,7 @@ extension Navigator_V1_StoredSession {
 extension ProtoWriter {
     mutating func tree(_ tree: ScreenTree) {
         message(1) { $0.root(tree.root) }
-        for modal in tree.modals { message(2) { $0.modal(modal) } }
+        modals(2, tree.modals)
         uint64(3, tree.version)
         uint64(4, tree.lastServiceID)
     }

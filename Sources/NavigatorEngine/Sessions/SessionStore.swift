@@ -279,17 +279,24 @@ final class SessionStore: Sendable {
                 guard isCompact else { return (packedArray!, nil) }
                 return (try Self.storedBytes(withPackedBytes(Self.unpack)!, seq: seq), nil)
             case .live(let live):
-                let state = live.state
-                var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
-                let parked =
-                    if let cached, cached.encodes(state.parked) {
-                        cached
-                    } else {
-                        try ParkedEncoding(state.parked, reusing: cached)
-                    }
-                bytes += parked.bytes
-                return (bytes, parked)
+                return try Self.stored(&live.state, seq: seq, reusing: cached)
             }
+        }
+
+        /// ``storedReusingParked(_:)`` of a live state, lent in place (`let state = live.state`
+        /// would copy the whole of it out of its box, a retain of each of its arrays).
+        private static func stored(_ state: inout SessionState, seq: UInt64, reusing cached: ParkedEncoding?) throws
+            -> (bytes: [UInt8], parked: ParkedEncoding?)
+        {
+            var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+            let parked =
+                if let cached, cached.encodes(state.parked) {
+                    cached
+                } else {
+                    try ParkedEncoding(state.parked, reusing: cached)
+                }
+            bytes += parked.bytes
+            return (bytes, parked)
         }
 
         var isPacked: Bool { if case .live = storage { false } else { true } }
