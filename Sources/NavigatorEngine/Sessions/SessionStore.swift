@@ -173,7 +173,9 @@ final class SessionStore: Sendable {
         }
 
         /// `state.recordable` of a state lent in place (a getter's `self` read out of a class
-        /// would be a copy of the whole state).
+        /// would be a copy of the whole state). Nothing is written through it: a box another copy
+        /// of the record shares (the write-behind's) is only ever read, the worker copies it
+        /// before it changes it (``state``'s `_modify`).
         private static func recordable(of state: inout SessionState) -> SessionState { state.recordable }
 
         var state: SessionState {
@@ -284,7 +286,8 @@ final class SessionStore: Sendable {
         }
 
         /// ``storedReusingParked(_:)`` of a live state, lent in place (`let state = live.state`
-        /// would copy the whole of it out of its box, a retain of each of its arrays).
+        /// would copy the whole of it out of its box, a retain of each of its arrays). Only read:
+        /// the box is shared with the record in its shard, whose worker copies it before a change.
         private static func stored(_ state: inout SessionState, seq: UInt64, reusing cached: ParkedEncoding?) throws
             -> (bytes: [UInt8], parked: ParkedEncoding?)
         {
