@@ -148,9 +148,10 @@ final class SessionStore: Sendable {
             seqAndParked = Self.seqAndParked(seq, state.parked.count)
         }
 
-        // The tree, the parked intents and what a flight recorder keeps, each read without
-        // the rest of the state: a get of ``state`` copies the whole of it (a retain of each of
-        // its arrays), and the worker reads these for every intent.
+        // The tree and the parked intents, each read without the rest of the state: a get of
+        // ``state`` copies the whole of it (a retain of each of its arrays), and the worker reads
+        // these for every intent. (Not lent in place, `inout`: that is a modifying access to a
+        // box the write-behind's copy of the record shares and may be reading.)
         var tree: ScreenTree {
             switch storage {
             case .live(let live): live.state.tree
@@ -164,19 +165,6 @@ final class SessionStore: Sendable {
             case .packed, .loose: withPackedBytes(Self.unpack)!.parked
             }
         }
-
-        var recordable: SessionState {
-            switch storage {
-            case .live(let live): Self.recordable(of: &live.state)
-            case .packed, .loose: withPackedBytes(Self.unpack)!.recordable
-            }
-        }
-
-        /// `state.recordable` of a state lent in place (a getter's `self` read out of a class
-        /// would be a copy of the whole state). Nothing is written through it: a box another copy
-        /// of the record shares (the write-behind's) is only ever read, the worker copies it
-        /// before it changes it (``state``'s `_modify`).
-        private static func recordable(of state: inout SessionState) -> SessionState { state.recordable }
 
         var state: SessionState {
             get {
@@ -281,25 +269,20 @@ final class SessionStore: Sendable {
                 guard isCompact else { return (packedArray!, nil) }
                 return (try Self.storedBytes(withPackedBytes(Self.unpack)!, seq: seq), nil)
             case .live(let live):
-                return try Self.stored(&live.state, seq: seq, reusing: cached)
+                // A copy, not a loan: the box is shared with the record in its shard, which its
+                // worker reads meanwhile, and lending it (`inout`) is a modifying access
+                // (ThreadSanitizer reports it as a race).
+                let state = live.state
+                var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
+                let parked =
+                    if let cached, cached.encodes(state.parked) {
+                        cached
+                    } else {
+                        try ParkedEncoding(state.parked, reusing: cached)
+                    }
+                bytes += parked.bytes
+                return (bytes, parked)
             }
-        }
-
-        /// ``storedReusingParked(_:)`` of a live state, lent in place (`let state = live.state`
-        /// would copy the whole of it out of its box, a retain of each of its arrays). Only read:
-        /// the box is shared with the record in its shard, whose worker copies it before a change.
-        private static func stored(_ state: inout SessionState, seq: UInt64, reusing cached: ParkedEncoding?) throws
-            -> (bytes: [UInt8], parked: ParkedEncoding?)
-        {
-            var bytes = Navigator_V1_StoredSession.encodedWithoutParked(state, seq: seq)
-            let parked =
-                if let cached, cached.encodes(state.parked) {
-                    cached
-                } else {
-                    try ParkedEncoding(state.parked, reusing: cached)
-                }
-            bytes += parked.bytes
-            return (bytes, parked)
         }
 
         var isPacked: Bool { if case .live = storage { false } else { true } }

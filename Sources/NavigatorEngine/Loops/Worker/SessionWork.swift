@@ -75,7 +75,7 @@ enum SessionWork {
         let epoch = store.epoch(of: intent.session)
         return store.update(intent.session) { record in
             let before = record.tree
-            let found = recording ? record.recordable : nil
+            let found = recording ? record.state.recordable : nil
             let hadParked = record.parkedCount != 0
             let resolution = resolver.resolve(intent, into: &record.state, now: now, buffers: &buffers)
             list.removeAll(keepingCapacity: true)
