@@ -312,13 +312,7 @@ struct ProtoWriter {
         }
     }
 
-    mutating func screen(_ screen: Screen) {
-        uint64(1, screen.id.rawValue)
-        message(2) {
-            $0.string(1, screen.context.screen)
-            $0.map(2, screen.context.info)
-        }
-    }
+    mutating func screen(_ screen: Screen) { withUnsafePointer(to: screen) { self.screen(at: $0) } }
 
     /// ``screen(_:)`` of the screen at `screen`, read where it is.
     private mutating func screen(at screen: UnsafePointer<Screen>) {
@@ -352,11 +346,7 @@ struct ProtoWriter {
         }
     }
 
-    mutating func modal(_ modal: Modal) {
-        uint64(1, modal.id.rawValue)
-        uint64(2, UInt64(Navigator_V1_PresentationStyle(modal.style).rawValue))
-        screens(3, modal.stack)
-    }
+    mutating func modal(_ modal: Modal) { withUnsafePointer(to: modal) { self.modal(at: $0) } }
 
     /// ``modal(_:)`` of the modal at `modal`, read where it is.
     private mutating func modal(at modal: UnsafePointer<Modal>) {
