@@ -37,6 +37,26 @@ public struct GiveWay: Sendable {
     /// Offers the core now.
     public static func now() { sched_yield() }
 
+    /// Lowers the calling thread's scheduling priority to nice value `nice` (Linux keeps one per
+    /// thread), so that a woken thread of the hot path takes the core from it rather than waiting
+    /// for it: the offers of ``step()`` cannot cut short a stretch of work between two of them
+    /// (BENCHMARKS.md, "The write-behind gives way"). Only lowers: a thread at or below `nice`
+    /// already is left as it is (an unprivileged process could not raise it back). Returns nil when
+    /// done or not needed, else what the kernel said.
+    public static func lowerPriority(ofThisThreadTo nice: Int32) -> String? {
+        #if os(Linux)
+            let which = __priority_which_t(PRIO_PROCESS.rawValue)
+            errno = 0
+            let current = getpriority(which, 0)  // 0: the calling thread, on Linux
+            if current == -1 && errno != 0 { return String(cString: strerror(errno)) }
+            guard nice > current else { return nil }
+            guard setpriority(which, 0, nice) == 0 else { return String(cString: strerror(errno)) }
+            return nil
+        #else
+            return nil  // nice values are per process elsewhere: the whole service would be lowered
+        #endif
+    }
+
     /// What the write-behind gives way after: about twenty sessions encoded or written.
     public static let halfAMillisecond: Int64 = 500_000
 

@@ -107,8 +107,9 @@ extension Engine {
                 FlushLoop(
                     context: context, persistence: persistence,
                     interval: .milliseconds(configuration.flushIntervalMilliseconds),
-                    idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000, counters: counters,
-                    supervisor: supervisor, logger: logger),
+                    idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000,
+                    nice: Int32(configuration.writeBehindNice), counters: counters, supervisor: supervisor,
+                    logger: logger),
                 stop: { persistence.stop() }))
         parts.append(
             part(

@@ -206,6 +206,10 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.flushIntervalMilliseconds = try integer(values[0], "flushIntervalMilliseconds", 1...60_000)
         },
+        Setting(key: "writeBehindNice", help: "the flush thread's nice value", isList: false) {
+            config, values throws(ConfigurationError) in
+            config.engine.writeBehindNice = try integer(values[0], "writeBehindNice", 0...19)
+        },
         Setting(key: "packIdleAfterSeconds", help: "idle time before a session is packed", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.packIdleAfterSeconds = try integer(values[0], "packIdleAfterSeconds", 0...86_400)

@@ -256,6 +256,13 @@ struct Navigatord: AsyncParsableCommand {
 
     @Option(
         help: help(
+            "writeBehindNice",
+            "The flush thread's nice value, 0...19 (Linux): above 0 the workers take the core from a write-behind round at once, which keeps it out of the intents' latency tail; 0 runs it at the workers' priority, so that acknowledged requests wait less for their commit under load [default: 10]"
+        ))
+    var writeBehindNice: String?
+
+    @Option(
+        help: help(
             "packIdleAfterSeconds",
             "Seconds a session stays unchanged before its state is kept packed in memory until its next use; 0: never [default: 30]"
         ))
@@ -343,6 +350,7 @@ struct Navigatord: AsyncParsableCommand {
             "streamHeartbeatSeconds": one(streamHeartbeatSeconds),
             "sessionIdleExpirySeconds": one(sessionIdleExpirySeconds),
             "flushIntervalMilliseconds": one(flushIntervalMilliseconds),
+            "writeBehindNice": one(writeBehindNice),
             "packIdleAfterSeconds": one(packIdleAfterSeconds),
             "landingWindowSeconds": one(landingWindowSeconds),
             "maxTracedIntentsPerSecond": one(maxTracedIntentsPerSecond),

@@ -82,6 +82,53 @@ struct ExecutableTests {
         #expect(daemon.log.contains("--workers: workers \"many\" is not a whole number from 1 to 256"))
     }
 
+    @Test("the flush thread runs at writeBehindNice: 10 by default, as given, and 20 is refused")
+    func writeBehindNice() async throws {
+        #if os(Linux)
+            for (extra, expected) in [
+                ([String](), 10), (["--write-behind-nice", "0"], 0), (["--write-behind-nice", "19"], 19),
+            ] {
+                let daemon = try Daemon(dataDirectory: temporaryDirectory("navnice"), extra: extra)
+                defer { daemon.reap() }
+                _ = try await daemon.endpoints()
+                // The thread lowers its own priority as it starts: looked at until it has (bounded).
+                let end = ContinuousClock.now + .seconds(20)
+                var nice = try Self.nice(ofThread: "nav-flush", in: daemon.process.processIdentifier)
+                while nice != expected, ContinuousClock.now < end {
+                    try await Task.sleep(for: .milliseconds(10))
+                    nice = try Self.nice(ofThread: "nav-flush", in: daemon.process.processIdentifier)
+                }
+                #expect(nice == expected, "with \(extra)")
+                // The workers stay where they were.
+                #expect(try Self.nice(ofThread: "nav-worker-0", in: daemon.process.processIdentifier) == 0)
+                daemon.signal(SIGTERM)
+                #expect(try await daemon.exitStatus() == 0)
+            }
+            let refused = try Daemon(
+                dataDirectory: temporaryDirectory("navnice"), extra: ["--write-behind-nice", "20"])
+            defer { refused.reap() }
+            #expect(try await refused.exitStatus() == 2)
+            #expect(refused.log.contains("writeBehindNice"), "\(refused.log)")
+        #endif
+    }
+
+    /// The nice value of the thread named `name` of process `pid`, from /proc (field 19 of its
+    /// `stat`); nil when it has no such thread.
+    static func nice(ofThread name: String, in pid: Int32) throws -> Int? {
+        let tasks = "/proc/\(pid)/task"
+        for tid in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+            guard let comm = try? String(contentsOfFile: "\(tasks)/\(tid)/comm", encoding: .utf8),
+                comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+                let stat = try? String(contentsOfFile: "\(tasks)/\(tid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // After the name: state (field 3) onwards, so field 19 is the 17th.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
+        return nil
+    }
+
     @Test("without security a non-loopback endpoint exits 2 and says why")
     func insecureRemote() async throws {
         let daemon = try Daemon(

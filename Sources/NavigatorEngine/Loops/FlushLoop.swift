@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import NavigatorStore
 import NavigatorWire
@@ -19,6 +20,8 @@ struct FlushLoop: SocketLoop {
     let interval: Duration
     /// Sessions unchanged this long (ns) are forgotten; 0: never.
     let idleExpiry: Int64
+    /// The thread's nice value (``EngineConfiguration/writeBehindNice``); 0 leaves it as it is.
+    let nice: Int32
     let counters: EngineCounters
     let supervisor: Supervisor
     let logger: Logger
@@ -41,6 +44,12 @@ struct FlushLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) throws {
+        if nice > 0, let problem = GiveWay.lowerPriority(ofThisThreadTo: nice) {
+            // It works on at the workers' priority: their tail waits more for its rounds.
+            logger.warning(
+                "the flush thread's priority could not be lowered",
+                metadata: ["writeBehindNice": "\(nice)", "reason": "\(problem)"])
+        }
         var poller = Poller()
         poller.add(sockets.acks)
         var frames: [Message] = []
