@@ -257,7 +257,7 @@ struct Navigatord: AsyncParsableCommand {
     @Option(
         help: help(
             "writeBehindNice",
-            "The flush thread's nice value, 0...19 (Linux): above 0 the workers take the core from a write-behind round at once, which keeps it out of the intents' latency tail; 0 runs it at the workers' priority, so that acknowledged requests wait less for their commit under load [default: 10]"
+            "The flush thread's nice value, 0...19 (Linux): above 0 the workers take the core from a write-behind round, which shortens the intents' latency tail and lengthens the wait of acknowledged requests for their commits when the cores are busy; 0: the workers' priority [default: 0]"
         ))
     var writeBehindNice: String?
 
