@@ -103,11 +103,11 @@ public struct EngineConfiguration: Hashable, Sendable {
     public var flushIntervalMilliseconds = 1000
     /// The nice value the flush thread (the write-behind, and the commits acknowledged requests
     /// wait for) runs at, 0...19 (Linux; elsewhere ignored). Above 0, a woken worker or libzmq I/O
-    /// thread takes the core from a write-behind round rather than waiting out a stretch of it:
-    /// the intents' latency tail shortens on a machine of few cores, and acknowledged requests
-    /// wait longer for their commits while the cores are busy (BENCHMARKS.md, "The write-behind
-    /// gives way"). 0: the workers' priority.
-    public var writeBehindNice = 0
+    /// thread takes the core from a write-behind round rather than waiting out a stretch of it,
+    /// which made much of the intents' latency tail on a machine of few cores (BENCHMARKS.md,
+    /// "The write-behind gives way"). An acknowledged request's commit waits for the round's
+    /// current chunk (``Persistence/chunk``), which takes longer so. 0: the workers' priority.
+    public var writeBehindNice = 10
     /// How long a session stays unchanged before its state is kept packed in memory (the state
     /// file's encoding: a few hundred bytes) until its next use; 0 keeps every session live.
     public var packIdleAfterSeconds = 30

@@ -82,11 +82,11 @@ struct ExecutableTests {
         #expect(daemon.log.contains("--workers: workers \"many\" is not a whole number from 1 to 256"))
     }
 
-    @Test("the flush thread runs at writeBehindNice: the workers' priority by default, as given, and 20 is refused")
+    @Test("the flush thread runs at writeBehindNice: 10 by default, as given, and 20 is refused")
     func writeBehindNice() async throws {
         #if os(Linux)
             for (extra, expected) in [
-                ([String](), 0), (["--write-behind-nice", "10"], 10), (["--write-behind-nice", "19"], 19),
+                ([String](), 10), (["--write-behind-nice", "0"], 0), (["--write-behind-nice", "19"], 19),
             ] {
                 let daemon = try Daemon(dataDirectory: temporaryDirectory("navnice"), extra: extra)
                 defer { daemon.reap() }

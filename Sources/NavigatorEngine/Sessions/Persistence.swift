@@ -135,8 +135,10 @@ final class Persistence: Sendable {
     /// Sessions written per transaction by the write-behind: the flush thread answers the
     /// acknowledged requests waiting between two chunks, so a reply waits for its own session's
     /// write and at most one chunk, not for the whole round. Small enough that a chunk's commit
-    /// (SQLite writing its pages to the WAL, which cannot give way) is short.
-    static let chunk = 250
+    /// (SQLite writing its pages to the WAL, which cannot give way) is short, and that a reply
+    /// waiting behind a chunk the workers keep taking the core from (``EngineConfiguration/writeBehindNice``)
+    /// does not wait long.
+    static let chunk = 64
 
     /// Writes up to `limit` of the sessions changed since they were last written, in one
     /// transaction; returns whether they were written and whether more are waiting.
