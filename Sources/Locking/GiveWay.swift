@@ -37,23 +37,27 @@ public struct GiveWay: Sendable {
     /// Offers the core now.
     public static func now() { sched_yield() }
 
-    /// Lowers the calling thread's scheduling priority to nice value `nice` (Linux keeps one per
-    /// thread), so that a woken thread of the hot path takes the core from it rather than waiting
-    /// for it: the offers of ``step()`` cannot cut short a stretch of work between two of them
-    /// (BENCHMARKS.md, "The write-behind gives way"). Only lowers: a thread at or below `nice`
-    /// already is left as it is (an unprivileged process could not raise it back). Returns nil when
-    /// done or not needed, else what the kernel said.
-    public static func lowerPriority(ofThisThreadTo nice: Int32) -> String? {
+    /// Lowers the calling thread's scheduling priority by `steps` nice values (Linux keeps one per
+    /// thread; at most to 19, the lowest), so that a woken thread of the hot path takes the core
+    /// from it rather than waiting for it: the offers of ``step()`` cannot cut short a stretch of
+    /// work between two of them. Only lowers (an unprivileged process could not raise it back);
+    /// threads this thread starts afterwards inherit the lower priority. Returns nil when done, else
+    /// what failed.
+    public static func lowerPriority(ofThisThreadBy steps: Int32) -> String? {
+        guard steps > 0 else { return nil }
         #if os(Linux)
-            let which = __priority_which_t(PRIO_PROCESS.rawValue)
+            let which = __priority_which_t(PRIO_PROCESS.rawValue)  // with 0 for who: the calling thread
             errno = 0
-            let current = getpriority(which, 0)  // 0: the calling thread, on Linux
-            if current == -1 && errno != 0 { return String(cString: strerror(errno)) }
-            guard nice > current else { return nil }
-            guard setpriority(which, 0, nice) == 0 else { return String(cString: strerror(errno)) }
+            let current = getpriority(which, 0)
+            if current == -1, errno != 0 { return "getpriority(PRIO_PROCESS, 0) failed with errno \(errno)" }
+            let target = min(current + min(steps, 39), 19)
+            guard target > current else { return "the thread runs at nice \(current) already, the lowest there is" }
+            guard setpriority(which, 0, target) == 0 else {
+                return "setpriority(PRIO_PROCESS, 0, \(target)) failed with errno \(errno)"
+            }
             return nil
         #else
-            return nil  // nice values are per process elsewhere: the whole service would be lowered
+            return "nice values are per process on this system: lowering one thread's would lower the whole service"
         #endif
     }
 

@@ -108,7 +108,7 @@ extension Engine {
                     context: context, persistence: persistence,
                     interval: .milliseconds(configuration.flushIntervalMilliseconds),
                     idleExpiry: Int64(configuration.sessionIdleExpirySeconds) * 1_000_000_000,
-                    nice: Int32(configuration.writeBehindNice), counters: counters, supervisor: supervisor,
+                    nice: Int32(clamping: configuration.writeBehindNice), counters: counters, supervisor: supervisor,
                     logger: logger),
                 stop: { persistence.stop() }))
         parts.append(

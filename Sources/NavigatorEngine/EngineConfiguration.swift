@@ -101,12 +101,13 @@ public struct EngineConfiguration: Hashable, Sendable {
     public var sessionIdleExpirySeconds = 2_592_000
     /// How often changed sessions are written to the state file.
     public var flushIntervalMilliseconds = 1000
-    /// The nice value the flush thread (the write-behind, and the commits acknowledged requests
-    /// wait for) runs at, 0...19 (Linux; elsewhere ignored). Above 0, a woken worker or libzmq I/O
-    /// thread takes the core from a write-behind round rather than waiting out a stretch of it,
-    /// which made much of the intents' latency tail on a machine of few cores (BENCHMARKS.md,
-    /// "The write-behind gives way"). An acknowledged request's commit waits for the round's
-    /// current chunk (``Persistence/chunk``), which takes longer so. 0: the workers' priority.
+    /// How many nice values below the workers' the flush thread (the write-behind, and the
+    /// commits acknowledged requests wait for) runs, 0...19, at most down to nice 19 (Linux;
+    /// elsewhere it stays at theirs, with a warning). Above 0, a woken worker or libzmq I/O thread
+    /// takes the core from a write-behind round rather than waiting out a stretch of it, which made
+    /// much of the intents' latency tail on a machine of few cores (BENCHMARKS.md, "The write-behind
+    /// gives way"); an acknowledged request's commit waits behind the round's current chunk
+    /// (``Persistence/chunk``), which then takes longer. 0: the workers' priority.
     public var writeBehindNice = 10
     /// How long a session stays unchanged before its state is kept packed in memory (the state
     /// file's encoding: a few hundred bytes) until its next use; 0 keeps every session live.

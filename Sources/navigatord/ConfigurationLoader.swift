@@ -206,7 +206,7 @@ public enum ConfigurationLoader {
             config, values throws(ConfigurationError) in
             config.engine.flushIntervalMilliseconds = try integer(values[0], "flushIntervalMilliseconds", 1...60_000)
         },
-        Setting(key: "writeBehindNice", help: "the flush thread's nice value", isList: false) {
+        Setting(key: "writeBehindNice", help: "nice values the flush thread runs below the workers", isList: false) {
             config, values throws(ConfigurationError) in
             config.engine.writeBehindNice = try integer(values[0], "writeBehindNice", 0...19)
         },

@@ -257,7 +257,7 @@ struct Navigatord: AsyncParsableCommand {
     @Option(
         help: help(
             "writeBehindNice",
-            "The flush thread's nice value, 0...19 (Linux): above 0 the workers take the core from a write-behind round rather than waiting for it, which shortens the intents' latency tail on few cores; 0: the workers' priority [default: 10]"
+            "How many nice values below the workers' the flush thread runs, 0...19, down to nice 19 at most (Linux): above 0 the workers take the core from a write-behind round rather than waiting for it, which shortens the intents' latency tail on few cores; 0: the workers' priority [default: 10]"
         ))
     var writeBehindNice: String?
 

@@ -20,7 +20,8 @@ struct FlushLoop: SocketLoop {
     let interval: Duration
     /// Sessions unchanged this long (ns) are forgotten; 0: never.
     let idleExpiry: Int64
-    /// The thread's nice value (``EngineConfiguration/writeBehindNice``); 0 leaves it as it is.
+    /// Nice values below the workers' the thread runs (``EngineConfiguration/writeBehindNice``);
+    /// 0 leaves it at theirs.
     let nice: Int32
     let counters: EngineCounters
     let supervisor: Supervisor
@@ -44,10 +45,12 @@ struct FlushLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) throws {
-        if nice > 0, let problem = GiveWay.lowerPriority(ofThisThreadTo: nice) {
+        // Before anything else: nothing this thread starts should inherit the workers' priority
+        // and then lose it, nor run below it unannounced.
+        if let problem = GiveWay.lowerPriority(ofThisThreadBy: nice) {
             // It works on at the workers' priority: their tail waits more for its rounds.
             logger.warning(
-                "the flush thread's priority could not be lowered",
+                "the flush thread's priority could not be lowered; it runs at the workers'",
                 metadata: ["writeBehindNice": "\(nice)", "reason": "\(problem)"])
         }
         var poller = Poller()

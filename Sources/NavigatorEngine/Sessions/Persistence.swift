@@ -136,8 +136,8 @@ final class Persistence: Sendable {
     /// acknowledged requests waiting between two chunks, so a reply waits for its own session's
     /// write and at most one chunk, not for the whole round. Small enough that a chunk's commit
     /// (SQLite writing its pages to the WAL, which cannot give way) is short, and that a reply
-    /// waiting behind a chunk the workers keep taking the core from (``EngineConfiguration/writeBehindNice``)
-    /// does not wait long.
+    /// waits behind few sessions' writes, which take longer while the workers take the core from
+    /// them (``EngineConfiguration/writeBehindNice``).
     static let chunk = 64
 
     /// Writes up to `limit` of the sessions changed since they were last written, in one
