@@ -45,8 +45,8 @@ struct FlushLoop: SocketLoop {
     }
 
     func run(_ sockets: Sockets) throws {
-        // Before anything else: nothing this thread starts should inherit the workers' priority
-        // and then lose it, nor run below it unannounced.
+        // First, so that whatever this thread goes on to do (and any thread it starts) runs at
+        // the lower priority.
         if let problem = GiveWay.lowerPriority(ofThisThreadBy: nice) {
             // It works on at the workers' priority: their tail waits more for its rounds.
             logger.warning(
