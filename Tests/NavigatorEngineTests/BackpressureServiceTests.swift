@@ -56,7 +56,7 @@ struct BackpressureServiceTests {
                             $0.intent = wireIntent("w\(index)", [ScreenContext("settings")], session: "away\(index)")
                         }
                         try dealer.send(multipart: [[UInt8](), try request.serializedBytes()])
-                        let deadline = ContinuousClock.now + .seconds(5)
+                        let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(5))
                         repeat {
                             if let reply = try receive(within: .milliseconds(1)) { replies.append(reply) }
                             guard ContinuousClock.now < deadline else {

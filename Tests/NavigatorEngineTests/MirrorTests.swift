@@ -291,7 +291,7 @@ struct ExpiredWhileDownTests {
         try await withService(dataDirectory: directory) { _, endpoints in
             let snapshot = try await onThread { () throws -> Navigator_V1_Snapshot in
                 let client = try Client(endpoints)
-                let deadline = ContinuousClock.now + .seconds(10)
+                let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(10))
                 while true {
                     let snapshot = try client.request(.snapshot(.with { $0.session = "x" })).snapshot
                     if !snapshot.recentlyExpired.isEmpty || ContinuousClock.now > deadline { return snapshot }
@@ -316,11 +316,12 @@ struct ExpiredWhileDownTests {
                 func snapshotWhen(_ what: String, _ condition: (Navigator_V1_Snapshot) -> Bool) throws
                     -> Navigator_V1_Snapshot
                 {
-                    let deadline = ContinuousClock.now + .seconds(10)
+                    let within = TestTiming.scaled(.seconds(10))
+                    let deadline = ContinuousClock.now + within
                     while true {
                         let snapshot = try client.request(.snapshot(.with { $0.session = "x" })).snapshot
                         if condition(snapshot) { return snapshot }
-                        guard ContinuousClock.now < deadline else { throw TestFailure("\(what) within 10 s") }
+                        guard ContinuousClock.now < deadline else { throw TestFailure("\(what) within \(within)") }
                         Thread.sleep(forTimeInterval: 0.02)
                     }
                 }
