@@ -575,7 +575,7 @@ struct PackingTests {
                 _ = try client.request(
                     .intent(wireIntent("c1", [ScreenContext("chat", ["conversationId": "42"])], session: "p")))
                 let before = try client.request(.snapshot(.with { $0.session = "p" })).snapshot
-                let deadline = ContinuousClock.now + .seconds(10)
+                let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(10))
                 while store.shards[0].records.withLock({ $0["p"]?.isPacked }) != true {
                     guard ContinuousClock.now < deadline else { throw TestFailure("session p was never packed") }
                     Thread.sleep(forTimeInterval: 0.02)
