@@ -564,7 +564,9 @@ struct PackingTests {
     @Test("navigatord packs an idle session and serves it again: snapshot, next intent, seq")
     func service() async throws {
         let configure: (inout EngineConfiguration) -> Void = {
-            $0.packIdleAfterSeconds = 1
+            // Slowed down (a sanitizer), the session must not be packed again between the intent
+            // that unpacks it and the metrics read after it.
+            $0.packIdleAfterSeconds = max(1, Int(TestTiming.slowdown.rounded(.up)))
             $0.flushIntervalMilliseconds = 20
         }
         try await withService(workers: 1, configure) { server, endpoints in
