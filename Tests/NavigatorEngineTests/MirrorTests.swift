@@ -309,7 +309,7 @@ struct ExpiredWhileDownTests {
     func expiredListedForTheWindow() async throws {
         // An expired intent is listed for the window after its expiry time, not after the sweep
         // that finds it: a sweep later than the window (a sanitizer's slowdown) lists it never.
-        let window = max(1, Int(TestTiming.slowdown.rounded(.up)))
+        let window = TestTiming.scaled(seconds: 1)
         let configure: (inout EngineConfiguration) -> Void = { $0.dedupWindowSeconds = window }
         try await withService(workers: 1, configure) { _, endpoints in
             let (listed, later) = try await onThread { () throws -> (Navigator_V1_Snapshot, Navigator_V1_Snapshot) in

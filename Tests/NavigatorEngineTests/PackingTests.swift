@@ -566,7 +566,7 @@ struct PackingTests {
         let configure: (inout EngineConfiguration) -> Void = {
             // Slowed down (a sanitizer), the session must not be packed again between the intent
             // that unpacks it and the metrics read after it.
-            $0.packIdleAfterSeconds = max(1, Int(TestTiming.slowdown.rounded(.up)))
+            $0.packIdleAfterSeconds = TestTiming.scaled(seconds: 1)
             $0.flushIntervalMilliseconds = 20
         }
         try await withService(workers: 1, configure) { server, endpoints in

@@ -83,4 +83,8 @@ public enum TestTiming {
     }()
 
     public static func scaled(_ duration: Duration) -> Duration { duration * slowdown }
+
+    /// A setting of whole seconds stretched the same way (rounded up): a window the service's own
+    /// steps must fit in.
+    public static func scaled(seconds: Int) -> Int { Int((Double(seconds) * slowdown).rounded(.up)) }
 }
