@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
 done
 commit=$(git rev-parse --verify "$against^{commit}") || { echo "bench: $against is not a commit" >&2; exit 2; }
 
+scripts/machine.sh
 echo "bench: building this tree and $(git log -1 --format='%h %s' "$commit" | cut -c1-70) in release" >&2
 swift build -c release --scratch-path .build-release --product navigatord >&2
 swift build -c release --scratch-path .build-release --product navload >&2

@@ -20,6 +20,7 @@ shift 2
 here=$(cd "$(dirname "$0")/.." && pwd)
 load=$here/.build-release/release/navload
 [ -x "$load" ] || { echo "floor-pairs: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
+"$here/scripts/machine.sh"
 work=$(mktemp -d)
 pid=""
 # Continued first: navload may have been stopped while it had navigatord paused (--pause-service).

@@ -19,6 +19,7 @@ sessions=${4:-20000}
 here=$(cd "$(dirname "$0")/.." && pwd)
 navload=$here/.build-release/release/navload
 [ -x "$navload" ] || { echo "long-run: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
+"$here/scripts/machine.sh"
 . "$here/scripts/navigatord-lib.sh"
 work=$(mktemp -d)
 stop_on_exit
