@@ -7,8 +7,8 @@ import ZeroMQ
 /// What libzmq alone costs per message at a given rate on this machine: a relay process that
 /// does nothing but what navigatord's sockets do for every intent — receive a message on a PULL
 /// socket and publish it, after a topic frame, on an XPUB socket, one thread polling both, over
-/// tcp loopback — driven at the run's rate with messages of the intents' size, its CPU read from
-/// /proc. At a moderate rate most of navigatord's CPU per intent is threads waking for each
+/// tcp loopback or ipc as the run reaches navigatord (``Transport``) — driven at the run's rate
+/// with messages of the intents' size, its CPU read from /proc. At a moderate rate most of navigatord's CPU per intent is threads waking for each
 /// message; this is the part of it no code above libzmq can remove.
 public enum RelayFloor {
     public struct Result: Hashable, Sendable, Codable {
@@ -26,12 +26,25 @@ public enum RelayFloor {
         /// The frames of the last message the subscriber received, and the bytes of its last frame.
         public var frames: Int = 0
         public var lastFrameBytes: Int = 0
+        /// The endpoints the relay bound: its PULL socket's and its XPUB socket's.
+        public var endpoints: [String] = []
         public var microsecondsPerMessage: Double { cores * 1e6 / rate }
     }
 
-    /// The relay: binds a PULL and an XPUB socket on free 127.0.0.1 ports, prints
-    /// `<pull endpoint> <xpub endpoint>` on one line, and forwards until its standard input
-    /// closes (the parent went away) or a stop.
+    /// How a socket of the relay is reached: tcp loopback on a free port, or ipc (a Unix socket
+    /// in a directory of its own, removed when the relay ends) — as navload reaches navigatord's
+    /// socket of the same kind, so that a service driven over ipc is divided by a floor over ipc.
+    public enum Transport: String, Hashable, Sendable, Codable, CaseIterable {
+        case tcp
+        case ipc
+
+        /// The transport of `endpoint`: ipc for `ipc://`, else tcp.
+        public init(of endpoint: String) { self = endpoint.hasPrefix("ipc://") ? .ipc : .tcp }
+    }
+
+    /// The relay: binds a PULL and an XPUB socket (`pull`, `xpub`: on free 127.0.0.1 ports, or
+    /// ipc as `directory`/pull and `directory`/xpub), prints `<pull endpoint> <xpub endpoint>` on
+    /// one line, and forwards until its standard input closes (the parent went away) or a stop.
     ///
     /// `workNanoseconds`: the relay spins this long on each message before it publishes it (the
     /// clock read in a loop, nothing else touched), standing in for the work a service does per
@@ -42,15 +55,25 @@ public enum RelayFloor {
     /// the topic, a header and a payload that starts with the message's bytes, three frames
     /// where the raw relay sends two — libzmq's cost of the protocol's shape, apart from the
     /// service's own work.
-    public static func serve(workNanoseconds: Int64 = 0, batches: Bool = false) throws {
+    public static func serve(
+        workNanoseconds: Int64 = 0, batches: Bool = false, pull pullTransport: Transport = .tcp,
+        xpub xpubTransport: Transport = .tcp, directory: String? = nil
+    ) throws {
         precondition(workNanoseconds >= 0 && workNanoseconds <= Int64(maxWorkMicroseconds) * 1000)
+        func endpoint(_ transport: Transport, _ name: String) throws -> String {
+            guard transport == .ipc else { return "tcp://127.0.0.1:*" }
+            guard let directory else {
+                throw ClientError(.socket, "an ipc socket needs a directory to be made in; expected one")
+            }
+            return "ipc://\(directory)/\(name)"
+        }
         let context = try Context()
         let pull = try Socket(context, type: .pull)
         let xpub = try Socket(context, type: .xpub)
         try pull.set(.receiveHighWaterMark, 100_000)
         try xpub.set(.sendHighWaterMark, 100_000)
-        try pull.bind("tcp://127.0.0.1:*")
-        try xpub.bind("tcp://127.0.0.1:*")
+        try pull.bind(try endpoint(pullTransport, "pull"))
+        try xpub.bind(try endpoint(xpubTransport, "xpub"))
         // Written straight to the descriptor: the parent waits for this line.
         let line = Array("\(try pull.lastEndpoint) \(try xpub.lastEndpoint)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -90,6 +113,18 @@ public enum RelayFloor {
         }
     }
 
+    /// A new directory, readable by this user only, for the relay's ipc sockets.
+    static func makeDirectory() throws -> String {
+        var base = NSTemporaryDirectory()
+        while base.count > 1, base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/navload-relay-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else {
+            throw ClientError(.socket, "the relay could not make a directory for its ipc sockets: errno \(errno)")
+        }
+        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The frames of a batch as navigatord publishes them, by size after the topic: its header
     /// (wire-protocol.md, "Commands socket") and a payload of the mean size of a batch of
     /// navload's mix (188.5 bytes over 6,773 batches at 2,000/s over 20,000 sessions, read with a
@@ -125,7 +160,7 @@ public enum RelayFloor {
     /// and `batches`: as ``serve(workNanoseconds:batches:)``.
     public static func measure(
         executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64 = 0,
-        batches: Bool = false
+        batches: Bool = false, pull: Transport = .tcp, xpub: Transport = .tcp
     ) async throws -> Result {
         // Starting the relay, reading its endpoints, waiting for its threads and its exit all
         // block: on a thread of their own, never on the cooperative pool (which the tests'
@@ -133,17 +168,24 @@ public enum RelayFloor {
         try await DedicatedThread.run(name: "navload-floor") {
             try measureBlocking(
                 executable: executable, rate: rate, messageBytes: messageBytes, seconds: seconds,
-                workNanoseconds: workNanoseconds, batches: batches)
+                workNanoseconds: workNanoseconds, batches: batches, pull: pull, xpub: xpub)
         }
     }
 
     private static func measureBlocking(
-        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64, batches: Bool
+        executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64, batches: Bool,
+        pull: Transport, xpub: Transport
     ) throws -> Result {
         let arguments =
             ["relay"] + (workNanoseconds > 0 ? ["--work-nanoseconds", "\(workNanoseconds)"] : [])
             + (batches ? ["--batches"] : [])
-        let process = try Spawned(executable: executable, arguments: arguments)
+            + (pull == .tcp ? [] : ["--pull-transport", pull.rawValue])
+            + (xpub == .tcp ? [] : ["--xpub-transport", xpub.rawValue])
+        // The ipc sockets' directory is made and removed here: the relay is stopped with a signal.
+        let directory = pull == .ipc || xpub == .ipc ? try makeDirectory() : nil
+        defer { if let directory { try? FileManager.default.removeItem(atPath: directory) } }
+        let process = try Spawned(
+            executable: executable, arguments: arguments + (directory.map { ["--ipc-directory", $0] } ?? []))
         defer { process.stop() }
         var line = [UInt8]()
         while let byte = try process.output.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
@@ -245,6 +287,6 @@ public enum RelayFloor {
             rate: rate, messageBytes: messageBytes, seconds: seconds, messages: messages,
             cores: (cpuAfter - before) / seconds, latency: latency.withLock { $0.summary },
             workNanoseconds: workNanoseconds, frames: shape.withLock { $0.frames },
-            lastFrameBytes: shape.withLock { $0.lastFrameBytes })
+            lastFrameBytes: shape.withLock { $0.lastFrameBytes }, endpoints: endpoints)
     }
 }

@@ -31,7 +31,7 @@ struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
         abstract:
-            "A raw libzmq relay for navload run --floor (binds PULL and XPUB on free 127.0.0.1 ports and prints them).",
+            "A raw libzmq relay for navload run --floor (binds PULL and XPUB on free 127.0.0.1 ports or ipc, and prints them).",
         discussion: """
             Forwards every message received on the PULL socket to the XPUB socket after a topic \
             frame, one thread polling both, until its standard input closes. navload run --floor \
@@ -49,8 +49,21 @@ struct RelayCommand: ParsableCommand {
             "Publish each message as navigatord publishes a batch: the topic, a 36-byte header and a 190-byte payload that starts with the message (navload run --floor-batches sets it)."
     )
     var batches = false
+    @Option(
+        help:
+            "How the PULL socket is reached: tcp (loopback, a free port) or ipc (the socket pull in --ipc-directory). navload run --floor uses its --intents endpoint's."
+    )
+    var pullTransport: RelayFloor.Transport = .tcp
+    @Option(
+        help: "The same for the XPUB socket (its socket: xpub); navload run --floor uses its --commands endpoint's.")
+    var xpubTransport: RelayFloor.Transport = .tcp
+    @Option(help: "The directory of the ipc sockets (navload run --floor makes one and removes it after).")
+    var ipcDirectory: String?
 
     func validate() throws {
+        if pullTransport == .ipc || xpubTransport == .ipc, ipcDirectory == nil {
+            throw ValidationError("an ipc transport binds its socket in a directory; expected --ipc-directory DIR")
+        }
         guard workNanoseconds >= 0, workNanoseconds <= Int64(RelayFloor.maxWorkMicroseconds) * 1000 else {
             throw ValidationError(
                 "--work-nanoseconds \(workNanoseconds) is out of range; expected 0 to \(Int64(RelayFloor.maxWorkMicroseconds) * 1000) ns"
@@ -60,7 +73,9 @@ struct RelayCommand: ParsableCommand {
 
     func run() throws {
         do {
-            try RelayFloor.serve(workNanoseconds: workNanoseconds, batches: batches)
+            try RelayFloor.serve(
+                workNanoseconds: workNanoseconds, batches: batches, pull: pullTransport, xpub: xpubTransport,
+                directory: ipcDirectory)
         } catch {
             FileHandle.standardError.write(Data("navload relay: \(error)\n".utf8))
             throw ExitCode(1)
@@ -128,3 +143,5 @@ func format3(_ value: Double) -> String {
         ? String(repeating: "0", count: 3 - String(fraction).count) + String(fraction) : String(fraction)
     return "\(whole).\(padded)"
 }
+
+extension RelayFloor.Transport: ExpressibleByArgument {}

@@ -52,7 +52,7 @@ struct RunCommand: AsyncParsableCommand {
     var baseline = false
     @Flag(
         help:
-            "Also measure the CPU a raw libzmq relay (PULL -> XPUB, one thread, tcp loopback; navload relay) takes per message at the run's rate: the floor under navigatord's CPU per intent."
+            "Also measure the CPU a raw libzmq relay (PULL -> XPUB, one thread; navload relay) takes per message at the run's rate: the floor under navigatord's CPU per intent. Each of its sockets is reached as navigatord's of the same kind is: over ipc when --intents (for PULL) or --commands (for XPUB) is an ipc:// endpoint, else over tcp loopback."
     )
     var floor = false
     @Flag(
@@ -230,7 +230,8 @@ struct RunCommand: AsyncParsableCommand {
                 let measure = {
                     try await RelayFloor.measure(
                         executable: "/proc/self/exe", rate: rate, messageBytes: size, seconds: min(plan.duration, 10),
-                        workNanoseconds: Int64((floorWork * 1000).rounded()), batches: floorBatches)
+                        workNanoseconds: Int64((floorWork * 1000).rounded()), batches: floorBatches,
+                        pull: .init(of: intents.first ?? ""), xpub: .init(of: commands))
                 }
                 let result: RelayFloor.Result
                 if pauseService {
@@ -250,7 +251,7 @@ struct RunCommand: AsyncParsableCommand {
                         " publishing batches (--floor-batches: \(result.frames) frames, the last \(result.lastFrameBytes) bytes)"
                 }
                 print(
-                    "floor: \(relay) (PULL -> XPUB, one thread, tcp loopback) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
+                    "floor: \(relay) (PULL -> XPUB, one thread, \(Self.transports(intents.first ?? "", commands))) at \(Int(rate)) messages/s, \(size)-byte messages: \(String(format: "%.1f", result.microsecondsPerMessage)) µs CPU per message (\(String(format: "%.2f", result.cores)) cores)"
                 )
                 print(
                     "floor latency: p50 \(result.latency.p50) µs  p90 \(result.latency.p90) µs  p99 \(result.latency.p99) µs  max \(result.latency.max) µs"
@@ -382,6 +383,14 @@ struct RunCommand: AsyncParsableCommand {
 
     /// What a CPU figure says when it cannot be given: why, when navigatord had not accounted
     /// for every intent as its CPU was read.
+    /// How the floor's relay is reached, for its line: "tcp loopback", "ipc", or each socket's
+    /// when they differ.
+    static func transports(_ intents: String, _ commands: String) -> String {
+        let (pull, xpub) = (RelayFloor.Transport(of: intents), RelayFloor.Transport(of: commands))
+        func name(_ transport: RelayFloor.Transport) -> String { transport == .tcp ? "tcp loopback" : "ipc" }
+        return pull == xpub ? name(pull) : "PULL over \(name(pull)), XPUB over \(name(xpub))"
+    }
+
     static func cpuUnknown(_ report: LoadReport) -> String {
         report.serviceCPUSeconds != nil && report.serviceRate == nil
             ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"

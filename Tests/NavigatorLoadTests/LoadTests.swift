@@ -240,6 +240,30 @@ struct LoadTests {
             "\(result.frames) frames, the last \(result.lastFrameBytes) bytes")
     }
 
+    @Test("the floor over ipc: the relay binds its sockets as Unix sockets, and their directory goes with it")
+    func relayFloorOverIPC() async throws {
+        guard let navload = Self.builtNavload() else { return }
+        let result = try await RelayFloor.measure(
+            executable: navload, rate: 200, messageBytes: 80, seconds: 1, pull: .ipc, xpub: .ipc)
+        #expect(result.frames == 2 && result.latency.p50 > 0, "\(result.frames) frames, \(result.latency)")
+        let paths = result.endpoints.map { $0.hasPrefix("ipc://") ? String($0.dropFirst(6)) : $0 }
+        #expect(
+            paths.count == 2 && paths[0].hasSuffix("/pull") && paths[1].hasSuffix("/xpub"),
+            "the relay bound \(result.endpoints)")
+        // Made for the run and removed after it (the relay is stopped with a signal).
+        let directory = (paths[0] as NSString).deletingLastPathComponent
+        #expect(!FileManager.default.fileExists(atPath: directory), "\(directory) outlived the relay")
+        // One socket each way: as a run reaching intents over ipc and commands over tcp.
+        let mixed = try await RelayFloor.measure(
+            executable: navload, rate: 200, messageBytes: 80, seconds: 1, pull: .ipc, xpub: .tcp)
+        #expect(
+            mixed.endpoints.count == 2 && mixed.endpoints[0].hasPrefix("ipc://")
+                && mixed.endpoints[1].hasPrefix("tcp://127.0.0.1:"),
+            "the relay bound \(mixed.endpoints)")
+        #expect(RelayFloor.Transport(of: "ipc:///run/navigator/intents") == .ipc)
+        #expect(RelayFloor.Transport(of: "tcp://127.0.0.1:7401") == .tcp)
+    }
+
     @Test("--floor-work: the relay spins on each message before publishing it")
     func relayFloorWork() async throws {
         guard let navload = Self.builtNavload() else { return }
