@@ -8,8 +8,9 @@ import ZeroMQ
 /// does nothing but what navigatord's sockets do for every intent — receive a message on a PULL
 /// socket and publish it, after a topic frame, on an XPUB socket, one thread polling both, over
 /// tcp loopback or ipc as the run reaches navigatord (``Transport``) — driven at the run's rate
-/// with messages of the intents' size, its CPU read from /proc. At a moderate rate most of navigatord's CPU per intent is threads waking for each
-/// message; this is the part of it no code above libzmq can remove.
+/// with messages of the intents' size, its CPU read from /proc. At a moderate rate most of
+/// navigatord's CPU per intent is threads waking for each message; this is the part of it no code
+/// above libzmq can remove.
 public enum RelayFloor {
     public struct Result: Hashable, Sendable, Codable {
         public var rate: Double
@@ -21,7 +22,7 @@ public enum RelayFloor {
         /// From each message's due time to its arrival at the subscriber, in microseconds,
         /// measured as a run measures batches (a late send counts as latency).
         public var latency: Latency.Summary
-        /// The work the relay stood in for per message (``serve(workNanoseconds:batches:)``; 0: none).
+        /// The work the relay stood in for per message (``serve(workNanoseconds:batches:pull:xpub:directory:)``; 0: none).
         public var workNanoseconds: Int64
         /// The frames of the last message the subscriber received, and the bytes of its last frame.
         public var frames: Int = 0
@@ -32,7 +33,7 @@ public enum RelayFloor {
     }
 
     /// How a socket of the relay is reached: tcp loopback on a free port, or ipc (a Unix socket
-    /// in a directory of its own, removed when the relay ends) — as navload reaches navigatord's
+    /// in a directory made for the run and removed after it) — as navload reaches navigatord's
     /// socket of the same kind, so that a service driven over ipc is divided by a floor over ipc.
     public enum Transport: String, Hashable, Sendable, Codable, CaseIterable {
         case tcp
@@ -157,7 +158,9 @@ public enum RelayFloor {
 
     /// Starts `executable relay` (navload itself), drives it at `rate` messages/s for
     /// `seconds`, and returns its CPU; the relay is stopped before returning. `workNanoseconds`
-    /// and `batches`: as ``serve(workNanoseconds:batches:)``.
+    /// and `batches`: as ``serve(workNanoseconds:batches:pull:xpub:directory:)``. `pull`, `xpub`:
+    /// how the relay's sockets are reached; for ipc, a directory is made for them here and removed
+    /// once the relay has stopped.
     public static func measure(
         executable: String, rate: Double, messageBytes: Int, seconds: Double, workNanoseconds: Int64 = 0,
         batches: Bool = false, pull: Transport = .tcp, xpub: Transport = .tcp

@@ -381,8 +381,6 @@ struct RunCommand: AsyncParsableCommand {
         for (name, value) in rows { print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
     }
 
-    /// What a CPU figure says when it cannot be given: why, when navigatord had not accounted
-    /// for every intent as its CPU was read.
     /// How the floor's relay is reached, for its line: "tcp loopback", "ipc", or each socket's
     /// when they differ.
     static func transports(_ intents: String, _ commands: String) -> String {
@@ -391,6 +389,8 @@ struct RunCommand: AsyncParsableCommand {
         return pull == xpub ? name(pull) : "PULL over \(name(pull)), XPUB over \(name(xpub))"
     }
 
+    /// What a CPU figure says when it cannot be given: why, when navigatord had not accounted
+    /// for every intent as its CPU was read.
     static func cpuUnknown(_ report: LoadReport) -> String {
         report.serviceCPUSeconds != nil && report.serviceRate == nil
             ? "unknown (not all intents were accounted for within --timeout: a backlog still draining takes a longer --timeout)"
