@@ -44,4 +44,48 @@ struct ClusterPeersTests {
             #expect(peers.sockets.count == 2)
         }
     }
+
+    @Test(
+        "a thread opens a connection to each live peer before any message is for it, at most once per interval, and its first message goes out at once"
+    )
+    func opening() async throws {
+        try await onThread {
+            let context = try Context()
+            defer { context.shutdown() }
+            let routers = try (0..<2).map { _ -> Socket in
+                let router = try Socket(context, type: .router)
+                try router.set(.linger, .zero)
+                try router.bind("tcp://127.0.0.1:*")
+                return router
+            }
+            defer { for router in routers { router.close() } }
+            let endpoints = try routers.map { try $0.lastEndpoint }
+            let peers = ClusterPeers(context: context, keys: nil)
+            defer { for peer in peers.sockets { peer.socket.close() } }
+            let second: Int64 = 1_000_000_000
+            #expect(try peers.open([endpoints[0]], now: 10 * second))
+            #expect(peers.sockets.map(\.endpoint) == [endpoints[0]])
+            #expect(peers.added)
+            peers.added = false
+            // Within the interval a new peer is not looked for; after it, it is, once.
+            #expect(try !peers.open(Set(endpoints), now: 10 * second + second / 2))
+            #expect(try peers.open(Set(endpoints), now: 11 * second))
+            #expect(Set(peers.sockets.map(\.endpoint)) == Set(endpoints))
+            #expect(try !peers.open(Set(endpoints), now: 12 * second), "a second DEALER to a peer that has one")
+            #expect(peers.sockets.count == 2)
+            // Connected without a message (ZMQ_IMMEDIATE: writable only once it is): the first
+            // message for the peer goes out at once and arrives.
+            let dealer = try #require(peers.sockets.first { $0.endpoint == endpoints[1] }?.socket)
+            try waitUntil("the DEALER opened ahead connected to its peer") {
+                var poller = Poller()
+                poller.add(dealer, for: .writable)
+                return try poller.poll(timeout: .milliseconds(50)) > 0
+            }
+            #expect(try dealer.trySend(Array("hello".utf8)))
+            try routers[1].set(.receiveTimeout, .seconds(10))
+            let received = try routers[1].receiveMultipart()
+            #expect(received.last?.bytes == Array("hello".utf8))
+            #expect(try peers.socket(to: endpoints[1]) === dealer)
+        }
+    }
 }

@@ -593,6 +593,22 @@ struct SecureForwardingTests {
                 let endpoints = servers.map(\.endpoints)
                 let (replies, records) = try await onThread {
                     () throws -> ([[Navigator_V1_Reply]], [Navigator_V1_AuditRecord]) in
+                    // Each instance's links to the others are up (in secure mode each is a CURVE
+                    // handshake, which a loaded machine can take longer over than the 200 ms a
+                    // first message waits for its link, and then answer MOVED): a snapshot of a
+                    // session another instance serves is forwarded through every pair, before
+                    // anyone follows the audit streams.
+                    for (index, endpoint) in endpoints.enumerated() {
+                        let admin = try setup.client(setup.admin, endpoint)
+                        for other in ownerships.indices where other != index {
+                            let session = try #require(
+                                sessions.first { ownerships[other].serves(ownerships[other].partition(of: $0)) },
+                                "instance \(other) serves none of the sessions")
+                            try waitUntil("instance \(index) forwards to instance \(other)") {
+                                try admin.request(.snapshot(.with { $0.session = session })).rejected.code != .moved
+                            }
+                        }
+                    }
                     var audits: [Socket] = []
                     var admins: [Client] = []
                     for endpoint in endpoints {

@@ -77,7 +77,8 @@ enum ClusterLink {
     }
 }
 
-/// The DEALERs of one thread to the peers it forwards to, made when first needed.
+/// The DEALERs of one thread to the peers it forwards to: opened once a peer is known to own
+/// partitions (``open(_:now:interval:)``), or when first needed, and closed once it owns none.
 final class ClusterPeers {
     private let context: Context
     /// Secure mode: the server key pair the instances share.
@@ -86,8 +87,12 @@ final class ClusterPeers {
     /// A DEALER was added since the owner last looked (its poller needs it).
     var added = false
 
-    /// When the DEALERs were last compared with the live peers (``prune(keeping:now:)``).
+    /// When the DEALERs were last compared with the live peers (``prune(keeping:now:interval:)``).
     private var prunedAt: Int64 = 0
+    /// When the live peers were last looked at for ones without a DEALER (``open(_:now:interval:)``).
+    private var openedAt: Int64 = 0
+    /// The peers whose first message has had its wait for the connection (``socket(to:)``).
+    private var waited: Set<String> = []
 
     /// The longest a thread waits for a new peer connection (a peer that is down costs it once).
     static let connectWait: Duration = .milliseconds(200)
@@ -109,20 +114,48 @@ final class ClusterPeers {
         guard !gone.isEmpty else { return false }
         for peer in gone { peer.socket.close() }
         sockets.removeAll { !live.contains($0.endpoint) }
+        waited.formIntersection(live)
         added = true
         return true
     }
 
+    /// Opens a DEALER to each live peer (an instance that owns partitions) that has none yet, at
+    /// most once every `interval`, without waiting for it to connect: its connection (in secure
+    /// mode a CURVE handshake) is made before the first message for that peer comes, which
+    /// otherwise waits up to ``connectWait`` for it on this thread — and on a loaded machine
+    /// could still find it not made, and be answered MOVED instead of forwarded. Returns whether
+    /// one was opened (the owner must poll it too: ``added`` says so as well).
+    @discardableResult
+    func open(_ live: @autoclosure () -> Set<String>, now: Int64, interval: Int64 = 1_000_000_000) throws -> Bool {
+        guard now - openedAt >= interval else { return false }
+        openedAt = now
+        var opened = false
+        for endpoint in live().sorted() where !sockets.contains(where: { $0.endpoint == endpoint }) {
+            sockets.append((endpoint, try ClusterLink.dealer(context, to: endpoint, keys: keys)))
+            opened = true
+        }
+        if opened { added = true }
+        return opened
+    }
+
+    /// The DEALER to `endpoint`, opened now if there is none. A DEALER takes messages only once
+    /// connected (ZMQ_IMMEDIATE): the first message for a peer gives its connection a moment
+    /// (``connectWait``), once per peer, so that it is not refused for nothing — no wait at all
+    /// when the DEALER was opened ahead and has connected since.
     func socket(to endpoint: String) throws -> Socket {
-        if let existing = sockets.first(where: { $0.endpoint == endpoint }) { return existing.socket }
-        let socket = try ClusterLink.dealer(context, to: endpoint, keys: keys)
-        sockets.append((endpoint, socket))
-        added = true
-        // A new DEALER takes messages only once connected (ZMQ_IMMEDIATE): give the connection
-        // a moment, once per peer, so that the first message to it is not refused for nothing.
-        var poller = Poller()
-        poller.add(socket, for: .writable)
-        _ = try poller.poll(timeout: Self.connectWait)
+        let socket: Socket
+        if let existing = sockets.first(where: { $0.endpoint == endpoint }) {
+            socket = existing.socket
+        } else {
+            socket = try ClusterLink.dealer(context, to: endpoint, keys: keys)
+            sockets.append((endpoint, socket))
+            added = true
+        }
+        if waited.insert(endpoint).inserted {
+            var poller = Poller()
+            poller.add(socket, for: .writable)
+            _ = try poller.poll(timeout: Self.connectWait)
+        }
         return socket
     }
 }

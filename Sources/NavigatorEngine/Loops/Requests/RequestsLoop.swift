@@ -147,8 +147,10 @@ struct RequestsLoop: SocketLoop {
                 try supervisor.checkInjected(name)
                 desk.expire(now: MonotonicClock.now())
                 try answerOverdue(sockets)
-                if let ownership = store.ownership {
-                    sockets.peers.prune(keeping: ownership.peerEndpoints, now: MonotonicClock.now())
+                if let ownership = store.ownership, sockets.cluster != nil {
+                    let now = MonotonicClock.now()
+                    sockets.peers.prune(keeping: ownership.peerEndpoints, now: now)
+                    try sockets.peers.open(ownership.peerEndpoints, now: now)
                 }
                 if poller.events(at: 2).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()

@@ -138,6 +138,17 @@ struct Intake: Sendable {
             peers: ClusterPeers(context: context, keys: security?.serverKeys))
     }
 
+    /// Keeps worker 0's DEALERs to the peers it forwards fire-and-forget intents to: open to each
+    /// instance that owns partitions (at most once a second, so that a connection is made before
+    /// the first intent for that peer), closed to those that own none (at most every 5 s).
+    /// Called whenever worker 0 wakes.
+    func keepPeers(_ sockets: Sockets) throws {
+        guard let forwarding else { return }
+        let now = MonotonicClock.now()
+        sockets.peers.prune(keeping: forwarding.peerEndpoints, now: now)
+        try sockets.peers.open(forwarding.peerEndpoints, now: now)
+    }
+
     /// Reads what the PULL holds (at most `limit` messages, and nothing while a bundle waits for
     /// a full worker), then hands the bundles over; returns whether some bundle still waits, and
     /// whether the PULL was read until it had nothing.
@@ -145,7 +156,6 @@ struct Intake: Sendable {
         _ sockets: Sockets, _ bundles: Bundles, _ frames: inout [Message], limit: Int, desks: [WorkerDesk],
         publisher: Publisher, local: Local
     ) throws -> (backlog: Bool, drained: Bool) {
-        if let forwarding { sockets.peers.prune(keeping: forwarding.peerEndpoints, now: MonotonicClock.now()) }
         var drained = false
         for index in 0..<limit {
             if bundles.hasFull { break }

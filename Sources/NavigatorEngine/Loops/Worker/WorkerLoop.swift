@@ -144,6 +144,7 @@ struct WorkerLoop: SocketLoop {
                             stops += 1
                             ready = try ReadinessPoll([sockets.inbox])  // the PULL is closed
                         } else {
+                            try intake.keepPeers(open)
                             if readControl { ready.read(1, drained: true) }
                             // A bundle still waiting (`backlog`) is offered again by a read.
                             if backlog || !full.isEmpty || ready.fired(2) {
