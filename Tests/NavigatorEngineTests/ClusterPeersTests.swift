@@ -6,14 +6,14 @@ import ZeroMQ
 
 @Suite("Cluster peers")
 struct ClusterPeersTests {
-    @Test(
-        "a thread's connections to peers that no longer own partitions are closed, at most once per interval; live ones stay"
-    )
-    func pruning() async throws {
+    /// Two peers listening, as instances' cluster endpoints do, and a thread's `ClusterPeers`,
+    /// on a thread of their own; everything closed after `body`, even when it fails.
+    static func withTwoPeers(
+        _ body: @escaping @Sendable (ClusterPeers, [String], [Socket]) throws -> Void
+    ) async throws {
         try await onThread {
             let context = try Context()
             defer { context.shutdown() }
-            // Two peers listening, as instances' cluster endpoints do.
             let routers = try (0..<2).map { _ -> Socket in
                 let router = try Socket(context, type: .router)
                 try router.set(.linger, .zero)
@@ -24,6 +24,15 @@ struct ClusterPeersTests {
             let endpoints = try routers.map { try $0.lastEndpoint }
             let peers = ClusterPeers(context: context, keys: nil)
             defer { for peer in peers.sockets { peer.socket.close() } }
+            try body(peers, endpoints, routers)
+        }
+    }
+
+    @Test(
+        "a thread's connections to peers that no longer own partitions are closed, at most once per interval; live ones stay"
+    )
+    func pruning() async throws {
+        try await Self.withTwoPeers { peers, endpoints, _ in
             let first = try peers.socket(to: endpoints[0])
             _ = try peers.socket(to: endpoints[1])
             #expect(try peers.socket(to: endpoints[0]) === first, "a second DEALER to the same peer")
@@ -49,19 +58,7 @@ struct ClusterPeersTests {
         "a thread opens a connection to each live peer before any message is for it, at most once per interval, and its first message goes out at once"
     )
     func opening() async throws {
-        try await onThread {
-            let context = try Context()
-            defer { context.shutdown() }
-            let routers = try (0..<2).map { _ -> Socket in
-                let router = try Socket(context, type: .router)
-                try router.set(.linger, .zero)
-                try router.bind("tcp://127.0.0.1:*")
-                return router
-            }
-            defer { for router in routers { router.close() } }
-            let endpoints = try routers.map { try $0.lastEndpoint }
-            let peers = ClusterPeers(context: context, keys: nil)
-            defer { for peer in peers.sockets { peer.socket.close() } }
+        try await Self.withTwoPeers { peers, endpoints, routers in
             let second: Int64 = 1_000_000_000
             #expect(try peers.open([endpoints[0]], now: 10 * second))
             #expect(peers.sockets.map(\.endpoint) == [endpoints[0]])
