@@ -119,6 +119,15 @@ final class ClusterPeers {
         return true
     }
 
+    /// A thread's DEALERs kept to the live peers (the instances that own partitions): closed to
+    /// those that left (``prune(keeping:now:interval:)``, at most every 5 s) and opened to those
+    /// that came (``open(_:now:interval:)``, at most every second). The requests thread and
+    /// worker 0 call it whenever they wake.
+    func keep(_ live: @autoclosure () -> Set<String>, now: Int64) throws {
+        prune(keeping: live(), now: now)
+        try open(live(), now: now)
+    }
+
     /// Opens a DEALER to each live peer (an instance that owns partitions) that has none yet, at
     /// most once every `interval`, without waiting for it to connect: its connection (in secure
     /// mode a CURVE handshake) is made before the first message for that peer comes, which

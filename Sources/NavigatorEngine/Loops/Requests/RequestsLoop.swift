@@ -148,9 +148,7 @@ struct RequestsLoop: SocketLoop {
                 desk.expire(now: MonotonicClock.now())
                 try answerOverdue(sockets)
                 if let ownership = store.ownership, sockets.cluster != nil {
-                    let now = MonotonicClock.now()
-                    sockets.peers.prune(keeping: ownership.peerEndpoints, now: now)
-                    try sockets.peers.open(ownership.peerEndpoints, now: now)
+                    try sockets.peers.keep(ownership.peerEndpoints, now: MonotonicClock.now())
                 }
                 if poller.events(at: 2).contains(.readable) {
                     _ = try sockets.control.receiveMultipart()

@@ -138,15 +138,12 @@ struct Intake: Sendable {
             peers: ClusterPeers(context: context, keys: security?.serverKeys))
     }
 
-    /// Keeps worker 0's DEALERs to the peers it forwards fire-and-forget intents to: open to each
-    /// instance that owns partitions (at most once a second, so that a connection is made before
-    /// the first intent for that peer), closed to those that own none (at most every 5 s).
-    /// Called whenever worker 0 wakes.
+    /// Keeps worker 0's DEALERs to the peers it forwards fire-and-forget intents to
+    /// (``ClusterPeers/keep(_:now:)``), so that a connection is made before the first intent for
+    /// a peer. Called whenever worker 0 wakes.
     func keepPeers(_ sockets: Sockets) throws {
         guard let forwarding else { return }
-        let now = MonotonicClock.now()
-        sockets.peers.prune(keeping: forwarding.peerEndpoints, now: now)
-        try sockets.peers.open(forwarding.peerEndpoints, now: now)
+        try sockets.peers.keep(forwarding.peerEndpoints, now: MonotonicClock.now())
     }
 
     /// Reads what the PULL holds (at most `limit` messages, and nothing while a bundle waits for
