@@ -315,6 +315,52 @@ struct PackingTests {
         }
     }
 
+    @Test(
+        "at rest the packed sessions are moved together into as few blocks as they fill, where busy rounds leave blocks a fifth free"
+    )
+    func compactedAtRest() async throws {
+        try await onThread {
+            try withStore { store, persistence, resolver, _ in
+                let sessions = (0..<16_000).map { "rest-\($0)" }
+                for (index, session) in sessions.enumerated() {
+                    _ = resolve(
+                        "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store,
+                        resolver)
+                }
+                persistence.flushChanged()
+                #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 16_000)
+                func sizes() -> [(mapped: Int, live: Int)] {
+                    store.shards.map { shard in shard.records.withLock { $0.arena.size } }
+                }
+                let packed = sizes()
+                // Several blocks a shard, or there is nothing to move together.
+                #expect(packed.allSatisfy { $0.mapped >= 4 * PackedArena.blockSize }, "\(packed)")
+                // A fifth of the sessions change: every block keeps four fifths of its bytes.
+                for (index, session) in sessions.enumerated() where index % 5 == 0 {
+                    _ = resolve("s\(index)", [ScreenContext("settings")], session: session, store, resolver)
+                }
+                let expected = Dictionary(uniqueKeysWithValues: sessions.map { ($0, record($0, store)!.state) })
+                try persistence.flushAndPack()  // writes them: busy, and its compaction leaves the blocks
+                let busy = sizes()
+                #expect(persistence.rests.load(ordering: .relaxed) == 0)
+                #expect(zip(busy, packed).allSatisfy { $0.mapped == $1.mapped }, "\(packed) -> \(busy)")
+                #expect(zip(busy, packed).allSatisfy { $0.live < $1.live * 9 / 10 })
+                try persistence.flushAndPack()  // nothing to write: at rest
+                #expect(persistence.rests.load(ordering: .relaxed) == 1)
+                let rested = sizes()
+                for (before, after) in zip(busy, rested) {
+                    #expect(after.live == before.live)
+                    // At least a block given back in each shard, and at most the block being filled
+                    // and an eighth of each other block left free.
+                    #expect(after.mapped <= before.mapped - PackedArena.blockSize, "\(before) -> \(after)")
+                    #expect(after.mapped - after.live < PackedArena.blockSize + after.mapped / 8, "\(after)")
+                }
+                #expect(store.packedCount == 12_800)
+                #expect(sessions.allSatisfy { record($0, store)!.state == expected[$0] })
+            }
+        }
+    }
+
     @Test("per-session tables give their room back once most entries went, and keep every entry left")
     func spareRoom() {
         var table = Dictionary(uniqueKeysWithValues: (0..<20_000).map { ("s\($0)", $0) })

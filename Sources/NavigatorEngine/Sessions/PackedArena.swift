@@ -106,15 +106,21 @@ struct PackedArena {
     /// record points into them either).
     mutating func prune() { sealed.removeAll { $0.live.load(ordering: .relaxed) == 0 } }
 
-    /// ``prune()``, then the filled blocks less than three quarters used, if compacting them
-    /// would give back at least a block's worth (moving at most three bytes for each byte freed).
-    mutating func sparse() -> Set<ObjectIdentifier> {
+    /// ``prune()``, then the filled blocks to compact (``Records/compact(_:)``): those less than
+    /// three quarters used, if moving their records would give back at least a block's worth
+    /// (moving at most three bytes for each byte freed). `atRest` (nothing else is being written)
+    /// instead takes every filled block an eighth free or more, counting the room left in the
+    /// block being filled, which the moved records fill first: while the service is busy, the
+    /// blocks each hold up to a quarter free for good (20,000 sessions after a 20-minute load
+    /// kept 8 blocks for 5 blocks' worth of records, BENCHMARKS.md); at rest the records lie in
+    /// as few blocks as they fill, give or take an eighth of each.
+    mutating func sparse(atRest: Bool = false) -> Set<ObjectIdentifier> {
         prune()
         var sparse: Set<ObjectIdentifier> = []
-        var freed = 0
+        var freed = atRest ? (filling.map { $0.capacity - used } ?? 0) : 0
         for block in sealed {
             let live = block.live.load(ordering: .relaxed)
-            if live * 4 < block.capacity * 3 {
+            if atRest ? live * 8 < block.capacity * 7 : live * 4 < block.capacity * 3 {
                 sparse.insert(ObjectIdentifier(block))
                 freed += block.capacity - live
             }
@@ -175,10 +181,10 @@ struct Records {
         table[session]?.repack(bytes, in: &arena)
     }
 
-    /// The sessions whose packed bytes are in blocks ``PackedArena/sparse()`` returned, to move
-    /// with ``compact(_:)``.
-    mutating func sparseSessions() -> [String] {
-        let sparse = arena.sparse()
+    /// The sessions whose packed bytes are in blocks ``PackedArena/sparse(atRest:)`` returned, to
+    /// move with ``compact(_:)``.
+    mutating func sparseSessions(atRest: Bool = false) -> [String] {
+        let sparse = arena.sparse(atRest: atRest)
         guard !sparse.isEmpty else { return [] }
         return table.compactMap { session, record in
             record.packedBlock.map { sparse.contains(ObjectIdentifier($0)) } == true ? session : nil

@@ -494,12 +494,13 @@ final class Persistence: Sendable {
 
     /// Moves the packed records kept in arena blocks a quarter free or more (their sessions
     /// unpacked, packed again, forgotten or dropped since) to the block being filled, so the
-    /// emptied blocks are unmapped (``PackedArena``); returns how many records moved.
+    /// emptied blocks are unmapped (``PackedArena``); returns how many records moved. `atRest`:
+    /// the blocks an eighth free or more (``PackedArena/sparse(atRest:)``).
     @discardableResult
-    func compactArenas() -> Int {
+    func compactArenas(atRest: Bool = false) -> Int {
         var moved = 0
         for shard in store.shards {
-            let sessions = shard.records.withLock { $0.sparseSessions() }
+            let sessions = shard.records.withLock { $0.sparseSessions(atRest: atRest) }
             var start = 0
             while start < sessions.count {
                 let chunk = sessions[start..<min(start + Self.compactChunk, sessions.count)]
@@ -687,16 +688,21 @@ final class Persistence: Sendable {
             rests.add(1, ordering: .relaxed)
             logger.debug("at rest: the state file's page cache and malloc's free pages given back")
         }
+        // At rest the packed sessions are also moved together into as few blocks as they fill
+        // (busy, a block keeps up to a quarter free); not counted as busy, so the next round is
+        // at rest too.
+        let settled = cameToRest ? compactArenas(atRest: true) : 0
         if sinceTrim >= 1000 || cameToRest {
             packedSinceTrim.store(0, ordering: .relaxed)
             if cameToRest { database.releaseMemory() }
             Heap.returnFreePages()
         }
-        if packed > 0 || moved > 0 {
+        if packed > 0 || moved > 0 || settled > 0 {
             logger.debug(
                 "packed idle sessions",
                 metadata: [
-                    "sessions": "\(packed)", "moved": "\(moved)", "packMicroseconds": "\((trimmed - started) / 1000)",
+                    "sessions": "\(packed)", "moved": "\(moved)", "movedAtRest": "\(settled)",
+                    "packMicroseconds": "\((trimmed - started) / 1000)",
                     "trimMicroseconds": "\((MonotonicClock.now() - trimmed) / 1000)",
                 ])
         }
