@@ -66,6 +66,16 @@ struct PackingTests {
         }
     }
 
+    /// `count` sessions named `prefix-N`, each shown a chat of its own (conversation N); their names.
+    private func chats(_ prefix: String, _ count: Int, _ store: SessionStore, _ resolver: Resolver) -> [String] {
+        let sessions = (0..<count).map { "\(prefix)-\($0)" }
+        for (index, session) in sessions.enumerated() {
+            _ = resolve(
+                "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store, resolver)
+        }
+        return sessions
+    }
+
     private func record(_ session: String, _ store: SessionStore) -> SessionStore.Record? {
         store.shards[store.shardIndex(of: session)].records.withLock { $0[session] }
     }
@@ -256,12 +266,7 @@ struct PackingTests {
     func arena() async throws {
         try await onThread {
             try withStore { store, persistence, resolver, _ in
-                let sessions = (0..<6_000).map { "arena-\($0)" }
-                for (index, session) in sessions.enumerated() {
-                    _ = resolve(
-                        "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store,
-                        resolver)
-                }
+                let sessions = chats("arena", 6_000, store, resolver)
                 let expected = Dictionary(uniqueKeysWithValues: sessions.map { ($0, record($0, store)!.state) })
                 persistence.flushChanged()
                 #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 6_000)
@@ -321,12 +326,7 @@ struct PackingTests {
     func compactedAtRest() async throws {
         try await onThread {
             try withStore { store, persistence, resolver, _ in
-                let sessions = (0..<16_000).map { "rest-\($0)" }
-                for (index, session) in sessions.enumerated() {
-                    _ = resolve(
-                        "c\(index)", [ScreenContext("chat", ["conversationId": "\(index)"])], session: session, store,
-                        resolver)
-                }
+                let sessions = chats("rest", 16_000, store, resolver)
                 persistence.flushChanged()
                 #expect(persistence.compactIdle(now: MonotonicClock.now() + 31_000_000_000) == 16_000)
                 func sizes() -> [(mapped: Int, live: Int)] {
