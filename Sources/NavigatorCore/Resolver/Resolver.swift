@@ -43,6 +43,10 @@ public struct Resolver: Sendable {
         let switcherNames: [String]
         /// The URL patterns, for errors.
         let knownURLs: String
+        /// A new session's state (``Resolver/initialState()``), made once: each new session's
+        /// copy shares its arrays until the session changes them (its first change copies the
+        /// tab bar and the one stack it changes, not every tab's stack made anew).
+        let initial: SessionState
 
         init(map: RouteMap, switchers: [any ContextSwitcher], transitions: any TransitionProvider) {
             self.map = map
@@ -54,6 +58,7 @@ public struct Resolver: Sendable {
                 map.screens[name]!.url.flatMap { try? URLPattern($0) }.map { ($0, name) }
             }
             knownURLs = urlPatterns.map(\.pattern.text).joined(separator: ", ")
+            initial = SessionState(tree: map.initialTree())
         }
     }
 
@@ -79,7 +84,7 @@ public struct Resolver: Sendable {
     }
 
     /// The state of a session nobody has navigated yet.
-    public func initialState() -> SessionState { SessionState(tree: map.initialTree()) }
+    public func initialState() -> SessionState { core.initial }
 
     var context: PlanningContext { PlanningContext(resolver: self) }
 
@@ -435,7 +440,7 @@ public struct Resolver: Sendable {
     func reconciledRoot(for tree: ScreenTree, ids: inout IDAllocator) -> Root? {
         // Nearly always the tabs match: find that out without building the initial tree.
         guard reconciledRootNeeded(for: tree) else { return nil }
-        switch (tree.root, map.initialTree().root) {
+        switch (tree.root, core.initial.tree.root) {
         case (.tabs(let have), .tabs(var want)):
             guard have.tabs.map(\.name) != want.tabs.map(\.name) else { return nil }
             for index in want.tabs.indices {
