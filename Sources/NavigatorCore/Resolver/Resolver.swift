@@ -426,7 +426,11 @@ public struct Resolver: Sendable {
     func reconciledRootNeeded(for tree: ScreenTree) -> Bool {
         guard case .tabs(let bar) = tree.root else { return false }
         let names = index.tabNames
-        return names.isEmpty || bar.tabs.count != names.count || !zip(bar.tabs, names).allSatisfy({ $0.name == $1 })
+        guard !names.isEmpty, bar.tabs.count == names.count else { return true }
+        // Each tab's name read where it is: `zip` copied every tab out (its name and its stack
+        // retained and released), twice for every intent.
+        for position in names.indices where bar.tabs[position].name != names[position] { return true }
+        return false
     }
 
     /// Whether the released guard's redirect screen is up in a modal, to be dismissed first.
