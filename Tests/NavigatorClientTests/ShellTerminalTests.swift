@@ -58,13 +58,18 @@ final class PseudoTerminalShell: @unchecked Sendable {
         _ = write(master, &bytes, bytes.count)
     }
 
-    /// The last frame drawn, without styles: one string per screen line.
+    /// The last whole frame drawn, without styles: one string per screen line. A frame is whole
+    /// once its last line, the keys (kept by any fitting), has arrived: the terminal's output is
+    /// read in pieces, and the newest frame may so far be its clearing only.
     var screen: [String] {
         let text = output?.text ?? ""
-        guard let start = text.range(of: "\u{1B}[H\u{1B}[2J", options: .backwards) else { return [] }
-        let frame = String(text[start.upperBound...])
-        let plain = frame.replacingOccurrences(of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
-        return plain.replacingOccurrences(of: "\r", with: "").components(separatedBy: "\n")
+        for frame in text.components(separatedBy: "\u{1B}[H\u{1B}[2J").dropFirst().reversed() {
+            let plain = frame.replacingOccurrences(
+                of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
+            let lines = plain.replacingOccurrences(of: "\r", with: "").components(separatedBy: "\n")
+            if lines.last?.hasSuffix("quit") == true { return lines }
+        }
+        return []
     }
 
     /// Waits (bounded) until the screen satisfies `condition`.
@@ -117,9 +122,10 @@ struct ShellTerminalTests {
                 snapshot = try await navctl(["snapshot", "--session", "t"] + options)
             }
             #expect(snapshot.output.contains("its shell's app version 2.1"), "\(snapshot.output)")
-            #expect(shell.screen.first?.contains("connected") == true)
-            #expect(shell.screen.allSatisfy { $0.count <= 50 && !$0.hasSuffix(" ") }, "\(shell.screen)")
-            #expect(shell.screen.count <= 14)
+            try await shell.waitFor("connected in the header") { $0.first?.contains("connected") == true }
+            let frame = shell.screen
+            #expect(frame.allSatisfy { $0.count <= 50 && !$0.hasSuffix(" ") }, "\(frame)")
+            #expect(frame.count <= 14, "\(frame)")
 
             // Wider: the legend fits on one line again.
             shell.resize(rows: 30, columns: 140)
