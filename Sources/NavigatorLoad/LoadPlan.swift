@@ -35,6 +35,11 @@ public struct LoadPlan: Hashable, Sendable {
     /// navload acknowledges as a shell would (an `ack` client event with the batch's seq), so
     /// that navigatord's landing figures have shells to count.
     public var ackShare: Double = 0
+    /// Write each measured batch's due time and latency to this file (CSV), to see when the
+    /// slow ones came; at most ``LoadPlan/latencyLogLimit`` rows.
+    public var latencyLog: String?
+    /// The rows a latency log holds at most (16 bytes each in memory while the run lasts).
+    public static let latencyLogLimit = 10_000_000
 
     public init() {}
 

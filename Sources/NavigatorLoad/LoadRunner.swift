@@ -1,3 +1,4 @@
+import Foundation
 import Locking
 import NavigatorClient
 import NavigatorCore
@@ -68,7 +69,7 @@ public enum LoadRunner {
                 }
             }
         }
-        let listener = Listener(acknowledge: acknowledge)
+        let listener = Listener(acknowledge: acknowledge, timeline: plan.latencyLog != nil)
         let topics =
             plan.sample <= 1
             ? [Topic.allBatches, Topic.allRejections]
@@ -281,7 +282,36 @@ public enum LoadRunner {
             since(count, index < before.landTimes.count ? before.landTimes[index] : 0)
         }
         report.acknowledgementsFailed = acks.failed.load(ordering: .relaxed)
+        if let path = plan.latencyLog {
+            try writeLatencyLog(listener.timeline, from: listener.measureFrom.load(ordering: .relaxed), to: path)
+        }
         return report
+    }
+
+    /// --latency-log: one row a measured batch, in the order of their due times: milliseconds
+    /// from the start of measurement (three decimals) and the latency in microseconds.
+    static func writeLatencyLog(
+        _ timeline: (rows: [(due: Int64, latency: Int64)], dropped: Int), from start: Int64, to path: String
+    ) throws {
+        // The start as CLOCK_REALTIME nanoseconds, to line the rows up with other traces (a
+        // scheduler trace on CLOCK_MONOTONIC with the clocks' offset: scripts/stalls.sh).
+        var text = "# due_ms,latency_us: each measured batch, by its intent's due time; due_ms 0 is \(start) ns"
+        if timeline.dropped > 0 {
+            text += " (the first \(LoadPlan.latencyLogLimit); \(timeline.dropped) later batches left out)"
+        }
+        text += "\n"
+        text.reserveCapacity(timeline.rows.count * 20)
+        for row in timeline.rows.sorted(by: { $0.due < $1.due }) {
+            let micros = max(0, row.due - start) / 1000
+            let fraction = String(micros % 1000)
+            text += "\(micros / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction),"
+            text += "\(max(0, row.latency) / 1000)\n"
+        }
+        do {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw ClientError(.invalidArgument, "cannot write the latency log \(path): \(error)")
+        }
     }
 
     /// What the producers count, shared with the run.
@@ -302,7 +332,13 @@ public enum LoadRunner {
         /// Called with each batch's session and seq as it arrives (--ack-share).
         let acknowledge: (@Sendable (String, UInt64) -> Void)?
 
-        init(acknowledge: (@Sendable (String, UInt64) -> Void)? = nil) { self.acknowledge = acknowledge }
+        /// --latency-log: each measured batch's due time and latency are kept.
+        let keepsTimeline: Bool
+
+        init(acknowledge: (@Sendable (String, UInt64) -> Void)? = nil, timeline: Bool = false) {
+            self.acknowledge = acknowledge
+            self.keepsTimeline = timeline
+        }
 
         let stop = Atomic<Bool>(false)
         let measureFrom = Atomic<Int64>(.max)
@@ -310,6 +346,10 @@ public enum LoadRunner {
 
         struct State {
             var latency = Latency()
+            /// --latency-log: (due time in wall-clock nanoseconds, latency in nanoseconds).
+            var timeline: [(due: Int64, latency: Int64)] = []
+            /// Measured batches past ``LoadPlan/latencyLogLimit``, left out of the log.
+            var timelineDropped = 0
             var lastSeq: [String: UInt64] = [:]
             var batches: UInt64 = 0
             var measured: UInt64 = 0
@@ -326,6 +366,13 @@ public enum LoadRunner {
                 if header.sentAt >= from {
                     state.latency.record(nanoseconds: now - header.sentAt)
                     state.measured += 1
+                    if keepsTimeline {
+                        if state.timeline.count < LoadPlan.latencyLogLimit {
+                            state.timeline.append((header.sentAt, now - header.sentAt))
+                        } else {
+                            state.timelineDropped += 1
+                        }
+                    }
                 }
             }
             acknowledge?(session, header.seq)
@@ -334,6 +381,9 @@ public enum LoadRunner {
         func recordRejection() { state.withLock { $0.rejected += 1 } }
 
         var latencySummary: Latency.Summary { state.withLock { $0.latency.summary } }
+        var timeline: (rows: [(due: Int64, latency: Int64)], dropped: Int) {
+            state.withLock { ($0.timeline, $0.timelineDropped) }
+        }
         var rejected: UInt64 { state.withLock { $0.rejected } }
         var batches: UInt64 { state.withLock { $0.batches } }
         var measured: UInt64 { state.withLock { $0.measured } }

@@ -94,6 +94,11 @@ struct RunCommand: AsyncParsableCommand {
     var ackShare: Double = 0
     @Option(
         help: ArgumentHelp(
+            "Write each measured batch's due time (ms from the start of measurement) and latency (µs) to this file as CSV, to see when the slow ones came (at most 10,000,000 rows; with --find-max, the last run's).",
+            valueName: "file"))
+    var latencyLog: String?
+    @Option(
+        help: ArgumentHelp(
             "Secure mode: navigatord's public key, as 40 Z85 characters or a file holding them. [env: NAVIGATOR_SERVER_KEY]",
             valueName: "key"))
     var serverKey: String?
@@ -123,6 +128,11 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let soak, !(soak >= 0.5 && soak <= 3600) {
             throw ValidationError("--soak \(soak) is out of range; expected 0.5 to 3600 seconds between samples")
+        }
+        // Written after the run: a path that cannot be written is said before it.
+        if let latencyLog, !FileManager.default.createFile(atPath: latencyLog, contents: nil) {
+            throw ValidationError(
+                "--latency-log \(latencyLog) cannot be created; expected a file in a directory navload can write to")
         }
         guard ackShare >= 0, ackShare <= 100 else {
             throw ValidationError("--ack-share \(ackShare) is out of range; expected 0 to 100 percent")
@@ -160,6 +170,7 @@ struct RunCommand: AsyncParsableCommand {
         plan.streams = streams
         plan.http = http
         plan.ackShare = ackShare
+        plan.latencyLog = latencyLog
         // Found before the run, so that a run that cannot pause navigatord fails at once.
         var pausePIDs: [Int32] = []
         if pauseService {

@@ -129,8 +129,19 @@ struct LoadTests {
             plan.producers = 2
             plan.servicePID = getpid()
             plan.soakInterval = 0.5
+            plan.latencyLog = directory.appendingPathComponent("latency.csv").path
             let samples = Locked(0)
             let report = try await LoadRunner.run(plan, soakProgress: { _ in samples.withLock { $0 += 1 } })
+            // --latency-log: a row for each measured batch, by due time, within the measured
+            // second (and its drain); the slowest is the report's max (3 significant digits).
+            let log = try String(contentsOfFile: plan.latencyLog!, encoding: .utf8).split(separator: "\n")
+            #expect(log.first?.hasPrefix("# due_ms,latency_us") == true && log.first?.contains(" ns") == true)
+            let rows = log.dropFirst().map { $0.split(separator: ",").map { Double($0)! } }
+            #expect(UInt64(rows.count) == report.batchesMeasured)
+            #expect(rows.allSatisfy { $0.count == 2 && $0[0] >= 0 && $0[0] <= 1_000 && $0[1] >= 0 })
+            #expect(zip(rows, rows.dropFirst()).allSatisfy { $0[0] <= $1[0] })
+            let slowest = rows.map { $0[1] }.max() ?? 0
+            #expect(abs(slowest - Double(report.latency.max)) <= Double(report.latency.max) / 500 + 1)
             // Soak samples every 0.5 s of the ~1.2 s run and its drain (how many depends on how
             // the machine's load delays the sampler), and one more at the end; each is reported
             // as it is taken. navload's own CPU too.
@@ -157,6 +168,56 @@ struct LoadTests {
             throw error
         }
         await server.stop()
+    }
+
+    @Test("the latency log: rows by due time in milliseconds from the start, three decimals; what did not fit is said")
+    func latencyLogRows() throws {
+        let directory = TestService.temporaryDirectory("latency-log")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("log.csv").path
+        let start: Int64 = 1_000_000_000
+        try LoadRunner.writeLatencyLog(
+            (rows: [(start + 1_234_567, 2_500_000), (start + 5_000, 99_999), (start - 10, 7_000)], dropped: 0),
+            from: start, to: path)
+        #expect(
+            try String(contentsOfFile: path, encoding: .utf8)
+                == "# due_ms,latency_us: each measured batch, by its intent's due time; due_ms 0 is 1000000000 ns\n"
+                + "0.000,7\n0.005,99\n1.234,2500\n")
+        try LoadRunner.writeLatencyLog((rows: [(start, 1_000)], dropped: 3), from: start, to: path)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("(the first 10000000; 3 later batches left out)") && text.hasSuffix("\n0.000,1\n"))
+        // A path that cannot be written is an error that names it.
+        #expect(throws: ClientError.self) {
+            try LoadRunner.writeLatencyLog(
+                (rows: [], dropped: 0), from: start, to: directory.appendingPathComponent("no/such/dir.csv").path)
+        }
+    }
+
+    @Test("--latency-log to a path that cannot be written is refused before the run, saying so")
+    func latencyLogPathRefused() async throws {
+        guard let navload = Self.builtNavload() else { return }
+        let process = ChildProcess()
+        process.executableURL = URL(fileURLWithPath: navload)
+        process.arguments = [
+            "--intents", "tcp://127.0.0.1:1", "--duration", "1", "--latency-log", "/nonexistent-navload-dir/log.csv",
+        ]
+        let pipe = try ChildProcess.pipe()
+        process.standardOutput = pipe.write
+        process.standardError = pipe.write
+        let output = ChildOutput(reading: pipe.read)
+        do {
+            defer { close(pipe.write) }
+            try process.run()
+        }
+        let end = ContinuousClock.now + .seconds(20)
+        while process.isRunning, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        if process.isRunning { process.terminate() }
+        await process.exited()
+        await output.waitForEnd()
+        #expect(process.terminationStatus == 64, "\(output.text)")
+        #expect(
+            output.text.contains("--latency-log /nonexistent-navload-dir/log.csv cannot be created"), "\(output.text)")
     }
 
     @Test("soak growth is measured over the second half; CPU per intent is CPU seconds over intents sent")
