@@ -39,42 +39,7 @@ struct IntentWordsTests {
 
 /// Runs the built navctl and returns its exit status and output.
 func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throws -> (status: Int32, output: String) {
-    let binary = BuiltProducts.executable("navctl")
-    guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-        throw ClientError(.socket, "navctl is not built at \(binary.path); run swift build first (./dev test does)")
-    }
-    let process = ChildProcess()
-    process.executableURL = binary
-    process.arguments = arguments
-    let pipe = try ChildProcess.pipe()
-    process.standardOutput = pipe.write
-    process.standardError = pipe.write
-    let output = ChildOutput(reading: pipe.read)
-    do {
-        defer { close(pipe.write) }
-        try process.run()
-    }
-    let end = ContinuousClock.now + .seconds(20)
-    while process.isRunning {
-        if let until, until(output.text) { process.terminate() }
-        guard ContinuousClock.now < end else {
-            process.terminate()
-            await process.exited()
-            await output.waitForEnd()
-            throw ClientError(.timeout, "navctl \(arguments) did not finish within 20 s; it printed:\n\(output.text)")
-        }
-        do {
-            try await Task.sleep(for: .milliseconds(10))
-        } catch {
-            process.terminate()
-            await process.exited()
-            await output.waitForEnd()
-            throw error
-        }
-    }
-    await process.exited()
-    await output.waitForEnd()  // the last output
-    return (process.terminationStatus, output.text)
+    try await runBuilt("navctl", arguments, until: until)
 }
 
 @Suite("navctl", .serialized)

@@ -196,28 +196,11 @@ struct LoadTests {
 
     @Test("--latency-log to a path that cannot be written is refused before the run, saying so")
     func latencyLogPathRefused() async throws {
-        guard let navload = Self.builtNavload() else { return }
-        let process = ChildProcess()
-        process.executableURL = URL(fileURLWithPath: navload)
-        process.arguments = [
-            "--intents", "tcp://127.0.0.1:1", "--duration", "1", "--latency-log", "/nonexistent-navload-dir/log.csv",
-        ]
-        let pipe = try ChildProcess.pipe()
-        process.standardOutput = pipe.write
-        process.standardError = pipe.write
-        let output = ChildOutput(reading: pipe.read)
-        do {
-            defer { close(pipe.write) }
-            try process.run()
-        }
-        let end = ContinuousClock.now + .seconds(20)
-        while process.isRunning, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
-        if process.isRunning { process.terminate() }
-        await process.exited()
-        await output.waitForEnd()
-        #expect(process.terminationStatus == 64, "\(output.text)")
-        #expect(
-            output.text.contains("--latency-log /nonexistent-navload-dir/log.csv cannot be created"), "\(output.text)")
+        let (status, output) = try await runBuilt(
+            "navload",
+            ["--intents", "tcp://127.0.0.1:1", "--duration", "1", "--latency-log", "/nonexistent-navload-dir/log.csv"])
+        #expect(status == 64, "\(output)")
+        #expect(output.contains("--latency-log /nonexistent-navload-dir/log.csv cannot be created"), "\(output)")
     }
 
     @Test("soak growth is measured over the second half; CPU per intent is CPU seconds over intents sent")

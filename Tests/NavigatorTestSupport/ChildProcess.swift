@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import NavigatorClient
 import Synchronization
 
 #if canImport(Glibc)
@@ -267,4 +268,48 @@ public enum BuiltProducts {
 
     /// The executable `name` (navigatord, navctl, navload).
     public static func executable(_ name: String) -> URL { directory.appendingPathComponent(name) }
+}
+
+/// Runs the built executable `name` (navctl, navload) with `arguments` and returns its exit status
+/// and output (stdout and stderr together); `until`: stops it once its output satisfies that.
+/// Bounded: 20 s, then it is stopped and the call throws with what it printed.
+public func runBuilt(_ name: String, _ arguments: [String], until: ((String) -> Bool)? = nil) async throws -> (
+    status: Int32, output: String
+) {
+    let binary = BuiltProducts.executable(name)
+    guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+        throw ClientError(.socket, "\(name) is not built at \(binary.path); run swift build first (./dev test does)")
+    }
+    let process = ChildProcess()
+    process.executableURL = binary
+    process.arguments = arguments
+    let pipe = try ChildProcess.pipe()
+    process.standardOutput = pipe.write
+    process.standardError = pipe.write
+    let output = ChildOutput(reading: pipe.read)
+    do {
+        defer { close(pipe.write) }
+        try process.run()
+    }
+    let end = ContinuousClock.now + .seconds(20)
+    while process.isRunning {
+        if let until, until(output.text) { process.terminate() }
+        guard ContinuousClock.now < end else {
+            process.terminate()
+            await process.exited()
+            await output.waitForEnd()
+            throw ClientError(.timeout, "\(name) \(arguments) did not finish within 20 s; it printed:\n\(output.text)")
+        }
+        do {
+            try await Task.sleep(for: .milliseconds(10))
+        } catch {
+            process.terminate()
+            await process.exited()
+            await output.waitForEnd()
+            throw error
+        }
+    }
+    await process.exited()
+    await output.waitForEnd()  // the last output
+    return (process.terminationStatus, output.text)
 }
