@@ -37,26 +37,36 @@ try:
 except FileNotFoundError:
     sys.exit(0)
 offset = int(open(f"{out}/clock-offset").read())
-line_rx = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+): sched:(\w+): (.*)$")
+service = int(open(f"{out}/navigatord.pid").read())
+line_rx = re.compile(r"^\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+): sched:(\w+): (.*)$")
 switch_rx = re.compile(r"prev_comm=(.*) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)")
 wake_rx = re.compile(r"comm=(.*) pid=(\d+) prio=\d+ target_cpu=(\d+)")
+process = {}  # tid: its process's id, from the events it was running for
+lines = []
+for line in trace:
+    if match := line_rx.match(line):
+        lines.append(match.groups())
+        process[int(match.group(3))] = int(match.group(2))
+
+
+def name(thread, tid):
+    return f"navigatord:{thread}" if process.get(int(tid)) == service else thread
+
+
 running = {}  # core: (thread, since)
 spans = []  # (from, to, core, thread)
 woken = {}  # tid: when
 waits = []  # (woken, ran, thread, core)
-for line in trace:
-    match = line_rx.match(line)
-    if not match:
-        continue
-    _, _, core, at, event, rest = match.groups()
+for _, _, _, core, at, event, rest in lines:
     core, at = int(core), float(at)
     if event == "sched_switch" and (switch := switch_rx.match(rest)):
         if core in running:
             spans.append((running[core][1], at, core, running[core][0]))
-        running[core] = (switch.group(4), at)
+        thread = name(switch.group(4), switch.group(5))
+        running[core] = (thread, at)
         tid = int(switch.group(5))
         if tid in woken:
-            waits.append((woken.pop(tid), at, switch.group(4), core))
+            waits.append((woken.pop(tid), at, thread, core))
     elif event == "sched_wakeup" and (wake := wake_rx.match(rest)):
         woken[int(wake.group(2))] = at
 if not spans:
@@ -67,7 +77,7 @@ for begin, end, _, thread in spans:
     busy[thread] += end - begin
 print(f"\nthe trace: {last - first:.1f} s; the busiest threads (cores)")
 for thread, seconds in sorted(busy.items(), key=lambda item: -item[1])[:10]:
-    print(f"  {thread:18s} {seconds / (last - first):.3f}")
+    print(f"  {thread:29s} {seconds / (last - first):.3f}")
 for window in worst:
     begin = (start + window * 10e6 - offset) / 1e9 - 0.003
     end = begin + 0.018
@@ -77,7 +87,7 @@ for window in worst:
             share[(core, thread)] += min(span_end, end) - max(span_begin, begin)
     print(f"\ndue {window * 10} ms ({slow[window]} slow): on the cores from 3 ms before to 15 ms after")
     for (core, thread), seconds in sorted(share.items(), key=lambda item: -item[1])[:8]:
-        print(f"  cpu{core} {thread:18s} {seconds * 1000:6.2f} ms")
+        print(f"  cpu{core} {thread:29s} {seconds * 1000:6.2f} ms")
     longest = sorted(
         ((ran - at, thread, core, at) for at, ran, thread, core in waits if begin <= ran <= end and ran - at > 0.0005),
         reverse=True)[:5]

@@ -31,6 +31,7 @@ trap 'set +e; cleanup' EXIT
 trap 'exit 130' INT TERM HUP PIPE
 . "$here/scripts/navigatord-lib.sh"
 start_navigatord "$bin" "$work/data" "$work/navigatord.log" stalls
+echo "$pid" > "$out/navigatord.pid"
 rm -f "$out/sched.data" "$out/sched.txt"
 if [ "${TRACE:-0}" = 1 ]; then
   perf record -q -e sched:sched_switch,sched:sched_wakeup -a -k mono -o "$out/sched.data" >/dev/null 2>&1 &
@@ -45,6 +46,6 @@ fi
   | grep -E '^latency|^navigatord CPU'
 if [ -n "$tracer" ]; then
   kill -INT "$tracer"; wait "$tracer" || true; tracer=""
-  perf script -i "$out/sched.data" -F comm,tid,cpu,time,event,trace --ns > "$out/sched.txt" 2>/dev/null
+  perf script -i "$out/sched.data" -F comm,pid,tid,cpu,time,event,trace --ns > "$out/sched.txt" 2>/dev/null
 fi
 /usr/bin/python3 "$here/scripts/stalls.py" "$out"
