@@ -18,6 +18,9 @@ out=${3:-/tmp/stalls}
 here=$(cd "$(dirname "$0")/.." && pwd)
 load=$here/.build-release/release/navload
 [ -x "$load" ] || { echo "stalls: build navload first: swift build -c release --scratch-path .build-release --product navload" >&2; exit 2; }
+if [ "${TRACE:-0}" = 1 ] && ! command -v perf >/dev/null; then
+  echo "stalls: TRACE=1 needs perf: apt-get install linux-perf" >&2; exit 2
+fi
 mkdir -p "$out"
 work=$(mktemp -d)
 pid=""
@@ -34,9 +37,10 @@ start_navigatord "$bin" "$work/data" "$work/navigatord.log" stalls
 echo "$pid" > "$out/navigatord.pid"
 rm -f "$out/sched.data" "$out/sched.txt"
 if [ "${TRACE:-0}" = 1 ]; then
-  perf record -q -e sched:sched_switch,sched:sched_wakeup -a -k mono -o "$out/sched.data" >/dev/null 2>&1 &
+  perf record -q -e sched:sched_switch,sched:sched_wakeup -a -k mono -o "$out/sched.data" 2>"$out/perf.log" &
   tracer=$!
   sleep 0.5
+  kill -0 "$tracer" 2>/dev/null || { echo "stalls: perf record did not start:" >&2; cat "$out/perf.log" >&2; exit 1; }
 fi
 # CLOCK_REALTIME less CLOCK_MONOTONIC: the latency log's start is on the first, perf's on the second.
 /usr/bin/python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC))' \
