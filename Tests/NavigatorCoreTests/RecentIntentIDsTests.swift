@@ -50,6 +50,29 @@ struct RecentIntentIDsTests {
         #expect(kept == [6, 7, 8, 9])
     }
 
+    @Test("a clock stepped back keeps the list oldest first, and every id is remembered at least the window")
+    func clockSteppedBack() {
+        var recent = RecentIntentIDs()
+        let start: Int64 = 1_700_000_000 * Self.second
+        let window = 600 * Self.second
+        let (first, second, third) = (
+            Self.key.intentIDHash("a"), Self.key.intentIDHash("b"), Self.key.intentIDHash("c")
+        )
+        recent.insert(first, now: start, window: window, capacity: 256)
+        recent.insert(second, now: start + 100 * Self.second, window: window, capacity: 256)
+        recent.insert(third, now: start + 50 * Self.second, window: window, capacity: 256)  // the clock went back
+        let ticks = recent.entries.map { $0 & 0xFFFF }
+        #expect(ticks == ticks.sorted())
+        #expect(recent.seen(third, within: window, now: start + 50 * Self.second + window - 1) != nil)
+        // The first's window is over: it goes from the front; the others stay.
+        recent.prune(now: start + window + RecentIntentIDs.tick, window: window)
+        #expect(recent.count == 2)
+        #expect(recent.seen(first, within: window, now: start + window + RecentIntentIDs.tick) == nil)
+        // Kept as seen when the second was: both go after its window.
+        recent.prune(now: start + 100 * Self.second + window + RecentIntentIDs.tick, window: window)
+        #expect(recent.isEmpty)
+    }
+
     /// Against an exact model (a dictionary of strings and times) over days of random arrivals
     /// with windows up to a day: every answer agrees, except within a tick of the window's end.
     @Test("agrees with an exact model over days of random arrivals", arguments: [60, 600, 86_400] as [Int64])

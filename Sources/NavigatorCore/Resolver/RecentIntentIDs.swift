@@ -72,7 +72,8 @@ public struct DedupKey: Hashable, Sendable {
 /// one of the n ids the session remembers, with probability n / 2^48 — at most 9.1e-13 per
 /// intent with the limit of 256 ids (at 3,000 intents/s that is once in about 12,000 years). The
 /// window is kept to within a tick: an id is remembered at least the window and less than a tick
-/// longer. Times are held for up to 65,535 ticks (36 hours) past ``base``, which moves on as
+/// longer (longer by the step when the clock stepped back: an id is never kept as seen before
+/// the newest, so the list stays in order and the old ones go from its front). Times are held for up to 65,535 ticks (36 hours) past ``base``, which moves on as
 /// older ids go; a window longer than that counts as that long.
 public struct RecentIntentIDs: Hashable, Sendable, Codable {
     /// The resolution of the times kept, in nanoseconds.
@@ -102,12 +103,20 @@ public struct RecentIntentIDs: Hashable, Sendable, Codable {
     /// When `hash` was seen within `window` before `now` (unix ns, to the tick), or nil.
     public func seen(_ hash: UInt64, within window: Int64, now: Int64) -> Int64? {
         let window = min(window, Self.longestWindow)
-        // Newest first: a repeated id is usually a recent one.
-        for entry in entries.reversed() where entry >> 16 == hash {
-            let at = base + Int64(entry & 0xFFFF) * Self.tick
-            if now - at < window { return at }
+        // Newest first: a repeated id is usually a recent one. Read through the buffer with a
+        // plain countdown: every intent scans the whole list (a new id matches nothing), and
+        // `reversed()`'s indices cost more than the comparison they walk to.
+        return entries.withUnsafeBufferPointer { entries in
+            var index = entries.count
+            while index > 0 {
+                index -= 1
+                let entry = entries[index]
+                guard entry >> 16 == hash else { continue }
+                let at = base + Int64(entry & 0xFFFF) * Self.tick
+                if now - at < window { return at }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Remembers `hash` as seen at `now`, first forgetting the ids older than `window` and, at
@@ -125,7 +134,10 @@ public struct RecentIntentIDs: Hashable, Sendable, Codable {
             rebase(to: now - window)
             ticks = (now - base + Self.tick - 1) / Self.tick
         }
-        entries.append(hash << 16 | UInt64(max(0, min(ticks, Int64(UInt16.max)))))
+        // Never before the newest kept (a clock stepped back): the list stays oldest first, and
+        // the id is remembered a little longer, never less than the window.
+        let newest = entries.last.map { Int64($0 & 0xFFFF) } ?? 0
+        entries.append(hash << 16 | UInt64(max(newest, min(ticks, Int64(UInt16.max)))))
     }
 
     /// Forgets the ids seen `window` or longer before `now`.
@@ -133,8 +145,16 @@ public struct RecentIntentIDs: Hashable, Sendable, Codable {
         let window = min(window, Self.longestWindow)
         let cutoff = now - window  // seen at or before: forgotten
         guard let first = entries.first, base + Int64(first & 0xFFFF) * Self.tick <= cutoff else { return }
-        entries.removeAll { base + Int64($0 & 0xFFFF) * Self.tick <= cutoff }
-        if entries.isEmpty { base = now }
+        // Oldest first (``insert(_:now:window:capacity:)`` keeps them so), so what goes is a
+        // run at the front: counted, then dropped in one move.
+        let base = self.base
+        let run = entries.withUnsafeBufferPointer { entries in
+            var count = 0
+            while count < entries.count, base + Int64(entries[count] & 0xFFFF) * Self.tick <= cutoff { count += 1 }
+            return count
+        }
+        entries.removeFirst(run)
+        if entries.isEmpty { self.base = now }
     }
 
     /// Moves ``base`` forward to `newBase` (never past a kept id), re-expressing every time.
