@@ -46,9 +46,11 @@ func navctl(_ arguments: [String], until: ((String) -> Bool)? = nil) async throw
 struct NavctlTests {
     func options(_ server: Engine) -> [String] {
         let endpoints = server.endpoints
+        // navctl's 2-s wait for a reply, stretched as the tests' deadlines are under a sanitizer.
+        let wait = TestTiming.slowdown > 1 ? ["--timeout", "\(2 * TestTiming.slowdown)"] : []
         return [
             "--intents", endpoints.intents[0], "--requests", endpoints.requests[0], "--commands", endpoints.commands[0],
-        ]
+        ] + wait
     }
 
     @Test("send, then watch --json shows the batch")

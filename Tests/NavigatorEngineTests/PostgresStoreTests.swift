@@ -93,7 +93,7 @@ struct PostgresStoreTests {
     func twoInstances(forwarding: Bool) async throws {
         try await TestPostgres.withDatabase { url in
             let configure: (inout EngineConfiguration) -> Void = { configuration in
-                configuration.leaseSeconds = 2
+                configuration.leaseSeconds = TestTiming.scaled(seconds: 2)
                 if !forwarding { configuration.clusterEndpoint = "off" }
                 // The second takes smaller requests than the first (a configuration being rolled out).
                 if configuration.instanceID == "two" { configuration.maxMessageBytes = 16 * 1024 }
@@ -103,7 +103,7 @@ struct PostgresStoreTests {
                 // The first hands half over at its next round; waited for with a deadline.
                 let firstOwnership = try #require(first.store.ownership)
                 let secondOwnership = try #require(second.store.ownership)
-                let deadline = ContinuousClock.now + .seconds(10)
+                let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(10))
                 while firstOwnership.served.count != 128 || secondOwnership.served.count != 128 {
                     guard ContinuousClock.now < deadline else {
                         throw TestPostgresError(
@@ -185,7 +185,7 @@ struct PostgresStoreTests {
                     let connection = try await NavigatorConnection(
                         endpoints: ServerEndpoints(
                             intents: first.endpoints.intents[0], requests: first.endpoints.requests[0],
-                            commands: first.endpoints.commands[0]), timeout: .seconds(5))
+                            commands: first.endpoints.commands[0]), timeout: TestTiming.scaled(.seconds(5)))
                     let followed = sessions[2]
                     let events = connection.follow(.session(followed))
                     let redirected = try await connection.request(
@@ -203,7 +203,8 @@ struct PostgresStoreTests {
                         }
                     }
                     let position = try? await waitFor(
-                        "the follow through the first did not reach the batch", timeout: .seconds(10),
+                        "the follow through the first did not reach the batch",
+                        timeout: TestTiming.scaled(.seconds(10)),
                         { mirrored.withLock { $0 } }, until: { $0?.seq == 1 }, details: { "" })
                     reader.cancel()
                     await connection.close()
@@ -432,7 +433,7 @@ struct PostgresStoreTests {
     func forwardedOverloaded() async throws {
         try await TestPostgres.withDatabase { url in
             let configure: (inout EngineConfiguration) -> Void = { configuration in
-                configuration.leaseSeconds = 2
+                configuration.leaseSeconds = TestTiming.scaled(seconds: 2)
                 configuration.workers = 1
                 configuration.handoffHighWaterMark = 2
             }
@@ -440,7 +441,7 @@ struct PostgresStoreTests {
                 let (first, second) = (servers[0], servers[1])
                 let firstOwnership = try #require(first.store.ownership)
                 let secondOwnership = try #require(second.store.ownership)
-                let deadline = ContinuousClock.now + .seconds(15)
+                let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(15))
                 var session: String?
                 while session == nil {
                     session = (0..<1000).map { "o\($0)" }.first {
@@ -461,7 +462,7 @@ struct PostgresStoreTests {
                     // The test holds the owner's only shard: its worker stops at its first intent,
                     // its queue fills, and what is forwarded next has no room.
                     return try second.store.shards[0].records.withLock { _ in
-                        let until = ContinuousClock.now + .seconds(20)
+                        let until = ContinuousClock.now + TestTiming.scaled(.seconds(20))
                         var sent = 0
                         while ContinuousClock.now < until {
                             for _ in 0..<64 {
@@ -569,7 +570,7 @@ struct SecureForwardingTests {
         defer { setup.remove() }
         try await TestPostgres.withDatabase { url in
             let configure: (inout EngineConfiguration) -> Void = { configuration in
-                configuration.leaseSeconds = 2
+                configuration.leaseSeconds = TestTiming.scaled(seconds: 2)
                 setup.configure(&configuration)
             }
             try await TestService.withInstances(["a", "b", "c"], url: url, configure) { servers in
@@ -578,7 +579,7 @@ struct SecureForwardingTests {
                 // forwarded messages: waited for with a deadline.
                 let sessions = (0..<60).map { "shop-\($0)" }
                 _ = try await waitFor(
-                    "the partitions were not shared out", timeout: .seconds(20),
+                    "the partitions were not shared out", timeout: TestTiming.scaled(.seconds(20)),
                     {
                         ownerships.map(\.served.count).allSatisfy { $0 > 0 }
                             && ownerships.map(\.served.count).reduce(0, +) == 256
@@ -671,7 +672,7 @@ struct SecureForwardingTests {
                     try producer.send(wireIntent("f1", [ScreenContext("home")], session: elsewhere), session: elsewhere)
                 }
                 _ = try await waitForBlocking(
-                    "the forwarded fire-and-forget intent never arrived", timeout: .seconds(10),
+                    "the forwarded fire-and-forget intent never arrived", timeout: TestTiming.scaled(.seconds(10)),
                     { (try? seq(elsewhere)) ?? 0 }, until: { $0 == seqBefore + 1 },
                     details: {
                         "forwarded \(servers.map { $0.counters.forwardsSent.load }), taken \(servers.map { $0.counters.forwardsReceived.load }), rejections \(servers.map { $0.counters.rejections.map(\.load) })"
@@ -700,7 +701,7 @@ struct SecureForwardingTests {
                     try dealer.send(multipart: [[1]] + Array(repeating: Array("ops".utf8), count: 8))
                 }
                 _ = try await waitFor(
-                    "the stranger's messages were not refused", timeout: .seconds(10),
+                    "the stranger's messages were not refused", timeout: TestTiming.scaled(.seconds(10)),
                     { servers[1].counters.forwardsRefused.load }, until: { $0 >= before + 2 }, details: { "" })
                 let targetAfter = try await onThread { try seq(target) }
                 #expect(targetAfter == targetBefore, "the forged intent changed \(target)")
@@ -711,7 +712,7 @@ struct SecureForwardingTests {
                     endpoints: ServerEndpoints(
                         intents: bound.intents[0], requests: bound.requests[0], commands: bound.commands[0],
                         curve: CurveCredentials(keys: setup.admin, serverKey: setup.server.publicKey)),
-                    timeout: .seconds(10))
+                    timeout: TestTiming.scaled(.seconds(10)))
                 let away = sessions.filter { !ownerships[0].serves(ownerships[0].partition(of: $0)) }
                 let snapshots = try await withThrowingTaskGroup(of: UInt64.self) { group in
                     for session in away {
