@@ -73,8 +73,9 @@ public struct DedupKey: Hashable, Sendable {
 /// intent with the limit of 256 ids (at 3,000 intents/s that is once in about 12,000 years). The
 /// window is kept to within a tick: an id is remembered at least the window and less than a tick
 /// longer (longer by the step when the clock stepped back: an id is never kept as seen before
-/// the newest, so the list stays in order and the old ones go from its front). Times are held for up to 65,535 ticks (36 hours) past ``base``, which moves on as
-/// older ids go; a window longer than that counts as that long.
+/// the newest, so the list stays in order and the old ones go from its front). Times are held
+/// for up to 65,535 ticks (36 hours) past ``base``, which moves on as older ids go; a window
+/// longer than that counts as that long.
 public struct RecentIntentIDs: Hashable, Sendable, Codable {
     /// The resolution of the times kept, in nanoseconds.
     public static let tick: Int64 = 2_000_000_000
@@ -140,7 +141,9 @@ public struct RecentIntentIDs: Hashable, Sendable, Codable {
         entries.append(hash << 16 | UInt64(max(newest, min(ticks, Int64(UInt16.max)))))
     }
 
-    /// Forgets the ids seen `window` or longer before `now`.
+    /// Forgets the ids seen `window` or longer before `now`: those at the front of the list (an
+    /// id kept behind a newer one, in a list stored before the list was kept in order, goes once
+    /// it reaches the front; ``seen(_:within:now:)`` answers by its time all the same).
     public mutating func prune(now: Int64, window: Int64) {
         let window = min(window, Self.longestWindow)
         let cutoff = now - window  // seen at or before: forgotten
