@@ -2,12 +2,13 @@
 // values"), to measure what such a tree would cost against the resolver as it is, on the same
 // intents in the same run. Not part of the service: see docs/plain-tree.md.
 //
-// What it covers: single-screen intents for push screens and tab roots (navload's mix without
-// paths, deep links, modals, set-root, replace, events, guards or parked intents) on sessions whose
-// root is the demo map's tab bar: validation, dedup, already shown, the existing-screen switcher,
-// the push transition with back-stack synthesis and unique-in-stack, the commands applied, the
-// tree's limits and invariant checked, and the explanation kept as data. A check pass compares
-// every outcome and command, and the trees, with the resolver's.
+// What it covers: single-screen intents for every screen of the demo map but the set-root and the
+// blocking one (navload's mix without paths, deep links, events, invalid intents, parking or unmet
+// guards: every session is signed in) on sessions whose root is the demo map's tab bar:
+// validation, dedup, already shown, the existing-screen switcher, the push transition with
+// back-stack synthesis and unique-in-stack, modals with their parents shown first, replace, the
+// commands applied, the tree's limits and invariant checked, and the explanation kept as data. A
+// check pass compares every outcome and command, and the trees, with the resolver's.
 import NavigatorCore
 import NavigatorMix
 
@@ -18,6 +19,12 @@ import NavigatorMix
 // MARK: The route map as tables
 
 final class PMap {
+    enum Transition {
+        case push
+        case modal(PresentationStyle)
+        case setRoot
+        case replace
+    }
     struct Declared {
         var key: UInt16
         var type: InfoType
@@ -27,7 +34,8 @@ final class PMap {
     let nameBytes: [Int]
     let keys: [String]
     let keyBytes: [Int]
-    let isPush: [Bool]
+    let transition: [Transition]
+    let blocking: [Bool]
     let homeTab: [Int]  // -1: none
     let parent: [Int]  // -1: none
     let unique: [Bool]
@@ -52,7 +60,8 @@ final class PMap {
         func place(_ name: String?) -> Int { name.flatMap { names.firstIndex(of: $0) } ?? -1 }
         tabNames = map.tabs.map(\.name)
         tabBytes = tabNames.reduce(0) { $0 + $1.utf8.count }
-        var isPush: [Bool] = []
+        var transition: [Transition] = []
+        var blocking: [Bool] = []
         var homeTab: [Int] = []
         var parent: [Int] = []
         var unique: [Bool] = []
@@ -62,7 +71,13 @@ final class PMap {
         var declared: [[Declared]] = []
         for name in names {
             let spec = map.screens[name]!
-            if case .push = spec.transition { isPush.append(true) } else { isPush.append(false) }
+            switch spec.transition {
+            case .push: transition.append(.push)
+            case .modal(let style): transition.append(.modal(style))
+            case .setRoot: transition.append(.setRoot)
+            case .replace: transition.append(.replace)
+            }
+            blocking.append(spec.blocking)
             homeTab.append(spec.homeTab.flatMap { map.tabs.map(\.name).firstIndex(of: $0) } ?? -1)
             parent.append(place(spec.parent))
             unique.append(spec.uniqueInStack)
@@ -75,7 +90,8 @@ final class PMap {
                 }
                 .sorted { $0.key < $1.key })
         }
-        self.isPush = isPush
+        self.transition = transition
+        self.blocking = blocking
         self.homeTab = homeTab
         self.parent = parent
         self.unique = unique
@@ -136,19 +152,39 @@ struct PInfo {
     var start: UInt32
 }
 
-/// A tab-bar tree: every screen in one array, tab by tab, bottom first; info entries and their
-/// bytes in two more. Copying it is three references; reading it touches no counter.
+struct PModal {
+    var id: UInt64
+    var style: PresentationStyle
+}
+
+/// A tab-bar tree: every screen in one array, stack by stack (the tabs', then the modals' in
+/// presentation order), bottom first; info entries and their bytes in two more; a few small
+/// arrays say where each stack ends and what each modal is. Copying it is a handful of
+/// references; reading it touches no counter.
 struct PTree {
     var screens: [PScreen]
-    var stackEnd: [Int]  // per tab
+    /// Where each stack ends in `screens`: the tabs', then the modals'.
+    var stackEnd: [Int]
+    var modals: [PModal]
     var infos: [PInfo]
     var bytes: [UInt8]
+    let tabCount: Int
     var selected: Int
     var version: UInt64
     var lastServiceID: UInt64
-    var deadBytes = 0
+    /// Info entries no screen holds any more.
+    var deadEntries = 0
 
-    func stackRange(_ tab: Int) -> Range<Int> { (tab == 0 ? 0 : stackEnd[tab - 1])..<stackEnd[tab] }
+    func stackRange(_ stack: Int) -> Range<Int> { (stack == 0 ? 0 : stackEnd[stack - 1])..<stackEnd[stack] }
+    /// The stack on top: the last modal's, else the selected tab's.
+    var topStack: Int { modals.isEmpty ? selected : stackEnd.count - 1 }
+    func stack(of ref: PStackRef) -> Int {
+        switch ref {
+        case .tab(let tab): tab
+        case .modal(let id): tabCount + modals.firstIndex { $0.id == id }!
+        }
+    }
+    func stack(holding index: Int) -> Int { stackEnd.firstIndex { index < $0 }! }
 }
 
 /// The target as validated: a screen, and its info entries sorted by key, each value canonical.
@@ -163,16 +199,26 @@ struct PTarget {
     }
 }
 
-/// One element of a push's chain: a screen and which of the target's entries it carries.
+/// A screen to show: a screen of the map and which of the target's entries it carries (the
+/// target itself, or a parent built beneath it).
 struct PElement: Equatable {
     var screen: Int
     var mask: UInt32
 }
 
+enum PStackRef: Equatable {
+    case tab(Int)
+    case modal(UInt64)
+}
+
 enum PCommand {
     case selectTab(Int)
+    /// The modals above this one go; nil: all of them.
+    case dismissTo(UInt64?)
     case popTo(UInt64)
-    case push(id: UInt64, screen: Int, mask: UInt32, tab: Int)
+    case push(id: UInt64, PElement, onto: PStackRef)
+    case present(modal: UInt64, PresentationStyle, screen: UInt64, PElement)
+    case replace(UInt64, id: UInt64, PElement)
     case refresh(id: UInt64, mask: UInt32)
 }
 
@@ -180,28 +226,131 @@ enum POutcome: Equatable {
     case resolved, refreshed, ignored, rejected
 }
 
+/// The explanation, as data: rendered only when someone reads it (the model never does).
 enum PStep {
     case validated
     case duplicate
     case alreadyOnTop(UInt64)
-    case alreadyIn(UInt64, tab: Int)
-    case pushing(Int, tab: Int, beneath: Int)
-    case poppingTo(Int, tab: Int)
+    case alreadyIn(UInt64, PStackRef)
+    case pushing(Int, onto: PStackRef, beneath: Int)
+    case poppingTo(Int, PStackRef)
+    case presenting(Int, PresentationStyle)
+    case replacing(UInt64, with: Int)
     case rejected(String)
 }
 
-struct PState {
-    var tree: PTree
-    var recent = RecentIntentIDs()
+/// The ids a session saw within the dedup window: the resolver's `RecentIntentIDs` (a list
+/// scanned), or ``IndexedIDs`` (the same list in a ring, with an index of its places).
+protocol PDedup {
+    init()
+    func seen(_ hash: UInt64, within window: Int64, now: Int64) -> Int64?
+    mutating func insert(_ hash: UInt64, now: Int64, window: Int64, capacity: Int)
 }
 
-struct PResolver {
+extension RecentIntentIDs: PDedup {}
+
+/// ``RecentIntentIDs``'s ids and times (48 bits of the id's hash, 16 of ticks of 2 s since
+/// `base`), oldest first in a ring, found through an open-addressing table of their places
+/// (linear probing; an id that goes is taken out of the table by moving the run after it back).
+/// Decides as ``RecentIntentIDs`` does, ids and window alike; the model's capacity is at most
+/// 32,768 ids.
+struct IndexedIDs: PDedup {
+    static let tick = RecentIntentIDs.tick
+    private var base: Int64 = 0
+    private var ring: [UInt64] = []
+    private var head = 0
+    private var count = 0
+    /// Ring place + 1 per slot, 0 where empty; twice the ring's size.
+    private var slots: [UInt16] = []
+
+    init() {}
+
+    private func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & (slots.count - 1) }
+
+    func seen(_ hash: UInt64, within window: Int64, now: Int64) -> Int64? {
+        guard count > 0 else { return nil }
+        let window = min(window, RecentIntentIDs.longestWindow)
+        let mask = slots.count - 1
+        var slot = home(hash)
+        while slots[slot] != 0 {
+            let entry = ring[Int(slots[slot]) - 1]
+            if entry >> 16 == hash {
+                let at = base + Int64(entry & 0xFFFF) * Self.tick
+                if now - at < window { return at }
+            }
+            slot = (slot + 1) & mask
+        }
+        return nil
+    }
+
+    mutating func insert(_ hash: UInt64, now: Int64, window: Int64, capacity: Int) {
+        let window = min(window, RecentIntentIDs.longestWindow)
+        if ring.isEmpty {
+            var size = 1
+            while size < capacity { size *= 2 }
+            precondition(size <= 32_768, "the model keeps at most 32,768 ids")
+            ring = [UInt64](repeating: 0, count: size)
+            slots = [UInt16](repeating: 0, count: size * 2)
+        }
+        if count == 0 { base = now }
+        let cutoff = now - window
+        if count > 0, base + Int64(ring[head] & 0xFFFF) * Self.tick <= cutoff {
+            while count > 0, base + Int64(ring[head] & 0xFFFF) * Self.tick <= cutoff { removeOldest() }
+            if count == 0 { base = now }
+        }
+        while count >= capacity, count > 0 { removeOldest() }
+        guard capacity > 0 else { return }
+        var ticks = (now - base + Self.tick - 1) / Self.tick
+        precondition(ticks <= Int64(UInt16.max), "the model's runs stay within 36 hours of a base")
+        if count > 0 { ticks = max(ticks, Int64(ring[(head + count - 1) & (ring.count - 1)] & 0xFFFF)) }
+        let place = (head + count) & (ring.count - 1)
+        ring[place] = hash << 16 | UInt64(ticks)
+        count += 1
+        let mask = slots.count - 1
+        var slot = home(hash)
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = UInt16(place + 1)
+    }
+
+    private mutating func removeOldest() {
+        let mask = slots.count - 1
+        var slot = home(ring[head] >> 16)
+        while Int(slots[slot]) != head + 1 { slot = (slot + 1) & mask }
+        // Backward-shift deletion: each later entry of the run moves into the hole unless its
+        // home lies (cyclically) after the hole.
+        var hole = slot
+        var next = (slot + 1) & mask
+        while slots[next] != 0 {
+            let wanted = home(ring[Int(slots[next]) - 1] >> 16)
+            let between = hole <= next ? (wanted > hole && wanted <= next) : (wanted > hole || wanted <= next)
+            if !between {
+                slots[hole] = slots[next]
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+        slots[hole] = 0
+        head = (head + 1) & (ring.count - 1)
+        count -= 1
+    }
+}
+
+struct PState<Recent: PDedup> {
+    var tree: PTree
+    var recent = Recent()
+    /// The session's `authenticated` condition (every session of the model is signed in).
+    var authenticated = true
+}
+
+struct PResolver<Recent: PDedup> {
     let map: PMap
     let options = Resolver.Options()
     var target = PTarget()
     var commands: [PCommand] = []
     var steps: [PStep] = []
     var chain: [PElement] = []
+    /// Stack depths while a batch's limits are worked out.
+    var depths: [Int] = []
 
     init(map: PMap) {
         self.map = map
@@ -210,9 +359,12 @@ struct PResolver {
         commands.reserveCapacity(8)
         steps.reserveCapacity(8)
         chain.reserveCapacity(8)
+        depths.reserveCapacity(32)
     }
 
-    // Validation: the screen, its required and declared keys, canonical values.
+    // MARK: Validating
+
+    /// The screen, its required and declared keys, canonical values.
     mutating func validate(_ intent: Intent) -> Bool {
         guard !intent.id.isEmpty, intent.id.utf8.count <= 128, !intent.session.isEmpty,
             case .path(let path) = intent.target, path.count == 1,
@@ -237,7 +389,9 @@ struct PResolver {
         return true
     }
 
-    // The value of key `key` in the target's entries selected by `mask`.
+    // MARK: Reading the tree
+
+    /// The place among the target's entries of key `key`, if `mask` carries it.
     @inline(__always) func targetValue(_ key: UInt16, _ mask: UInt32) -> Int? {
         for index in target.keys.indices where target.keys[index] == key && mask & (1 << index) != 0 { return index }
         return nil
@@ -285,6 +439,7 @@ struct PResolver {
         return changed
     }
 
+    /// The entries of `mask` a parent declares: what it carries.
     func parentMask(_ parent: Int, _ mask: UInt32) -> UInt32 {
         var result: UInt32 = 0
         for index in target.keys.indices where mask & (1 << index) != 0 {
@@ -293,7 +448,15 @@ struct PResolver {
         return result
     }
 
-    mutating func resolve(_ intent: Intent, into state: inout PState, now: Int64) -> POutcome {
+    /// The refresh a found screen needs, if any.
+    mutating func appendRefresh(_ tree: PTree, _ screen: PScreen, _ element: PElement) {
+        let changed = changes(tree, screen, element.mask)
+        if changed != 0 { commands.append(.refresh(id: screen.id, mask: changed)) }
+    }
+
+    // MARK: Resolving
+
+    mutating func resolve(_ intent: Intent, into state: inout PState<Recent>, now: Int64) -> POutcome {
         commands.removeAll(keepingCapacity: true)
         steps.removeAll(keepingCapacity: true)
         guard validate(intent) else {
@@ -306,62 +469,104 @@ struct PResolver {
             steps.append(.duplicate)
             return .ignored
         }
-        guard !map.hasGuard[target.screen], map.isPush[target.screen] else { fatalError("outside the model") }
+        guard !map.hasGuard[target.screen] || state.authenticated, !map.blocking[target.screen] else {
+            fatalError("outside the model: guards unmet and blocking screens")
+        }
         // Planned on the tree as it is (borrowed: nothing copied, so the change below is made in
         // place), then applied.
-        switch plan(state.tree) {
-        case .alreadyShown: return finishIgnored(&state, idHash, now)
-        case .apply(let outcome, let nextID): return apply(&state, idHash, now, nextID: nextID) ? outcome : .rejected
-        }
-    }
-
-    enum Decision {
-        case alreadyShown
-        case apply(POutcome, nextID: UInt64)
-    }
-
-    mutating func plan(_ tree: PTree) -> Decision {
+        var nextID = state.tree.lastServiceID + 1
         let all: UInt32 = (1 << UInt32(target.keys.count)) - 1
-        let element = PElement(screen: target.screen, mask: all)
-        var nextID = tree.lastServiceID + 1
-        // Already on top.
-        let selectedRange = tree.stackRange(tree.selected)
-        let top = tree.screens[selectedRange.upperBound - 1]
+        planStep(state.tree, PElement(screen: target.screen, mask: all), &nextID)
+        if commands.isEmpty {
+            state.recent.insert(idHash, now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
+            return .ignored
+        }
+        let onlyRefresh = commands.allSatisfy { if case .refresh = $0 { true } else { false } }
+        guard apply(&state.tree) else { return .rejected }
+        state.recent.insert(idHash, now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
+        return onlyRefresh ? .refreshed : .resolved
+    }
+
+    /// One target: already on top, else the existing-screen switcher, else the route map's
+    /// transition. Its commands are appended to ``commands``.
+    mutating func planStep(_ tree: PTree, _ element: PElement, _ nextID: inout UInt64) {
+        let topRange = tree.stackRange(tree.topStack)
+        let top = tree.screens[topRange.upperBound - 1]
         if matches(tree, top, element) {
-            let changed = changes(tree, top, all)
+            appendRefresh(tree, top, element)
             steps.append(.alreadyOnTop(top.id))
-            if changed == 0 { return .alreadyShown }
-            commands.append(.refresh(id: top.id, mask: changed))
-            return .apply(.refreshed, nextID: nextID)
+            return
         }
-        // The existing-screen switcher: the selected tab, then the others in order.
-        var found: (tab: Int, index: Int)? = nil
-        for index in selectedRange.reversed() where matches(tree, tree.screens[index], element) {
-            found = (tree.selected, index)
-            break
+        if existingScreen(tree, element) { return }
+        precondition(map.tabRoot[element.screen] < 0, "a tab's root is always in its tab")
+        switch map.transition[element.screen] {
+        case .push:
+            push(tree, element, &nextID)
+        case .modal(let style):
+            let parent = map.parent[element.screen]
+            if parent >= 0 { planStep(tree, PElement(screen: parent, mask: parentMask(parent, element.mask)), &nextID) }
+            commands.append(.present(modal: nextID, style, screen: nextID + 1, element))
+            nextID += 2
+            steps.append(.presenting(element.screen, style))
+        case .replace:
+            let stack = tree.topStack
+            let range = tree.stackRange(stack)
+            if stack < tree.tabCount && range.count == 1 {
+                commands.append(.push(id: nextID, element, onto: .tab(stack)))
+            } else {
+                commands.append(.replace(top.id, id: nextID, element))
+            }
+            nextID += 1
+            steps.append(.replacing(top.id, with: element.screen))
+        case .setRoot:
+            fatalError("outside the model: set-root screens")
         }
-        if found == nil {
-            outer: for tab in tree.stackEnd.indices where tab != tree.selected {
-                for index in tree.stackRange(tab).reversed() where matches(tree, tree.screens[index], element) {
-                    found = (tab, index)
-                    break outer
-                }
+    }
+
+    /// The existing-screen switcher: the frontmost instance — modals from the top down, the
+    /// selected tab, the other tabs in order — brought to the top.
+    mutating func existingScreen(_ tree: PTree, _ element: PElement) -> Bool {
+        for modal in tree.modals.indices.reversed() {
+            let range = tree.stackRange(tree.tabCount + modal)
+            for index in range.reversed() where matches(tree, tree.screens[index], element) {
+                if modal != tree.modals.count - 1 { commands.append(.dismissTo(tree.modals[modal].id)) }
+                if index < range.upperBound - 1 { commands.append(.popTo(tree.screens[index].id)) }
+                appendRefresh(tree, tree.screens[index], element)
+                steps.append(.alreadyIn(tree.screens[index].id, .modal(tree.modals[modal].id)))
+                return true
             }
         }
-        if let (tab, index) = found {
+        for turn in 0..<tree.tabCount {
+            // The selected tab first, then the others in order.
+            let tab = turn == 0 ? tree.selected : (turn <= tree.selected ? turn - 1 : turn)
             let range = tree.stackRange(tab)
-            if tree.selected != tab { commands.append(.selectTab(tab)) }
-            if index < range.upperBound - 1 { commands.append(.popTo(tree.screens[index].id)) }
-            let changed = changes(tree, tree.screens[index], all)
-            if changed != 0 { commands.append(.refresh(id: tree.screens[index].id, mask: changed)) }
-            steps.append(.alreadyIn(tree.screens[index].id, tab: tab))
-            return .apply(.resolved, nextID: nextID)
+            for index in range.reversed() where matches(tree, tree.screens[index], element) {
+                if !tree.modals.isEmpty { commands.append(.dismissTo(nil)) }
+                if tree.selected != tab { commands.append(.selectTab(tab)) }
+                if index < range.upperBound - 1 { commands.append(.popTo(tree.screens[index].id)) }
+                appendRefresh(tree, tree.screens[index], element)
+                steps.append(.alreadyIn(tree.screens[index].id, .tab(tab)))
+                return true
+            }
         }
-        // The push transition: the home tab, else the selected one.
-        let home = map.homeTab[target.screen]
-        let destination = home >= 0 ? home : tree.selected
-        if destination != tree.selected { commands.append(.selectTab(destination)) }
-        let stack = tree.stackRange(destination)
+        return false
+    }
+
+    /// The push transition: onto the top modal if one is up, else the home tab, else the
+    /// selected one; missing parents built beneath, a unique-in-stack screen's other instance cut.
+    mutating func push(_ tree: PTree, _ element: PElement, _ nextID: inout UInt64) {
+        let destination: PStackRef
+        let stackIndex: Int
+        let home = map.homeTab[element.screen]
+        if let modal = tree.modals.last {
+            destination = .modal(modal.id)
+            stackIndex = tree.stackEnd.count - 1
+        } else {
+            destination = .tab(home >= 0 ? home : tree.selected)
+            stackIndex = home >= 0 ? home : tree.selected
+            if home >= 0, tree.selected != home { commands.append(.selectTab(home)) }
+        }
+        let stack = tree.stackRange(stackIndex)
         chain.removeAll(keepingCapacity: true)
         chain.append(element)
         while true {
@@ -399,130 +604,173 @@ struct PResolver {
         let keepIndex = anchor?.stack ?? keptCount - 1
         if keepIndex < stack.count - 1 { commands.append(.popTo(tree.screens[stack.lowerBound + keepIndex].id)) }
         if let anchor, anchor.chain == chain.count - 1 {
-            let changed = changes(tree, tree.screens[stack.lowerBound + anchor.stack], all)
-            if changed != 0 {
-                commands.append(.refresh(id: tree.screens[stack.lowerBound + anchor.stack].id, mask: changed))
-            }
-            steps.append(.poppingTo(target.screen, tab: destination))
-            return .apply(.resolved, nextID: nextID)
+            appendRefresh(tree, tree.screens[stack.lowerBound + anchor.stack], element)
+            steps.append(.poppingTo(element.screen, destination))
+            return
         }
         let last = chain.count - 1
         var beneath = 0
         for index in ((anchor?.chain ?? -1) + 1)...last where index == last || map.tabRoot[chain[index].screen] < 0 {
-            commands.append(.push(id: nextID, screen: chain[index].screen, mask: chain[index].mask, tab: destination))
+            commands.append(.push(id: nextID, chain[index], onto: destination))
             nextID += 1
             if index < last { beneath += 1 }
         }
-        steps.append(.pushing(target.screen, tab: destination, beneath: beneath))
-        return .apply(.resolved, nextID: nextID)
+        steps.append(.pushing(element.screen, onto: destination, beneath: beneath))
     }
 
-    mutating func finishIgnored(_ state: inout PState, _ idHash: UInt64, _ now: Int64) -> POutcome {
-        state.recent.insert(idHash, now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
-        return .ignored
-    }
+    // MARK: Applying
 
-    /// The commands applied to the session's tree, all or nothing: the depth they lead to is
-    /// checked first, then they change the tree in place and the invariant is walked.
-    mutating func apply(_ state: inout PState, _ idHash: UInt64, _ now: Int64, nextID: UInt64) -> Bool {
-        if commands.isEmpty { return true }
-        // The depth of the stack pushed onto (pops first), before anything changes.
-        var tab = state.tree.selected
-        var depth = state.tree.stackRange(tab).count
-        for command in commands {
-            switch command {
-            case .selectTab(let to):
-                tab = to
-                depth = state.tree.stackRange(to).count
-            case .popTo(let id):
-                let range = state.tree.stackRange(tab)
-                if let index = range.firstIndex(where: { state.tree.screens[$0].id == id }) {
-                    depth = index - range.lowerBound + 1
-                }
-            case .push:
-                depth += 1
-            case .refresh:
-                break
-            }
-        }
-        guard depth <= options.limits.maxStackDepth else {
+    /// The commands applied to the tree, all or nothing. The depths and the modals they lead to
+    /// are worked out first, so a batch that would break a limit is refused with the tree as it
+    /// was; then the tree changes in place and the invariant is walked.
+    mutating func apply(_ tree: inout PTree) -> Bool {
+        if let problem = excess(tree) {
             commands.removeAll(keepingCapacity: true)
-            steps.append(.rejected("a stack of \(depth) screens; expected at most \(options.limits.maxStackDepth)"))
+            steps.append(.rejected(problem))
             return false
         }
         for command in commands {
             switch command {
-            case .selectTab(let to):
-                state.tree.selected = to
+            case .selectTab(let tab):
+                tree.selected = tab
+            case .dismissTo(let id):
+                let kept = id.map { id in tree.modals.firstIndex { $0.id == id }! + 1 } ?? 0
+                guard kept < tree.modals.count else { break }
+                let from = tree.stackEnd[tree.tabCount + kept - 1]
+                for gone in from..<tree.screens.count { tree.deadEntries += Int(tree.screens[gone].infoCount) }
+                tree.screens.removeSubrange(from...)
+                tree.stackEnd.removeLast(tree.modals.count - kept)
+                tree.modals.removeLast(tree.modals.count - kept)
             case .popTo(let id):
-                let range = state.tree.stackRange(state.tree.selected)
-                let index = range.firstIndex { state.tree.screens[$0].id == id }!
-                let gone = range.upperBound - index - 1
-                for dead in (index + 1)..<range.upperBound {
-                    state.tree.deadBytes += Int(state.tree.screens[dead].infoCount)
-                }
-                state.tree.screens.removeSubrange((index + 1)..<range.upperBound)
-                for later in state.tree.selected..<state.tree.stackEnd.count { state.tree.stackEnd[later] -= gone }
-            case .push(let id, let screen, let mask, let tab):
-                let start = state.tree.infos.count
-                var count = 0
-                for index in target.keys.indices where mask & (1 << index) != 0 {
-                    let offset = state.tree.bytes.count
-                    state.tree.bytes.append(contentsOf: target.values[index].utf8)
-                    state.tree.infos.append(
-                        PInfo(
-                            key: target.keys[index], length: UInt16(state.tree.bytes.count - offset),
-                            start: UInt32(offset)))
-                    count += 1
-                }
-                let at = state.tree.stackEnd[tab]
-                state.tree.screens.insert(
-                    PScreen(id: id, name: UInt16(screen), infoCount: UInt16(count), infoStart: UInt32(start)), at: at)
-                for later in tab..<state.tree.stackEnd.count { state.tree.stackEnd[later] += 1 }
-                state.tree.lastServiceID = max(state.tree.lastServiceID, id)
+                let index = tree.screens.firstIndex { $0.id == id }!
+                let stack = tree.stack(holding: index)
+                let end = tree.stackEnd[stack]
+                for gone in (index + 1)..<end { tree.deadEntries += Int(tree.screens[gone].infoCount) }
+                tree.screens.removeSubrange((index + 1)..<end)
+                for later in stack..<tree.stackEnd.count { tree.stackEnd[later] -= end - index - 1 }
+            case .push(let id, let element, let ref):
+                let stack = tree.stack(of: ref)
+                let screen = newScreen(&tree, id, element)
+                tree.screens.insert(screen, at: tree.stackEnd[stack])
+                for later in stack..<tree.stackEnd.count { tree.stackEnd[later] += 1 }
+            case .present(let modal, let style, let id, let element):
+                tree.screens.append(newScreen(&tree, id, element))
+                tree.stackEnd.append(tree.screens.count)
+                tree.modals.append(PModal(id: modal, style: style))
+                tree.lastServiceID = max(tree.lastServiceID, modal)
+            case .replace(let old, let id, let element):
+                let index = tree.screens.firstIndex { $0.id == old }!
+                tree.deadEntries += Int(tree.screens[index].infoCount)
+                tree.screens[index] = newScreen(&tree, id, element)
             case .refresh(let id, let mask):
-                let index = state.tree.screens.firstIndex { $0.id == id }!
-                let old = state.tree.screens[index]
-                let start = state.tree.infos.count
-                var count = 0
-                // Merged, sorted by key: the old entries not replaced, then the new ones.
-                var merged: [(key: UInt16, from: Int, isTarget: Bool)] = []
-                for place in 0..<Int(old.infoCount) {
-                    let info = state.tree.infos[Int(old.infoStart) + place]
-                    if let index = targetValue(info.key, mask) {
-                        merged.append((info.key, index, true))
-                    } else {
-                        merged.append((info.key, Int(old.infoStart) + place, false))
-                    }
-                }
-                for index in target.keys.indices
-                where mask & (1 << index) != 0 && !merged.contains(where: { $0.key == target.keys[index] }) {
-                    merged.append((target.keys[index], index, true))
-                }
-                merged.sort { $0.key < $1.key }
-                for entry in merged {
-                    let offset = state.tree.bytes.count
-                    if entry.isTarget {
-                        state.tree.bytes.append(contentsOf: target.values[entry.from].utf8)
-                    } else {
-                        let info = state.tree.infos[entry.from]
-                        state.tree.bytes.append(
-                            contentsOf: state.tree.bytes[Int(info.start)..<Int(info.start) + Int(info.length)])
-                    }
-                    state.tree.infos.append(
-                        PInfo(key: entry.key, length: UInt16(state.tree.bytes.count - offset), start: UInt32(offset)))
-                    count += 1
-                }
-                state.tree.deadBytes += Int(old.infoCount)
-                state.tree.screens[index].infoStart = UInt32(start)
-                state.tree.screens[index].infoCount = UInt16(count)
+                refresh(&tree, id, mask)
             }
-            state.tree.version += 1
+            tree.version += 1
         }
-        if state.tree.deadBytes > 64 && state.tree.deadBytes * 2 > state.tree.infos.count { compact(&state.tree) }
-        check(state.tree)
-        state.recent.insert(idHash, now: now, window: options.dedupWindow, capacity: options.dedupCapacity)
+        if tree.deadEntries > 64 && tree.deadEntries * 2 > tree.infos.count { compact(&tree) }
+        check(tree)
         return true
+    }
+
+    /// What the batch would take over a limit (modals, a stack's depth), if anything: the
+    /// commands walked over the stacks' depths, nothing changed.
+    mutating func excess(_ tree: PTree) -> String? {
+        depths.removeAll(keepingCapacity: true)
+        for stack in tree.stackEnd.indices { depths.append(tree.stackRange(stack).count) }
+        var keptModals = tree.modals.count
+        for command in commands {
+            switch command {
+            case .selectTab:
+                break
+            case .dismissTo(let id):
+                let kept = id.map { id in tree.modals.firstIndex { $0.id == id }! + 1 } ?? 0
+                keptModals = min(keptModals, kept)
+                depths.removeLast(depths.count - tree.tabCount - keptModals)
+            case .popTo(let id):
+                let index = tree.screens.firstIndex { $0.id == id }!
+                let stack = tree.stack(holding: index)
+                depths[stack] = index - tree.stackRange(stack).lowerBound + 1
+            case .push(_, _, let ref):
+                let stack: Int
+                switch ref {
+                case .tab(let tab): stack = tab
+                case .modal(let id):
+                    // A modal presented earlier in the batch is beyond the tree's own.
+                    if let place = tree.modals.firstIndex(where: { $0.id == id }) {
+                        stack = tree.tabCount + place
+                    } else {
+                        stack = depths.count - 1
+                    }
+                }
+                depths[stack] += 1
+            case .present:
+                depths.append(1)
+            case .replace, .refresh:
+                break
+            }
+        }
+        let modals = depths.count - tree.tabCount
+        if modals > options.limits.maxModals {
+            return "\(modals) modals; expected at most \(options.limits.maxModals) (maxModals)"
+        }
+        if let deepest = depths.max(), deepest > options.limits.maxStackDepth {
+            return "a stack of \(deepest) screens; expected at most \(options.limits.maxStackDepth) (maxStackDepth)"
+        }
+        return nil
+    }
+
+    /// A screen with the element's entries, its info written at the end of the tree's.
+    func newScreen(_ tree: inout PTree, _ id: UInt64, _ element: PElement) -> PScreen {
+        let start = tree.infos.count
+        var count = 0
+        for index in target.keys.indices where element.mask & (1 << index) != 0 {
+            let offset = tree.bytes.count
+            tree.bytes.append(contentsOf: target.values[index].utf8)
+            tree.infos.append(
+                PInfo(key: target.keys[index], length: UInt16(tree.bytes.count - offset), start: UInt32(offset)))
+            count += 1
+        }
+        tree.lastServiceID = max(tree.lastServiceID, id)
+        return PScreen(id: id, name: UInt16(element.screen), infoCount: UInt16(count), infoStart: UInt32(start))
+    }
+
+    /// The target's entries of `mask` merged into a screen's info: written anew at the end, sorted.
+    func refresh(_ tree: inout PTree, _ id: UInt64, _ mask: UInt32) {
+        let index = tree.screens.firstIndex { $0.id == id }!
+        let old = tree.screens[index]
+        let start = tree.infos.count
+        var count = 0
+        var next = 0  // the next of the target's entries to place, in key order
+        func appendTarget(_ entry: Int) {
+            let offset = tree.bytes.count
+            tree.bytes.append(contentsOf: target.values[entry].utf8)
+            tree.infos.append(
+                PInfo(key: target.keys[entry], length: UInt16(tree.bytes.count - offset), start: UInt32(offset)))
+            count += 1
+        }
+        func placeTargets(below key: UInt16?) {
+            while next < target.keys.count, key.map({ target.keys[next] < $0 }) ?? true {
+                if mask & (1 << next) != 0 { appendTarget(next) }
+                next += 1
+            }
+        }
+        for place in 0..<Int(old.infoCount) {
+            let info = tree.infos[Int(old.infoStart) + place]
+            placeTargets(below: info.key)
+            if let replaced = targetValue(info.key, mask) {
+                appendTarget(replaced)
+                next = max(next, replaced + 1)
+            } else {
+                let offset = tree.bytes.count
+                tree.bytes.append(contentsOf: tree.bytes[Int(info.start)..<Int(info.start) + Int(info.length)])
+                tree.infos.append(PInfo(key: info.key, length: info.length, start: UInt32(offset)))
+                count += 1
+            }
+        }
+        placeTargets(below: nil)
+        tree.deadEntries += Int(old.infoCount)
+        tree.screens[index].infoStart = UInt32(start)
+        tree.screens[index].infoCount = UInt16(count)
     }
 
     /// Drops the info entries and bytes no screen holds.
@@ -543,19 +791,19 @@ struct PResolver {
         }
         tree.infos = infos
         tree.bytes = bytes
-        tree.deadBytes = 0
+        tree.deadEntries = 0
     }
 
     /// The invariant and limits, walked over the whole tree after every change.
     func check(_ tree: PTree) {
+        precondition(tree.stackEnd.count == tree.tabCount + tree.modals.count, "stacks")
         var previous = 0
-        var textBytes = map.tabBytes
-        for tab in tree.stackEnd.indices {
-            let end = tree.stackEnd[tab]
+        for end in tree.stackEnd {
             precondition(end > previous && end - previous <= options.limits.maxStackDepth, "stack")
             previous = end
         }
-        precondition(previous == tree.screens.count, "screens")
+        precondition(previous == tree.screens.count && tree.modals.count <= options.limits.maxModals, "screens")
+        var textBytes = map.tabBytes
         for screen in tree.screens {
             precondition(screen.id != 0 && screen.id <= tree.lastServiceID, "id")
             textBytes += map.nameBytes[Int(screen.name)]
@@ -565,16 +813,16 @@ struct PResolver {
                 textBytes += map.keyBytes[Int(info.key)] + Int(info.length)
             }
         }
-        // Unique ids, by pairs (a tree of a few dozen screens).
-        let count = tree.screens.count
+        // Unique ids, screens' and modals', by pairs (a tree of a few dozen).
         tree.screens.withUnsafeBufferPointer { screens in
-            for index in 0..<count {
-                for other in (index + 1)..<max(count, index + 1) where screens[other].id == screens[index].id {
+            for index in screens.indices {
+                for other in (index + 1)..<max(screens.count, index + 1) where screens[other].id == screens[index].id {
                     preconditionFailure("duplicate id")
                 }
+                for modal in tree.modals where modal.id == screens[index].id { preconditionFailure("duplicate id") }
             }
         }
-        precondition(textBytes <= options.limits.maxTreeBytes, "bytes")
+        precondition(textBytes <= options.limits.maxTreeBytes, "outside the model: a tree near maxTreeBytes")
     }
 }
 
@@ -583,8 +831,9 @@ struct PResolver {
 func plainTree(_ tree: ScreenTree, _ map: PMap) -> PTree {
     guard case .tabs(let bar) = tree.root, tree.modals.isEmpty else { fatalError("outside the model") }
     var result = PTree(
-        screens: [], stackEnd: [], infos: [], bytes: [], selected: bar.tabs.firstIndex { $0.name == bar.selected }!,
-        version: tree.version, lastServiceID: tree.lastServiceID)
+        screens: [], stackEnd: [], modals: [], infos: [], bytes: [], tabCount: bar.tabs.count,
+        selected: bar.tabs.firstIndex { $0.name == bar.selected }!, version: tree.version,
+        lastServiceID: tree.lastServiceID)
     for tab in bar.tabs {
         for screen in tab.stack {
             let start = result.infos.count
@@ -608,9 +857,14 @@ func plainTree(_ tree: ScreenTree, _ map: PMap) -> PTree {
 
 func describe(_ tree: PTree, _ map: PMap) -> String {
     var text = "selected \(map.tabNames[tree.selected]);"
-    for tab in tree.stackEnd.indices {
-        text += " \(map.tabNames[tab]):"
-        for index in tree.stackRange(tab) {
+    for stack in tree.stackEnd.indices {
+        if stack < tree.tabCount {
+            text += " \(map.tabNames[stack]):"
+        } else {
+            let modal = tree.modals[stack - tree.tabCount]
+            text += " modal #\(modal.id) \(modal.style):"
+        }
+        for index in tree.stackRange(stack) {
             let screen = tree.screens[index]
             var info: [String: String] = [:]
             for place in 0..<Int(screen.infoCount) {
@@ -631,11 +885,22 @@ func describe(_ tree: ScreenTree) -> String {
         text += " \(tab.name):"
         for screen in tab.stack { text += " \(screen.context)#\(screen.id.rawValue)" }
     }
+    for modal in tree.modals {
+        text += " modal #\(modal.id.rawValue) \(modal.style):"
+        for screen in modal.stack { text += " \(screen.context)#\(screen.id.rawValue)" }
+    }
     return text
 }
 
-func realCommands(_ resolver: PResolver, _ tree: PTree) -> [Command] {
+func realCommands<Recent>(_ resolver: PResolver<Recent>) -> [Command] {
     let map = resolver.map
+    func screen(_ id: UInt64, _ element: PElement) -> Screen {
+        var info: [String: String] = [:]
+        for index in resolver.target.keys.indices where element.mask & (1 << index) != 0 {
+            info[map.keys[Int(resolver.target.keys[index])]] = resolver.target.values[index]
+        }
+        return Screen(id: NodeID(rawValue: id), ScreenContext(map.names[element.screen], info))
+    }
     func info(_ mask: UInt32) -> [String: String] {
         var result: [String: String] = [:]
         for index in resolver.target.keys.indices where mask & (1 << index) != 0 {
@@ -646,11 +911,14 @@ func realCommands(_ resolver: PResolver, _ tree: PTree) -> [Command] {
     return resolver.commands.map { command in
         switch command {
         case .selectTab(let tab): .selectTab(map.tabNames[tab])
+        case .dismissTo(let id): .dismissTo(id.map { NodeID(rawValue: $0) })
         case .popTo(let id): .popTo(NodeID(rawValue: id))
-        case .push(let id, let screen, let mask, let tab):
-            .push(
-                Screen(id: NodeID(rawValue: id), ScreenContext(map.names[screen], info(mask))),
-                onto: .tab(map.tabNames[tab]))
+        case .push(let id, let element, .tab(let tab)): .push(screen(id, element), onto: .tab(map.tabNames[tab]))
+        case .push(let id, let element, .modal(let modal)):
+            .push(screen(id, element), onto: .modal(NodeID(rawValue: modal)))
+        case .present(let modal, let style, let id, let element):
+            .present(Modal(id: NodeID(rawValue: modal), style: style, stack: [screen(id, element)]))
+        case .replace(let old, let id, let element): .replace(NodeID(rawValue: old), with: screen(id, element))
         case .refresh(let id, let mask): .refresh(NodeID(rawValue: id), info: info(mask))
         }
     }
@@ -665,11 +933,22 @@ func fixed(_ value: Double, _ digits: Int) -> String {
     return digits == 0 ? String(Int(rounded)) : String(rounded)
 }
 
+/// A session of a signed-in user, as most are (the resolver benchmark's too): guards met.
+func signedIn(_ resolver: Resolver) -> SessionState {
+    var state = resolver.initialState()
+    _ = resolver.apply(.conditions(["authenticated": true]), to: &state, now: 0)
+    return state
+}
+
 /// The check: every outcome and command, and every tree at the end, as the resolver's.
-func check(_ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, _ plainMap: PMap, sessions: Int) {
-    var states = [SessionState](repeating: resolver.initialState(), count: sessions)
-    var plain = [PState](repeating: PState(tree: plainTree(resolver.initialState().tree, plainMap)), count: sessions)
-    var model = PResolver(map: plainMap)
+func check<Recent: PDedup>(
+    _ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, _ plainMap: PMap, sessions: Int,
+    _ dedup: Recent.Type, _ name: String
+) {
+    var states = [SessionState](repeating: signedIn(resolver), count: sessions)
+    let initial = PState<Recent>(tree: plainTree(signedIn(resolver).tree, plainMap))
+    var plain = [PState<Recent>](repeating: initial, count: sessions)
+    var model = PResolver<Recent>(map: plainMap)
     var now: Int64 = 1_700_000_000_000_000_000
     var kinds = [String: Int]()
     for (session, intent) in intents {
@@ -690,7 +969,7 @@ func check(_ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, _ 
         case .parked: fatalError("parked: outside the model")
         }
         kinds["\(expected)", default: 0] += 1
-        let got = outcome == .rejected || outcome == .ignored ? [] : realCommands(model, plain[session].tree)
+        let got = outcome == .rejected || outcome == .ignored ? [] : realCommands(model)
         guard outcome == expected, got == expectedCommands else {
             print(
                 "MISMATCH for \(intent.target) in session \(session): resolver \(resolution.outcome), model \(outcome) \(got)"
@@ -709,7 +988,7 @@ func check(_ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, _ 
     let screens = states.reduce(0) { $0 + $1.tree.stacks.reduce(0) { $0 + $1.screens.count } }
     let outcomes = kinds.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     let perSession = fixed(Double(screens) / Double(sessions), 1)
-    print("check: \(intents.count) intents over \(sessions) sessions: the same outcomes, commands and trees")
+    print("check (\(name)): \(intents.count) intents over \(sessions) sessions: the same outcomes, commands and trees")
     print("       (\(outcomes); \(perSession) screens a session at the end)")
 }
 
@@ -734,7 +1013,7 @@ func timed(_ intents: [(session: Int, intent: Intent)], _ resolve: (Int, Intent,
 
 /// The resolver as a worker calls it (its arrays handed back).
 func timeResolver(_ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, sessions: Int) -> Double {
-    var states = [SessionState](repeating: resolver.initialState(), count: sessions)
+    var states = [SessionState](repeating: signedIn(resolver), count: sessions)
     var buffers = ResolutionBuffers()
     return timed(intents) { session, intent, now in
         var resolution = resolver.resolve(intent, into: &states[session], now: now, buffers: &buffers)
@@ -745,23 +1024,30 @@ func timeResolver(_ intents: [(session: Int, intent: Intent)], _ resolver: Resol
 }
 
 /// The model over the same intents.
-func timeModel(_ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, _ plainMap: PMap, sessions: Int)
-    -> Double
-{
-    var plain = [PState](repeating: PState(tree: plainTree(resolver.initialState().tree, plainMap)), count: sessions)
-    var model = PResolver(map: plainMap)
+func timeModel<Recent: PDedup>(
+    _ intents: [(session: Int, intent: Intent)], _ resolver: Resolver, _ plainMap: PMap, sessions: Int,
+    _ dedup: Recent.Type
+) -> Double {
+    let initial = PState<Recent>(tree: plainTree(signedIn(resolver).tree, plainMap))
+    var plain = [PState<Recent>](repeating: initial, count: sessions)
+    var model = PResolver<Recent>(map: plainMap)
     return timed(intents) { session, intent, now in model.resolve(intent, into: &plain[session], now: now) == .resolved
     }
 }
 
 func main() throws {
     let arguments = CommandLine.arguments
-    guard arguments.count <= 3, let sessions = arguments.count > 1 ? Int(arguments[1]) : 1000,
-        let rounds = arguments.count > 2 ? Int(arguments[2]) : 5, sessions > 0, rounds > 0
+    guard arguments.count <= 4, let sessions = arguments.count > 1 ? Int(arguments[1]) : 1000,
+        let rounds = arguments.count > 2 ? Int(arguments[2]) : 5, sessions > 0, rounds > 0,
+        arguments.count < 4 || arguments[3] == "model"
     else {
-        print("usage: PlainTree [SESSIONS (1000)] [ROUNDS (5)]: positive whole numbers")
+        print(
+            "usage: PlainTree [SESSIONS (1000)] [ROUNDS (5)] [model]: positive whole numbers; model: time the model alone"
+        )
         exit(64)
     }
+    // For a profile of the model: the check, then the model alone.
+    let modelAlone = arguments.count == 4
     let map = RouteMap.demo
     let plainMap = PMap(map)
     let resolver = try Resolver(map: map)
@@ -775,24 +1061,34 @@ func main() throws {
     while intents.count < poolSize {
         let session = Int(random.next() % UInt64(sessions))
         guard case .intent(let intent) = mix.next(session: "s\(session)"), case .path(let path) = intent.target,
-            let screen = plainMap.screen(named: path[0].screen), plainMap.isPush[screen], !plainMap.hasGuard[screen]
+            let screen = plainMap.screen(named: path[0].screen), !plainMap.blocking[screen]
         else { continue }
+        if case .setRoot = plainMap.transition[screen] { continue }
         intents.append((session, intent))
     }
-    check(intents, resolver, plainMap, sessions: sessions)
+    check(intents, resolver, plainMap, sessions: sessions, RecentIntentIDs.self, "ids scanned")
+    check(intents, resolver, plainMap, sessions: sessions, IndexedIDs.self, "ids indexed")
     let operations = Double(intents.count * 2)
-    var ratios: [Double] = []
+    if modelAlone {
+        for round in 1...rounds {
+            let plain = timeModel(intents, resolver, plainMap, sessions: sessions, RecentIntentIDs.self) / operations
+            print("round \(round): plain model \(fixed(plain, 0)) ns an intent")
+        }
+        return
+    }
     var reals: [Double] = []
     var plains: [Double] = []
+    var indexed: [Double] = []
     for round in 1...rounds {
-        // In turns, so that a noisy spell of the machine falls on both.
+        // In turns, so that a noisy spell of the machine falls on each.
         let real = timeResolver(intents, resolver, sessions: sessions) / operations
-        let plain = timeModel(intents, resolver, plainMap, sessions: sessions) / operations
+        let plain = timeModel(intents, resolver, plainMap, sessions: sessions, RecentIntentIDs.self) / operations
+        let index = timeModel(intents, resolver, plainMap, sessions: sessions, IndexedIDs.self) / operations
         reals.append(real)
         plains.append(plain)
-        ratios.append(real / plain)
+        indexed.append(index)
         print(
-            "round \(round): resolver \(fixed(real, 0)) ns an intent, plain model \(fixed(plain, 0)) ns: \(fixed(real / plain, 2))x"
+            "round \(round): resolver \(fixed(real, 0)) ns an intent; plain model \(fixed(plain, 0)) ns (\(fixed(real / plain, 2))x), its ids indexed \(fixed(index, 0)) ns (\(fixed(real / index, 2))x)"
         )
     }
     func median(_ values: [Double]) -> Double {
@@ -800,8 +1096,15 @@ func main() throws {
         return sorted.count % 2 == 1
             ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
+    func summary(_ values: [Double], digits: Int) -> String {
+        "\(fixed(median(values), digits)) (\(fixed(values.min()!, digits))–\(fixed(values.max()!, digits)))"
+    }
+    print("median of \(rounds) rounds, ns an intent (lowest–highest):")
     print(
-        "median of \(rounds): resolver \(fixed(median(reals), 0)) ns (\(fixed(reals.min()!, 0))–\(fixed(reals.max()!, 0))), plain model \(fixed(median(plains), 0)) ns (\(fixed(plains.min()!, 0))–\(fixed(plains.max()!, 0))); resolver ÷ model \(fixed(median(ratios), 2)) (\(fixed(ratios.min()!, 2))–\(fixed(ratios.max()!, 2)))"
+        "  resolver \(summary(reals, digits: 0)), plain model \(summary(plains, digits: 0)), its ids indexed \(summary(indexed, digits: 0))"
+    )
+    print(
+        "  resolver ÷ plain model \(summary(zip(reals, plains).map { $0 / $1 }, digits: 2)); resolver ÷ ids indexed \(summary(zip(reals, indexed).map { $0 / $1 }, digits: 2)); plain model ÷ ids indexed \(summary(zip(plains, indexed).map { $0 / $1 }, digits: 2))"
     )
 }
 
