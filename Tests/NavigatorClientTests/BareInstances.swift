@@ -9,36 +9,53 @@ import ZeroMQ
 final class BareInstances: Sendable {
     let endpoints = Locked<ServerEndpoints?>(nil)
     let stopped = Locked(false)
+    /// What the instances' thread returned or threw, once it has ended.
+    private let served = Locked<Result<[String], any Error>?>(nil)
 
     /// Starts `serve` on a thread of its own — it binds the instances' sockets, sets
     /// ``endpoints`` and answers until ``stopped`` is set, returning what it saw — and runs
     /// `body` with a connection to them (its requests' `timeout` given). The thread is stopped
     /// and awaited however `body` ends.
+    ///
+    /// The thread is an operating-system thread started here, before anything is awaited: a
+    /// thread started from a task waits for that task to get one of the cooperative pool's few
+    /// threads first, and a suite running hundreds of tests on two cores has kept such a task
+    /// waiting more than the 60 s allowed for the binding (four tests at once on 2026-12-02).
     func run<T: Sendable>(
         serving serve: @escaping @Sendable () throws -> [String], timeout: Duration = .seconds(5),
         then body: (NavigatorConnection) async throws -> T
     ) async throws -> (T, [String]) {
-        async let served = onThread(serve)
+        let thread = DedicatedThread(name: "bare-instances") { [self] in
+            let result = Result { try serve() }
+            served.withLock { $0 = result }
+        }
+        // Joined off the pool: the thread may still be answering for a moment after `stopped`.
+        func finish() async {
+            stopped.withLock { $0 = true }
+            _ = try? await DedicatedThread.run(name: "bare-join") { thread.join() }
+        }
         let result: T
         do {
             result = try await withConnection(timeout: timeout, body)
         } catch {
-            stopped.withLock { $0 = true }
-            _ = try? await served
+            await finish()
             throw error
         }
-        stopped.withLock { $0 = true }
-        return (result, try await served)
+        await finish()
+        return (result, try served.withLock { $0 }!.get())
     }
 
     /// `body` with a connection to them, made once their thread has bound its sockets, and
-    /// closed after it however it ends. Generous: that thread starts from a task, which a suite
-    /// running hundreds of tests on two cores has been seen to start more than 10 s late.
+    /// closed after it however it ends. If the thread ends before it binds, its error is thrown.
     private func withConnection<T: Sendable>(
         timeout: Duration, _ body: (NavigatorConnection) async throws -> T
     ) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(60)
         while endpoints.withLock({ $0 }) == nil {
+            if let ended = served.withLock({ $0 }) {
+                _ = try ended.get()
+                throw TestFailure("the instances' thread ended without binding their sockets")
+            }
             guard ContinuousClock.now < deadline else { throw TestFailure("the instances never bound") }
             try await Task.sleep(for: .milliseconds(5))
         }
