@@ -59,13 +59,25 @@ public enum LoadRunner {
             acknowledge = { (session: String, seq: UInt64) in
                 // A shell of this share of sessions acknowledges each batch it applies.
                 guard Double(StableHash.fnv1a(session) % 10_000) < share * 100 else { return }
+                acks.inFlight.add(1, ordering: .relaxed)
                 Task {
+                    let applied: Bool
                     do {
                         _ = try await connection.report(.ack(seq), session: session, lastSeq: seq)
-                        acks.applied.add(1, ordering: .relaxed)
+                        applied = true
                     } catch {
-                        acks.failed.add(1, ordering: .relaxed)
+                        applied = false
                     }
+                    // An answer after the report was made is not counted there: it was counted
+                    // as unanswered.
+                    if !acks.closed.load(ordering: .acquiring) {
+                        if applied {
+                            acks.applied.add(1, ordering: .relaxed)
+                        } else {
+                            acks.failed.add(1, ordering: .relaxed)
+                        }
+                    }
+                    acks.inFlight.subtract(1, ordering: .releasing)
                 }
             }
         }
@@ -250,6 +262,19 @@ public enum LoadRunner {
         reporter.cancel()
         listener.stop.store(true, ordering: .releasing)
         _ = try? await DedicatedThread.run(name: "navload-join") { subscriber.join() }
+        // --ack-share: the acknowledgements sent are answered before they are counted (each is a
+        // request of its own, which a loaded machine may answer after the drain above), and the
+        // service's landing counts are read again after them. Those still unanswered after the
+        // timeout are counted as failed.
+        var landing = after
+        if plan.ackShare > 0 {
+            let answered = ContinuousClock.now + .seconds(plan.timeout)
+            while acks.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < answered {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            acks.closed.store(true, ordering: .releasing)
+            landing = try await cluster.stats()
+        }
         func delta(_ key: String) -> UInt64 {
             (after.outcomes[key] ?? 0) &- (before.outcomes[key] ?? 0)
         }
@@ -276,12 +301,13 @@ public enum LoadRunner {
         report.acknowledged = acks.applied.load(ordering: .relaxed)
         // Saturating: an instance that restarted during the run starts its counts again.
         func since(_ now: UInt64, _ then: UInt64) -> UInt64 { now >= then ? now - then : 0 }
-        report.landed = since(after.landed, before.landed)
-        report.landBounds = after.landBounds
-        report.landTimes = after.landTimes.enumerated().map { index, count in
+        report.landed = since(landing.landed, before.landed)
+        report.landBounds = landing.landBounds
+        report.landTimes = landing.landTimes.enumerated().map { index, count in
             since(count, index < before.landTimes.count ? before.landTimes[index] : 0)
         }
-        report.acknowledgementsFailed = acks.failed.load(ordering: .relaxed)
+        report.acknowledgementsFailed =
+            acks.failed.load(ordering: .relaxed) + UInt64(max(0, acks.inFlight.load(ordering: .acquiring)))
         if let path = plan.latencyLog {
             try writeLatencyLog(listener.timeline, from: listener.measureFrom.load(ordering: .relaxed), to: path)
         }
@@ -326,6 +352,10 @@ public enum LoadRunner {
     final class AckCounts: Sendable {
         let applied = Atomic<UInt64>(0)
         let failed = Atomic<UInt64>(0)
+        /// Sent and not yet answered.
+        let inFlight = Atomic<Int>(0)
+        /// Set once the report is made: what is answered after it is left out.
+        let closed = Atomic<Bool>(false)
     }
 
     final class Listener: Sendable {

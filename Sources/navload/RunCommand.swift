@@ -334,7 +334,7 @@ struct RunCommand: AsyncParsableCommand {
             rows.append(
                 (
                     "acknowledged",
-                    "\(report.acknowledged) batches as shells (\(ackShare) % of sessions); \(report.acknowledgementsFailed) acknowledgements failed"
+                    "\(report.acknowledged) batches as shells (\(ackShare) % of sessions); \(report.acknowledgementsFailed) acknowledgements failed or unanswered"
                 ))
             func bound(_ q: Double) -> String {
                 guard let seconds = report.landQuantile(q) else { return "—" }
